@@ -1,0 +1,35 @@
+# Two entry points, each doing all set-up on a fresh Debian machine with Python 3.11 and make:
+#   make run   - install everything, start the app with the default example
+#   make test  - install everything, run the whole test suite under Xvfb
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null \
+		|| { echo "make: gradviz needs Python >= 3.11 as '$(PYTHON)' (set PYTHON=...)"; exit 1; }
+	PYTHON=$(PYTHON) bash scripts/install-system-deps.sh --with-xvfb
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+run: setup
+	$(BIN)/gradviz
+
+test: setup
+	$(BIN)/ruff check gradviz tests bench resources main.py
+	xvfb-run -a -s "-screen 0 1920x1200x24" $(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check gradviz tests bench resources main.py
+
+bench: setup
+	$(BIN)/python bench/jacobian_speed.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

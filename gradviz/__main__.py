@@ -1,0 +1,3 @@
+from gradviz.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""``gradviz`` on the command line: the same core as the app, for CI and scripts.
+
+Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from gradviz import __version__
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gradviz",
+        description="A gradient debugger for custom torch.autograd.Function classes. "
+        "Without a command, the desktop app starts.",
+    )
+    parser.add_argument("--version", action="version", version=f"gradviz {__version__}")
+    commands = parser.add_subparsers(dest="command")
+
+    check = commands.add_parser("check", help="compare the analytic and numerical Jacobians of a Function")
+    check.add_argument("file", help="a .py file, or the name of a built-in example (see 'gradviz list')")
+    check.add_argument("--function", help="which Function to check when the file defines several")
+    check.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    check.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    check.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default: 1e-6)")
+    check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default: 1e-5)")
+    check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default: 1e-3)")
+    check.add_argument("--seed", type=int, default=0, help="seed for example_inputs (default: 0)")
+    check.add_argument(
+        "--max-memory-mb", type=float, help="refuse Jacobians larger than this (default: RAM/4)"
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
+
+    commands.add_parser("list", help="list the built-in example Functions")
+    app = commands.add_parser("app", help="start the desktop app (the default)")
+    app.add_argument("app_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or (argv[0].startswith("--") and argv[0] not in ("--version", "--help")):
+        return _launch_app(argv)
+    args = build_parser().parse_args(argv)
+    if args.command == "check":
+        return run_check(args)
+    if args.command == "list":
+        return run_list()
+    return _launch_app(getattr(args, "app_args", []))
+
+
+def _launch_app(argv: list[str]) -> int:
+    from gradviz.app.launch import run_app
+
+    return run_app(argv)
+
+
+def run_list() -> int:
+    from gradviz.core.library import builtin_functions
+
+    category = None
+    for entry in builtin_functions():
+        if entry.category != category:
+            category = entry.category
+            print(f"{category}:")
+        bug = "  [buggy]" if entry.bug else ""
+        print(f"  {entry.name:<28} {entry.summary}{bug}")
+    return EXIT_PASS
+
+
+def _resolve_file(name: str) -> Path:
+    from gradviz.core.library import find_builtin
+
+    path = Path(name)
+    if path.exists() or path.suffix == ".py":
+        return path
+    return find_builtin(name) or path
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from gradviz.core.check import CheckSettings, check_source
+    from gradviz.core.errors import GradvizError, UserCodeError
+    from gradviz.core.loader import load_file
+    from gradviz.core.report import format_table, result_to_dict, save_blocks
+
+    settings = CheckSettings(
+        device=args.device,
+        dtype=args.dtype,
+        eps=args.eps,
+        atol=args.atol,
+        rtol=args.rtol,
+        seed=args.seed,
+        max_jacobian_bytes=int(args.max_memory_mb * 2**20) if args.max_memory_mb else None,
+    )
+    path = _resolve_file(args.file)
+    try:
+        with _user_output_to_stderr(args.json):
+            result = check_source(load_file(path), args.function, settings)
+        if args.save:
+            save_blocks(result, args.save)
+    except UserCodeError as exc:
+        _print_error(exc.kind, str(exc), exc.traceback_text(), args.json, exc.to_dict())
+        return EXIT_ERROR
+    except GradvizError as exc:
+        _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
+        return EXIT_ERROR
+    except OSError as exc:
+        _print_error("io", f"Cannot write {args.save}: {exc.strerror or exc}", "", args.json, None)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(result_to_dict(result), allow_nan=False))
+    else:
+        print(format_table(result))
+    return EXIT_PASS if result.passed else EXIT_FAIL
+
+
+def _print_error(kind: str, message: str, user_traceback: str, as_json: bool, detail: dict | None) -> None:
+    print(f"gradviz: error: {message}", file=sys.stderr)
+    if user_traceback:
+        print("Traceback (your code only):", file=sys.stderr)
+        print(user_traceback, file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": detail or {"kind": kind, "message": message}}, allow_nan=False))
+
+
+@contextlib.contextmanager
+def _user_output_to_stderr(active: bool) -> Iterator[None]:
+    """In --json mode, whatever the user's code prints (Python or C level) goes to stderr."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved_fd = os.dup(1)
+    saved_stdout = sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stdout = saved_stdout
+        os.dup2(saved_fd, 1)
+        os.close(saved_fd)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Headless core: loading user code, Jacobians, verdicts. Never imports Qt."""

@@ -1,0 +1,120 @@
+"""Elementwise comparison of the two Jacobians with gradcheck's tolerance rule.
+
+A cell fails when ``|a - n| > atol + rtol * |n|`` (``torch.allclose``'s rule), or when either
+value is not finite. Each cell maps back to ``(output index, input index)`` so a report can say
+``out0[3, 1] / weight[2, 0]`` instead of ``(61, 40)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+ROW_CHUNK_CELLS = 4 * 2**20
+
+
+@dataclass
+class Tolerance:
+    eps: float = 1e-6
+    atol: float = 1e-5
+    rtol: float = 1e-3
+
+    def bound(self, numerical: np.ndarray | float) -> np.ndarray | float:
+        return self.atol + self.rtol * np.abs(numerical)
+
+
+@dataclass
+class BlockComparison:
+    """One (output i, input j) block: both Jacobians, |a - n|, the failing mask and a summary."""
+
+    output: int
+    input: int
+    out_shape: tuple[int, ...]
+    in_shape: tuple[int, ...]
+    analytic: np.ndarray
+    numerical: np.ndarray
+    error: np.ndarray
+    failing: np.ndarray
+    max_abs_error: float
+    n_failing: int
+    n_nonfinite: int
+    worst: tuple[int, int] | None
+    hints: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.analytic.shape
+
+    @property
+    def passed(self) -> bool:
+        return self.n_failing == 0
+
+    def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(index into output i, index into input j)`` of Jacobian cell ``(row, col)``."""
+        return cell_index(row, col, self.out_shape, self.in_shape)
+
+
+def cell_index(
+    row: int, col: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    out_idx = tuple(int(v) for v in np.unravel_index(row, out_shape)) if out_shape else ()
+    in_idx = tuple(int(v) for v in np.unravel_index(col, in_shape)) if in_shape else ()
+    return out_idx, in_idx
+
+
+def format_index(name: str, index: tuple[int, ...]) -> str:
+    return f"{name}[{','.join(str(v) for v in index)}]"
+
+
+def compare_block(
+    output: int,
+    input: int,
+    out_shape: tuple[int, ...],
+    in_shape: tuple[int, ...],
+    analytic: np.ndarray,
+    numerical: np.ndarray,
+    tol: Tolerance,
+) -> BlockComparison:
+    """Error and failing mask, in row chunks so no full-size temporaries pile up.
+
+    The arithmetic runs in torch on views of the NumPy arrays: multi-threaded, and quiet
+    about NaN where NumPy would warn.
+    """
+    rows, cols = analytic.shape
+    error = np.empty_like(analytic)
+    failing = np.empty(analytic.shape, dtype=bool)
+    step = max(1, ROW_CHUNK_CELLS // max(1, cols))
+    a_all, n_all = torch.from_numpy(analytic), torch.from_numpy(numerical)
+    e_all, f_all = torch.from_numpy(error), torch.from_numpy(failing)
+    for r0 in range(0, rows, step):
+        a, n = a_all[r0 : r0 + step], n_all[r0 : r0 + step]
+        e, f = e_all[r0 : r0 + step], f_all[r0 : r0 + step]
+        torch.sub(a, n, out=e).abs_()
+        nonfinite = ~(torch.isfinite(a) & torch.isfinite(n))
+        e.masked_fill_(nonfinite, math.inf)  # a non-finite value is a failing cell, the worst kind
+        torch.gt(e, n.abs().mul_(tol.rtol).add_(tol.atol), out=f)
+        f.logical_or_(nonfinite)
+    n_nonfinite = int(torch.isinf(e_all).sum()) if error.size else 0
+    worst = None
+    max_err = 0.0
+    if error.size:
+        flat = int(torch.argmax(e_all))
+        worst = (flat // cols, flat % cols)
+        max_err = float(error.flat[flat])
+    return BlockComparison(
+        output,
+        input,
+        tuple(out_shape),
+        tuple(in_shape),
+        analytic,
+        numerical,
+        error,
+        failing,
+        max_err,
+        int(f_all.sum()),
+        n_nonfinite,
+        worst,
+    )

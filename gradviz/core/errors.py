@@ -1,0 +1,117 @@
+"""One error family, so every caller (CLI, worker, app) can show the same clear message.
+
+Errors caused by the user's code carry the file and line to point at, and only the
+user-code part of the traceback: PyTorch internals do not help someone fix a backward.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import asdict, dataclass
+from types import TracebackType
+
+
+class GradvizError(Exception):
+    """Base of every error gradviz reports to a user."""
+
+    kind = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
+
+
+class Cancelled(GradvizError):
+    """The user (or a timeout) stopped the run between two chunks."""
+
+    kind = "cancelled"
+
+    def __init__(self, message: str = "Cancelled.") -> None:
+        super().__init__(message)
+
+
+class SizeLimitError(GradvizError):
+    """The Jacobians would not fit in the memory budget; refused before allocating."""
+
+    kind = "size_limit"
+
+
+class SettingsError(GradvizError):
+    """Bad settings (device, dtype, tolerances) rather than bad user code."""
+
+    kind = "settings"
+
+
+@dataclass
+class Frame:
+    filename: str
+    lineno: int
+    name: str
+    line: str
+
+
+class UserCodeError(GradvizError):
+    """Something in the user's code failed; ``lineno`` points at the line to look at.
+
+    ``kind`` is one of: syntax, import, no_function, unknown_function, example_inputs,
+    forward, backward, gradient_count, gradient_shape, bad_output.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        filename: str = "<source>",
+        lineno: int | None = None,
+        frames: list[Frame] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.filename = filename
+        self.lineno = lineno
+        self.frames = frames or []
+
+    def __str__(self) -> str:
+        where = f"{self.filename}, line {self.lineno}" if self.lineno else self.filename
+        return f"{self.message} ({where})"
+
+    def traceback_text(self) -> str:
+        """The user-code frames only, formatted like Python's own traceback."""
+        lines = []
+        for f in self.frames:
+            lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
+            if f.line:
+                lines.append(f"    {f.line}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "filename": self.filename,
+            "lineno": self.lineno,
+            "traceback": [asdict(f) for f in self.frames],
+        }
+
+
+def user_frames(tb: TracebackType | None, filename: str) -> list[Frame]:
+    """Frames of ``tb`` that belong to the user's file, outermost first."""
+    frames = []
+    for summary in traceback.extract_tb(tb):
+        if summary.filename == filename:
+            frames.append(Frame(summary.filename, summary.lineno or 0, summary.name, summary.line or ""))
+    return frames
+
+
+def from_exception(kind: str, exc: BaseException, filename: str, context: str) -> UserCodeError:
+    """Wrap an exception raised inside user code; ``context`` says what gradviz was doing."""
+    frames = user_frames(exc.__traceback__, filename)
+    lineno = frames[-1].lineno if frames else None
+    if isinstance(exc, SystemExit):
+        detail = f"sys.exit({exc.code!r}), which would end gradviz itself"
+    else:
+        detail = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    return UserCodeError(kind, f"{context} raised {detail}", filename, lineno, frames)

@@ -1,0 +1,71 @@
+"""The built-in Function library under resources/functions.
+
+Entries are described by parsing each file (docstring, CATEGORY, BUG), never by running it,
+so listing the library is instant and safe; running one goes through the normal loader.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+CATEGORIES = ("Seed examples", "Buggy twins", "Conv-BN")
+
+
+def resources_dir() -> Path:
+    """``resources/`` of a source checkout, or ``gradviz/resources`` of an installed copy."""
+    try:
+        installed = Path(str(resources.files("gradviz.resources")))
+        if (installed / "functions").is_dir():
+            return installed
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parents[2] / "resources"
+
+
+def functions_dir() -> Path:
+    return resources_dir() / "functions"
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    name: str  # file stem, e.g. "linear"
+    path: Path
+    category: str
+    summary: str  # first sentence of the docstring
+    docstring: str
+    bug: str | None
+
+
+def describe(path: Path) -> LibraryEntry:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    constants[target.id] = node.value.value
+    doc = ast.get_docstring(tree) or ""
+    summary = doc.split(". ")[0].strip().rstrip(".") + "." if doc else path.stem
+    return LibraryEntry(
+        path.stem,
+        path,
+        constants.get("CATEGORY", "Seed examples"),
+        " ".join(summary.split()),
+        doc,
+        constants.get("BUG"),
+    )
+
+
+def builtin_functions() -> list[LibraryEntry]:
+    """Every built-in example, grouped by category in CATEGORIES order, then by name."""
+    entries = [describe(p) for p in sorted(functions_dir().glob("*.py"))]
+    order = {c: k for k, c in enumerate(CATEGORIES)}
+    return sorted(entries, key=lambda e: (order.get(e.category, len(order)), e.name))
+
+
+def find_builtin(name: str) -> Path | None:
+    path = functions_dir() / f"{name.removesuffix('.py')}.py"
+    return path if path.is_file() else None

@@ -1,0 +1,186 @@
+"""Run user source in a fresh module and find the autograd Functions it defines.
+
+The built-in library goes through this same loader, so what a lecturer shows is exactly
+what a user gets when they paste the code into the editor.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import sys
+import types
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from gradviz.core.errors import Frame, UserCodeError, from_exception
+
+
+@dataclass
+class LoadedSource:
+    """What one piece of user source defines."""
+
+    filename: str
+    source: str
+    module: types.ModuleType
+    functions: dict[str, type[torch.autograd.Function]]
+    example_inputs: Callable | None
+    default_function: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def docstring(self) -> str | None:
+        return self.module.__doc__
+
+    @property
+    def category(self) -> str | None:
+        return getattr(self.module, "CATEGORY", None)
+
+    @property
+    def bug(self) -> str | None:
+        return getattr(self.module, "BUG", None)
+
+
+def read_source(path: str | Path) -> str:
+    """Read a user file as UTF-8, with an error that says what is wrong with it."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserCodeError("import", f"Cannot read {path}: {exc.strerror or exc}", str(path)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise UserCodeError(
+            "import",
+            f"The file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}). "
+            "Save it as UTF-8 and try again.",
+            str(path),
+            line,
+        ) from None
+
+
+def load_file(path: str | Path) -> LoadedSource:
+    path = Path(path).resolve()
+    return load_source(read_source(path), str(path))
+
+
+def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
+    """Execute ``source`` as a new module and collect its Function subclasses."""
+    if not source.strip():
+        raise UserCodeError(
+            "no_function", "The source is empty: write a torch.autograd.Function subclass.", filename
+        )
+    # linecache lets tracebacks and inspect show lines of code that never was a file.
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise _syntax_error(exc, filename) from None
+
+    module = types.ModuleType(f"gradviz_user_{uuid.uuid4().hex[:12]}")
+    module.__file__ = filename
+    sys.modules[module.__name__] = module  # dataclasses, pickle and typing look modules up here
+    try:
+        exec(code, module.__dict__)
+    except (Exception, SystemExit) as exc:
+        raise from_exception("import", exc, filename, "Running the file") from None
+
+    functions = {
+        name: obj
+        for name, obj in module.__dict__.items()
+        if isinstance(obj, type)
+        and issubclass(obj, torch.autograd.Function)
+        and obj.__module__ == module.__name__
+    }
+    if not functions:
+        raise UserCodeError(
+            "no_function",
+            "No torch.autograd.Function subclass is defined in this source. Define a class with "
+            "static forward(ctx, ...) and backward(ctx, ...) methods.",
+            filename,
+        )
+    example_inputs = module.__dict__.get("example_inputs")
+    if example_inputs is not None and not callable(example_inputs):
+        raise UserCodeError(
+            "example_inputs", "example_inputs must be a function (device, dtype) -> tuple", filename
+        )
+    default = module.__dict__.get("FUNCTION")
+    return LoadedSource(filename, source, module, functions, example_inputs, default)
+
+
+def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch.autograd.Function]:
+    """The Function called ``name``; without a name, FUNCTION or the first one defined."""
+    name = name or loaded.default_function
+    if name is None:
+        name = next(iter(loaded.functions))
+        if len(loaded.functions) > 1:
+            others = ", ".join(loaded.functions)
+            loaded.notes.append(f"Several Functions are defined ({others}); checking {name}.")
+    if name not in loaded.functions:
+        raise UserCodeError(
+            "unknown_function",
+            f"No Function named {name!r}; this source defines {', '.join(loaded.functions)}.",
+            loaded.filename,
+        )
+    return loaded.functions[name]
+
+
+def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
+    """Names of forward's parameters after ctx, for labels such as ``weight[2,0]``."""
+    try:
+        params = list(inspect.signature(fn.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for j in range(count):
+        if j < len(params) and params[j].kind in (params[j].POSITIONAL_ONLY, params[j].POSITIONAL_OR_KEYWORD):
+            names.append(params[j].name)
+        else:
+            names.append(f"in{j}")
+    return names
+
+
+def required_arguments(fn: type[torch.autograd.Function]) -> list[str]:
+    """forward's positional parameters without defaults (after ctx)."""
+    params = list(inspect.signature(fn.forward).parameters.values())[1:]
+    return [
+        p.name
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+
+
+def method_line(loaded: LoadedSource, fn: type, method: str, *, last_return: bool = False) -> int | None:
+    """Line of ``fn.method``'s def (or its last return) in the user's source, found by parsing."""
+    try:
+        tree = ast.parse(loaded.source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == fn.__name__:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    if last_return:
+                        returns = [n.lineno for n in ast.walk(item) if isinstance(n, ast.Return)]
+                        if returns:
+                            return max(returns)
+                    return item.lineno
+    return None
+
+
+def _syntax_error(exc: SyntaxError, filename: str) -> UserCodeError:
+    text = (exc.text or "").rstrip("\n")
+    frames = [Frame(filename, exc.lineno or 0, "<module>", text.strip())]
+    col = f", column {exc.offset}" if exc.offset else ""
+    message = f"Syntax error: {exc.msg} (line {exc.lineno}{col})"
+    if text.strip():
+        message += f": {text.strip()}"
+    return UserCodeError("syntax", message, filename, exc.lineno, frames)

@@ -1,0 +1,107 @@
+"""Plain-data views of a CheckResult: strict JSON for scripts, a compact table for people."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from gradviz.core.check import CheckResult
+from gradviz.core.compare import format_index
+
+
+def json_number(value: float) -> float | str:
+    """Finite floats as numbers; NaN and infinities as strings, so the JSON stays strict."""
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def result_to_dict(result: CheckResult) -> dict:
+    """The ``gradviz check --json`` object."""
+    return {
+        "function": result.function,
+        "device": result.device,
+        "dtype": result.dtype,
+        "passed": result.passed,
+        "inputs": [
+            {"index": t.index, "name": t.name, "shape": _shape(t.shape), "requires_grad": t.requires_grad}
+            for t in result.inputs
+        ],
+        "outputs": [
+            {"index": t.index, "shape": _shape(t.shape), "differentiable": t.requires_grad}
+            for t in result.outputs
+        ],
+        "blocks": [
+            {
+                "output": b.output,
+                "input": b.input,
+                "rows": b.shape[0],
+                "cols": b.shape[1],
+                "max_abs_error": json_number(b.max_abs_error),
+                "failing": b.n_failing,
+                "nonfinite": b.n_nonfinite,
+                "worst": list(b.worst) if b.worst else None,
+                "worst_cell": result.cell_label(b, *b.worst) if b.worst else None,
+                "hints": b.hints,
+            }
+            for b in result.blocks
+        ],
+        "warnings": result.warnings,
+        "notes": result.notes,
+        "paths": {"analytic": result.analytic_path, "numerical": result.numerical_path},
+        "tolerance": {"eps": result.settings.eps, "atol": result.settings.atol, "rtol": result.settings.rtol},
+        "seconds": {k: round(v, 6) for k, v in result.seconds.items()},
+    }
+
+
+def _shape(shape: tuple[int, ...] | None) -> list[int] | None:
+    return None if shape is None else list(shape)
+
+
+def format_table(result: CheckResult) -> str:
+    """One line per block plus the worst cell of each failing block."""
+    lines = [
+        f"{result.function} on {result.device}, {result.dtype}  "
+        f"(eps={result.settings.eps:g}, atol={result.settings.atol:g}, rtol={result.settings.rtol:g})",
+        "",
+        f"{'block':<24} {'shape':>12} {'max |a-n|':>11} {'failing':>9}  worst cell",
+    ]
+    for b in result.blocks:
+        name = f"out{b.output} / {result.inputs[b.input].name}"
+        worst = ""
+        if b.worst and not b.passed:
+            r, c = b.worst
+            out_idx, in_idx = b.cell_index(r, c)
+            a, n = b.analytic[r, c], b.numerical[r, c]
+            worst = (
+                f"{format_index(f'out{b.output}', out_idx)} / {format_index(result.inputs[b.input].name, in_idx)}"
+                f"  analytic {a:.6g}, numerical {n:.6g}"
+            )
+        shape = f"{b.shape[0]}x{b.shape[1]}"
+        lines.append(f"{name:<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
+        lines.extend(f"    hint: {h}" for h in b.hints)
+    lines.append("")
+    for w in result.warnings:
+        lines.append(f"warning: {w}")
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    total = sum(b.n_failing for b in result.blocks)
+    cells = sum(b.analytic.size for b in result.blocks)
+    verdict = "PASSED" if result.passed else f"FAILED: {total:,} of {cells:,} cells outside tolerance"
+    lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
+    return "\n".join(lines)
+
+
+def save_blocks(result: CheckResult, directory: str | Path) -> list[Path]:
+    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for b in result.blocks:
+        for kind, array in (("analytic", b.analytic), ("numerical", b.numerical)):
+            path = directory / f"{kind}_o{b.output}_i{b.input}.npy"
+            np.save(path, np.ascontiguousarray(array, dtype=np.float64))
+            written.append(path)
+    return written

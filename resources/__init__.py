@@ -1,0 +1,1 @@
+"""Built-in example Functions, icons and styles; installed as ``gradviz.resources``."""

@@ -1,0 +1,141 @@
+"""The command line, run as a subprocess the way CI scripts run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gradviz import __version__
+from tests.core.test_loader_errors import SQUARE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("DISPLAY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "gradviz", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+BUGGY = SQUARE.replace("return 2 * x * g", "return x * g")
+NOISY = SQUARE.replace("return x * x", "print('hello from forward'); return x * x")
+NAN = SQUARE.replace("return 2 * x * g", "return 2 * x * g / 0 * 0")
+
+
+def test_version():
+    out = gradviz("--version")
+    assert out.returncode == 0 and __version__ in out.stdout
+
+
+def test_pass_exits_zero_with_table(write_source):
+    out = gradviz("check", str(write_source(SQUARE)))
+    assert out.returncode == 0, out.stderr
+    assert "PASSED" in out.stdout and "out0 / x" in out.stdout
+
+
+def test_fail_exits_one_and_names_worst_cell(write_source):
+    out = gradviz("check", str(write_source(BUGGY)))
+    assert out.returncode == 1
+    assert "FAILED" in out.stdout and "out0[" in out.stdout and "analytic" in out.stdout
+    assert "factor" in out.stdout  # the hint: analytic = 0.5 x numerical
+
+
+def test_user_code_error_exits_two_without_python_internals(write_source):
+    path = write_source(SQUARE.replace("return x * x", "return x * y"))
+    out = gradviz("check", str(path))
+    assert out.returncode == 2
+    assert "NameError" in out.stderr and f"{path.resolve()}" in out.stderr
+    assert "site-packages" not in out.stderr and "gradviz/core" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--device", "cuda:7"], ["--eps", "-1"], ["--function", "Nope"]],
+)
+def test_bad_arguments_exit_two(write_source, args):
+    out = gradviz("check", str(write_source(SQUARE)), *args)
+    assert out.returncode == 2 and out.stderr.startswith("gradviz: error:")
+
+
+def test_missing_file_exits_two(tmp_path):
+    out = gradviz("check", str(tmp_path / "nope.py"))
+    assert out.returncode == 2 and "Cannot read" in out.stderr
+
+
+def test_json_schema_and_user_prints_kept_off_stdout(write_source):
+    out = gradviz("check", str(write_source(NOISY)), "--json")
+    assert out.returncode == 0
+    data = json.loads(out.stdout)  # stdout is exactly one JSON object
+    assert "hello from forward" in out.stderr
+    assert set(data) >= {
+        "function",
+        "device",
+        "dtype",
+        "passed",
+        "inputs",
+        "outputs",
+        "blocks",
+        "warnings",
+        "seconds",
+    }
+    assert data["inputs"] == [{"index": 0, "name": "x", "shape": [3], "requires_grad": True}]
+    assert data["outputs"] == [{"index": 0, "shape": [3], "differentiable": True}]
+    block = data["blocks"][0]
+    assert {"output", "input", "rows", "cols", "max_abs_error", "failing", "worst"} <= set(block)
+    assert (block["rows"], block["cols"]) == (3, 3)
+    assert set(data["seconds"]) == {"analytic", "numerical", "total"}
+
+
+def test_json_is_strict_with_non_finite_values(write_source):
+    out = gradviz("check", str(write_source(NAN)), "--json")
+    assert out.returncode == 1
+    data = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+    assert data["blocks"][0]["max_abs_error"] in ("inf", "nan")
+    assert data["blocks"][0]["failing"] == 9
+    assert any("NaN or Inf" in w for w in data["warnings"])
+
+
+def test_json_error_object(write_source):
+    out = gradviz("check", str(write_source("x = (")), "--json")
+    assert out.returncode == 2
+    assert json.loads(out.stdout)["error"]["kind"] == "syntax"
+
+
+def test_save_writes_both_jacobians_equal_to_torch(write_source, tmp_path):
+    out = gradviz("check", str(write_source(BUGGY)), "--save", str(tmp_path / "arrays"))
+    assert out.returncode == 1
+    analytic = np.load(tmp_path / "arrays" / "analytic_o0_i0.npy")
+    numerical = np.load(tmp_path / "arrays" / "numerical_o0_i0.npy")
+    assert analytic.dtype == numerical.dtype == np.float64 and analytic.shape == (3, 3)
+    torch.manual_seed(0)
+    x = torch.randn(3, dtype=torch.float64)
+    np.testing.assert_allclose(
+        numerical, torch.autograd.functional.jacobian(lambda t: t * t, x).numpy(), atol=1e-8
+    )
+    np.testing.assert_allclose(analytic, np.diag(x.numpy()))  # the buggy backward: g * x
+
+
+def test_builtin_name_and_list():
+    listed = gradviz("list")
+    assert listed.returncode == 0 and "Seed examples:" in listed.stdout and "linear" in listed.stdout
+    out = gradviz("check", "linear")
+    assert out.returncode == 0 and "LinearFunction" in out.stdout
+
+
+def test_no_arguments_without_display_points_to_check():
+    out = gradviz()
+    assert out.returncode == 2 and "gradviz check" in out.stderr and len(out.stderr.strip().splitlines()) == 1

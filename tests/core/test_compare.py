@@ -1,0 +1,88 @@
+"""The tolerance rule, cell mapping and size guard, each checked against PyTorch itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gradviz.core.check import CheckSettings, check_function
+from gradviz.core.compare import Tolerance, compare_block
+from gradviz.core.errors import SizeLimitError
+from gradviz.core.inputs import prepare_inputs
+from tests.core.functions import SinCos, inputs_for
+
+CPU = torch.device("cpu")
+
+
+def test_failing_mask_is_torch_isclose_rule():
+    rng = np.random.default_rng(0)
+    n = rng.normal(size=(40, 30))
+    a = n + rng.normal(scale=1e-3, size=n.shape)
+    tol = Tolerance(atol=1e-4, rtol=1e-3)
+    block = compare_block(0, 0, (40,), (30,), a, n, tol)
+    expected = ~torch.isclose(torch.from_numpy(a), torch.from_numpy(n), rtol=tol.rtol, atol=tol.atol).numpy()
+    np.testing.assert_array_equal(block.failing, expected)
+    assert block.n_failing == expected.sum() > 0
+    assert block.max_abs_error == np.abs(a - n).max()
+    assert block.analytic[block.worst] - block.numerical[block.worst] in (
+        block.max_abs_error,
+        -block.max_abs_error,
+    )
+
+
+def test_non_finite_cells_fail_even_when_equal():
+    a = np.array([[1.0, np.inf], [np.nan, 2.0]])
+    n = np.array([[1.0, np.inf], [0.0, 2.0]])
+    block = compare_block(0, 0, (2,), (2,), a, n, Tolerance())
+    np.testing.assert_array_equal(block.failing, [[False, True], [True, False]])
+    assert block.n_nonfinite == 2 and block.max_abs_error == np.inf
+
+
+def test_cell_index_maps_to_torch_jacobian_layout():
+    x = torch.rand(2, 3, dtype=torch.float64)
+    w = torch.rand(4, 3, dtype=torch.float64)
+
+    def f(x, w):
+        return (x @ w.T).sin()  # out[2, 4]
+
+    full = torch.autograd.functional.jacobian(f, (x, w))[1]  # shape out + in = (2, 4, 4, 3)
+    flat = full.reshape(8, 12).numpy()
+    block = compare_block(0, 1, (2, 4), (4, 3), flat, flat, Tolerance())
+    for row in range(8):
+        for col in range(12):
+            out_idx, in_idx = block.cell_index(row, col)
+            assert full[out_idx + in_idx] == flat[row, col]
+
+
+def test_scalar_shapes_map_to_empty_index():
+    block = compare_block(0, 0, (), (3,), np.zeros((1, 3)), np.zeros((1, 3)), Tolerance())
+    assert block.cell_index(0, 2) == ((), (2,))
+
+
+def test_cell_label_uses_argument_names():
+    args = inputs_for(SinCos)
+    result = check_function(SinCos, prepare_inputs(args, CPU, torch.float64, ["x", "scale", "y"]))
+    block = result.block(1, 2)
+    assert result.cell_label(block, 3, 4) == "out1[3] / y[4]"
+
+
+def test_size_guard_refuses_before_allocating_and_says_how_big():
+    args = (torch.rand(300, 300, dtype=torch.float64, requires_grad=True),)
+    prepared = prepare_inputs(args, CPU, torch.float64, ["big"])
+
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    with pytest.raises(SizeLimitError) as info:
+        check_function(Double, prepared, CheckSettings(max_jacobian_bytes=100 * 2**20))
+    message = info.value.message
+    assert "90,000 output elements × 90,000 input elements" in message
+    assert "120.7 GB" in message or "GB" in message
+    assert "big" in message and "100.0 MB" in message

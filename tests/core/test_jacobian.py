@@ -1,0 +1,135 @@
+"""Both Jacobians against torch.autograd.functional.jacobian, on every path and chunk size."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gradviz.core.check import CheckSettings, check_function
+from gradviz.core.errors import Cancelled
+from gradviz.core.inputs import prepare_inputs
+from gradviz.core.jacobian import Progress, analytical_jacobian, numerical_jacobian
+from tests.core.functions import CORRECT, ItemScale, SinCos, inputs_for
+
+CPU = torch.device("cpu")
+
+
+def torch_jacobian(fn, args):
+    """PyTorch's own Jacobian blocks {(i, j): (rows, cols)} over differentiable outputs."""
+    grad_idx = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+
+    def f(*leaves):
+        call = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        for j, leaf in zip(grad_idx, leaves):
+            call[j] = leaf.clone()
+        out = fn.apply(*call)
+        out = out if isinstance(out, tuple) else (out,)
+        return tuple(o for o in out if o.is_floating_point())
+
+    leaves = tuple(args[j].detach() for j in grad_idx)
+    jac = torch.autograd.functional.jacobian(f, leaves)
+    blocks = {}
+    for i, per_output in enumerate(jac):
+        for j, block in zip(grad_idx, per_output):
+            rows = block.shape[: block.dim() - args[j].dim()].numel()
+            blocks[i, j] = block.reshape(rows, -1).numpy()
+    return blocks
+
+
+def run(fn, args, **settings):
+    prepared = prepare_inputs(args, CPU, torch.float64, [f"in{j}" for j in range(len(args))])
+    return check_function(fn, prepared, CheckSettings(**settings))
+
+
+@pytest.mark.parametrize("fn", CORRECT, ids=lambda f: f.__name__)
+def test_both_jacobians_match_torch(fn):
+    args = inputs_for(fn)
+    expected = torch_jacobian(fn, args)
+    result = run(fn, args)
+    assert result.passed
+    assert {(b.output, b.input) for b in result.blocks} == set(expected)
+    for b in result.blocks:
+        want = expected[b.output, b.input]
+        torch.testing.assert_close(
+            torch.from_numpy(b.analytic), torch.from_numpy(want), rtol=1e-10, atol=1e-12
+        )
+        torch.testing.assert_close(
+            torch.from_numpy(b.numerical), torch.from_numpy(want), rtol=1e-6, atol=1e-7
+        )
+
+
+@pytest.mark.parametrize("fn", CORRECT, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("chunk_bytes", [1, 256, 1 << 20])
+def test_batched_and_looped_paths_and_chunks_agree(fn, chunk_bytes):
+    args = inputs_for(fn)
+    prepared = prepare_inputs(args, CPU, torch.float64, ["x"] * len(args))
+    leaves = [prepared.args[j] for j in prepared.grad_indices]
+    call = [a.clone() if isinstance(a, torch.Tensor) else a for a in prepared.args]
+    outputs = fn.apply(*call)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    out_idx = [i for i, o in enumerate(outputs) if o.requires_grad]
+    mutates = fn.__name__ == "InPlaceDouble"
+
+    a_batched, _ = analytical_jacobian(
+        outputs, out_idx, leaves, prepared.grad_indices, chunk_bytes=chunk_bytes
+    )
+    a_loop, path = analytical_jacobian(outputs, out_idx, leaves, prepared.grad_indices, batched=False)
+    n_batched, _ = numerical_jacobian(
+        fn.apply,
+        prepared.args,
+        out_idx,
+        prepared.grad_indices,
+        eps=1e-6,
+        clone_inputs=mutates,
+        chunk_bytes=chunk_bytes,
+    )
+    n_loop, _ = numerical_jacobian(
+        fn.apply, prepared.args, out_idx, prepared.grad_indices, eps=1e-6, clone_inputs=mutates, batched=False
+    )
+    assert path == "loop"
+    for key in a_loop:
+        torch.testing.assert_close(torch.from_numpy(a_batched[key]), torch.from_numpy(a_loop[key]))
+        torch.testing.assert_close(
+            torch.from_numpy(n_batched[key]), torch.from_numpy(n_loop[key]), rtol=1e-7, atol=1e-8
+        )
+    # the inputs are exactly as they were: perturbations are restored bit for bit
+    for j in prepared.grad_indices:
+        assert torch.equal(
+            prepared.args[j], prepare_inputs(args, CPU, torch.float64, ["x"] * len(args)).args[j]
+        )
+
+
+def test_backward_that_cannot_batch_falls_back_to_loop():
+    result = run(ItemScale, inputs_for(ItemScale))
+    assert result.analytic_path == "loop"
+    assert result.passed
+
+
+def test_batched_path_is_used_where_possible():
+    result = run(SinCos, inputs_for(SinCos))
+    assert (result.analytic_path, result.numerical_path) == ("batched", "batched")
+
+
+def test_progress_reaches_total_and_cancel_stops_between_chunks():
+    seen = []
+    args = inputs_for(SinCos)
+    prepared = prepare_inputs(args, CPU, torch.float64, ["x", "s", "y"])
+    check_function(SinCos, prepared, CheckSettings(chunk_bytes=64), progress=lambda d, t: seen.append((d, t)))
+    total = seen[-1][1]
+    assert seen[-1][0] == total == 2 * 5 + 5 + 5  # rows of both outputs + columns of both inputs
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+    calls = []
+
+    def cancel():
+        calls.append(1)
+        return len(calls) > 3
+
+    with pytest.raises(Cancelled):
+        check_function(SinCos, prepared, CheckSettings(chunk_bytes=64), cancel=cancel)
+
+
+def test_progress_object_counts():
+    p = Progress(10)
+    p.advance(4)
+    assert p.done == 4
