@@ -101,7 +101,7 @@ def speed_case(fn, in_shape, w_shape, repeats: int) -> dict:
 
 
 MEMORY_CHILD = """
-import json, resource, sys, torch
+import json, sys, torch
 sys.path.insert(0, {root!r})
 from gradviz.core.check import CheckSettings, check_function
 from gradviz.core.inputs import prepare_inputs
@@ -114,9 +114,13 @@ args = (torch.randn({n}, {k}, dtype=torch.float64, requires_grad=True),
 prepared = prepare_inputs(args, torch.device("cpu"), torch.float64, ["input", "weight"])
 with torch.inference_mode():
     fn.apply(*args)
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def high_water():
+    # VmHWM belongs to this process image; ru_maxrss would carry the parent's peak over fork+exec
+    line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+baseline = high_water()
 result = check_function(fn, prepared, CheckSettings())
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = high_water()
 jac = sum(b.analytic.nbytes + b.numerical.nbytes for b in result.blocks)
 print(json.dumps({{"baseline": baseline, "peak": peak, "jacobians": jac, "seconds": result.seconds["total"]}}))
 """
