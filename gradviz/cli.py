@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--max-memory-mb", type=float, help="refuse Jacobians larger than this (default: RAM/4)"
     )
+    check.add_argument(
+        "--all-checks",
+        action="store_true",
+        help="also check reentrancy, undefined and zero output gradients, and double backward",
+    )
+    check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
 
@@ -102,6 +108,8 @@ def run_check(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         seed=args.seed,
         max_jacobian_bytes=int(args.max_memory_mb * 2**20) if args.max_memory_mb else None,
+        all_checks=args.all_checks,
+        nondet_tol=args.nondet_tol,
     )
     path = _resolve_file(args.file)
     try:

@@ -24,6 +24,7 @@ from gradviz.core.errors import (
     UserCodeError,
     from_exception,
 )
+from gradviz.core.extra_checks import ExtraCheck, run_extra_checks
 from gradviz.core.hints import diagnose
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
@@ -54,6 +55,8 @@ class CheckSettings:
     rtol: float = 1e-3
     seed: int = 0
     max_jacobian_bytes: int | None = None  # None: two Jacobians may take a quarter of RAM
+    all_checks: bool = False  # also reentrancy, undefined/zero output grads, double backward
+    nondet_tol: float = 0.0
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
 
     def tolerance(self) -> Tolerance:
@@ -87,12 +90,13 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    extra_checks: list[ExtraCheck] = field(default_factory=list)
     analytic_path: str = "batched"  # "batched" (one vmapped backward per chunk) or "loop"
     numerical_path: str = "batched"
 
     @property
     def passed(self) -> bool:
-        return all(b.passed for b in self.blocks)
+        return all(b.passed for b in self.blocks) and not any(c.failed for c in self.extra_checks)
 
     def block(self, output: int, input: int) -> BlockComparison:
         return next(b for b in self.blocks if b.output == output and b.input == input)
@@ -224,6 +228,17 @@ def check_function(
         numerical_path=numerical_path,
     )
     result.warnings = _warnings(result, leaves, settings, zero_analytic)
+    if settings.all_checks:
+        tracker.check_cancel()
+        result.extra_checks = run_extra_checks(
+            fn,
+            args,
+            in_indices,
+            eps=settings.eps,
+            atol=settings.atol,
+            rtol=settings.rtol,
+            nondet_tol=settings.nondet_tol,
+        )
     end = time.perf_counter()
     result.seconds = {
         "analytic": t_analytic - start,

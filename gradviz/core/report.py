@@ -48,6 +48,7 @@ def result_to_dict(result: CheckResult) -> dict:
             }
             for b in result.blocks
         ],
+        "checks": [c.to_dict() for c in result.extra_checks],
         "warnings": result.warnings,
         "notes": result.notes,
         "paths": {"analytic": result.analytic_path, "numerical": result.numerical_path},
@@ -83,13 +84,23 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"{name:<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
         lines.extend(f"    hint: {h}" for h in b.hints)
     lines.append("")
+    for c in result.extra_checks:
+        lines.append(f"{c.name:<24} {c.status:<26} {c.detail}")
+    if result.extra_checks:
+        lines.append("")
     for w in result.warnings:
         lines.append(f"warning: {w}")
     for note in result.notes:
         lines.append(f"note: {note}")
     total = sum(b.n_failing for b in result.blocks)
     cells = sum(b.analytic.size for b in result.blocks)
-    verdict = "PASSED" if result.passed else f"FAILED: {total:,} of {cells:,} cells outside tolerance"
+    failed_checks = [c.name for c in result.extra_checks if c.failed]
+    if result.passed:
+        verdict = "PASSED"
+    elif total:
+        verdict = f"FAILED: {total:,} of {cells:,} cells outside tolerance"
+    else:
+        verdict = f"FAILED: {', '.join(failed_checks)}"
     lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
     return "\n".join(lines)
 

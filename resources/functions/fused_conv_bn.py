@@ -7,6 +7,8 @@ convolution. The memory panel measures what that saves. Parameters are restricte
 tutorial: conv without bias, stride 1, no padding, dilation 1, groups 1; batch norm with
 eps=1e-3, no affine weights and no running statistics. Note the batch norm here uses the
 unbiased variance with eps outside the square root: out = (x - mean) / (sqrt(var) + eps).
+Its backward is not twice differentiable (it reuses statistics stored on ctx) and does not say
+so with @once_differentiable: `gradviz check --all-checks` reports that as a double-backward failure.
 """
 
 import math

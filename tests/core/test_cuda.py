@@ -35,4 +35,6 @@ def test_cuda_jacobians_equal_functional_jacobian():
     jac = torch.autograd.functional.jacobian(lambda a, b: fn.apply(a, b), (u.detach(), v.detach()))
     for b in result.blocks:
         np.testing.assert_allclose(b.analytic, jac[b.input].reshape(b.shape).cpu().numpy(), rtol=1e-7)
-        np.testing.assert_allclose(b.numerical, jac[b.input].reshape(b.shape).cpu().numpy(), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            b.numerical, jac[b.input].reshape(b.shape).cpu().numpy(), rtol=1e-5, atol=1e-7
+        )
