@@ -48,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
 
+    memory = commands.add_parser("memory", help="saved-tensor memory of fused vs unfused conv-BN")
+    memory.add_argument("--layers", type=int, default=1, help="number of conv-BN layers (default: 1)")
+    memory.add_argument("--shape", default="8,3,32,32", help="input shape N,C,H,W (default: 8,3,32,32)")
+    memory.add_argument("--out-channels", type=int, default=16, help="conv output channels (default: 16)")
+    memory.add_argument("--kernel", type=int, default=3, help="conv kernel size (default: 3)")
+    memory.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    memory.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    memory.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
     commands.add_parser("list", help="list the built-in example Functions")
     app = commands.add_parser("app", help="start the desktop app (the default)")
     app.add_argument("app_args", nargs=argparse.REMAINDER)
@@ -63,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_check(args)
     if args.command == "list":
         return run_list()
+    if args.command == "memory":
+        return run_memory(args)
     return _launch_app(getattr(args, "app_args", []))
 
 
@@ -83,6 +94,56 @@ def run_list() -> int:
         bug = "  [buggy]" if entry.bug else ""
         print(f"  {entry.name:<28} {entry.summary}{bug}")
     return EXIT_PASS
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    from gradviz.core.errors import GradvizError
+    from gradviz.core.memory import conv_bn_study
+
+    try:
+        shape = tuple(int(v) for v in args.shape.split(","))
+        if len(shape) != 4:
+            raise ValueError
+    except ValueError:
+        _print_error(
+            "settings", f"--shape must be four integers N,C,H,W, not {args.shape!r}.", "", args.json, None
+        )
+        return EXIT_ERROR
+    try:
+        study = conv_bn_study(args.layers, shape, args.out_channels, args.kernel, args.device, args.dtype)
+    except GradvizError as exc:
+        _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
+        return EXIT_ERROR
+    data = study.to_dict()
+    if args.json:
+        print(json.dumps(data, allow_nan=False))
+    else:
+        print(format_memory(data))
+    return EXIT_PASS
+
+
+def format_memory(data: dict) -> str:
+    unfused, fused = data["variants"]["unfused"], data["variants"]["fused"]
+    n, c, h, w = data["shape"]
+    lines = [
+        f"conv-BN, {data['layers']} layer(s), input {n}x{c}x{h}x{w} on {data['device']}",
+        f"  unfused (Conv2d + BatchNorm2d)   saved {_kib(unfused['saved_bytes'])}",
+        f"  fused (FusedConvBN2DFunction)    saved {_kib(fused['saved_bytes'])}"
+        f" + {_kib(fused['ctx_attribute_bytes'])} on ctx",
+        f"  difference {_kib(data['saved_difference_bytes'])}  (formula: {_kib(data['formula_bytes'])})",
+    ]
+    for name in ("peak_bytes", "end_of_forward_bytes"):
+        if name in unfused:
+            lines.append(
+                f"  CUDA {name.removesuffix('_bytes').replace('_', ' ')}: unfused {_kib(unfused[name])}, "
+                f"fused {_kib(fused[name])}"
+            )
+    lines.append(f"  outputs match: {data['outputs_match']}, gradients match: {data['grads_match']}")
+    return "\n".join(lines)
+
+
+def _kib(n: float) -> str:
+    return f"{n / 1024:,.1f} KiB"
 
 
 def _resolve_file(name: str) -> Path:

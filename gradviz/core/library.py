@@ -69,3 +69,21 @@ def builtin_functions() -> list[LibraryEntry]:
 def find_builtin(name: str) -> Path | None:
     path = functions_dir() / f"{name.removesuffix('.py')}.py"
     return path if path.is_file() else None
+
+
+def function_names(source: str) -> list[str]:
+    """Classes in ``source`` that look like autograd Functions, found without running the code.
+
+    Opening a file must never execute it; the worker's loader gives the exact list when it runs.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(b) for b in node.bases]
+            if any(b.split(".")[-1] in ("Function", "InplaceFunction") for b in bases):
+                names.append(node.name)
+    return names

@@ -139,3 +139,23 @@ def test_builtin_name_and_list():
 def test_no_arguments_without_display_points_to_check():
     out = gradviz()
     assert out.returncode == 2 and "gradviz check" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_memory_json_matches_the_core_study():
+    from gradviz.core.memory import conv_bn_study
+
+    out = gradviz("memory", "--layers", "2", "--shape", "2,3,12,12", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"device", "layers", "shape", "variants", "saved_difference_bytes", "formula_bytes"}
+    assert data["saved_difference_bytes"] == data["formula_bytes"]
+    assert data["outputs_match"] and data["grads_match"]
+    study = conv_bn_study(2, (2, 3, 12, 12)).to_dict()
+    assert data["variants"]["fused"]["saved_bytes"] == study["variants"]["fused"]["saved_bytes"]
+    assert data["variants"]["unfused"]["saved_bytes"] == study["variants"]["unfused"]["saved_bytes"]
+
+
+@pytest.mark.parametrize("args", [["--layers", "40"], ["--shape", "1,2"], ["--device", "cuda:9"]])
+def test_memory_bad_arguments_exit_two(args):
+    out = gradviz("memory", *args)
+    assert out.returncode == 2 and out.stderr.startswith("gradviz: error:")
