@@ -57,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     memory.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
+    graph = commands.add_parser("graph", help="the autograd graph of one forward, its saved tensors and backward order")
+    graph.add_argument("file", help="a .py file, or the name of a built-in example (see 'gradviz list')")
+    graph.add_argument("--function", help="which Function to use when the file defines several")
+    graph.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    graph.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    graph.add_argument("--seed", type=int, default=0, help="seed for example_inputs (default: 0)")
+    graph.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
     commands.add_parser("list", help="list the built-in example Functions")
     app = commands.add_parser("app", help="start the desktop app (the default)")
     app.add_argument("app_args", nargs=argparse.REMAINDER)
@@ -74,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_list()
     if args.command == "memory":
         return run_memory(args)
+    if args.command == "graph":
+        return run_graph(args)
     return _launch_app(getattr(args, "app_args", []))
 
 
@@ -192,6 +202,32 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         print(format_table(result))
     return EXIT_PASS if result.passed else EXIT_FAIL
+
+
+def run_graph(args: argparse.Namespace) -> int:
+    from gradviz.core.errors import GradvizError, UserCodeError
+    from gradviz.core.graph import graph_of_source
+    from gradviz.core.loader import load_file
+    from gradviz.core.report import format_graph
+
+    try:
+        with _user_output_to_stderr(args.json):
+            graph = graph_of_source(
+                load_file(_resolve_file(args.file)),
+                args.function,
+                device=args.device,
+                dtype=args.dtype,
+                seed=args.seed,
+            )
+    except UserCodeError as exc:
+        _print_error(exc.kind, str(exc), exc.traceback_text(), args.json, exc.to_dict())
+        return EXIT_ERROR
+    except GradvizError as exc:
+        _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
+        return EXIT_ERROR
+    data = graph.to_dict()
+    print(json.dumps(data, allow_nan=False) if args.json else format_graph(data))
+    return EXIT_PASS
 
 
 def _print_error(kind: str, message: str, user_traceback: str, as_json: bool, detail: dict | None) -> None:

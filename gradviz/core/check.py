@@ -130,12 +130,19 @@ def check_source(
     settings.validate()
     fn = choose_function(loaded, function)
     device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
-    raw = _example_inputs(loaded, fn, device, dtype, settings.seed)
-    names = argument_names(fn, len(raw) if isinstance(raw, tuple | list) else 1)
-    prepared = prepare_inputs(raw, device, dtype, names, loaded.filename)
+    prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
     return check_function(
         fn, prepared, settings, loaded=loaded, progress=progress, cancel=cancel, notes=list(loaded.notes)
     )
+
+
+def example_arguments(
+    loaded: LoadedSource, fn: type, device: torch.device, dtype: torch.dtype, seed: int
+) -> PreparedInputs:
+    """The arguments for ``fn.apply``: ``example_inputs`` (seeded), moved to device and dtype."""
+    raw = _example_inputs(loaded, fn, device, dtype, seed)
+    names = argument_names(fn, len(raw) if isinstance(raw, tuple | list) else 1)
+    return prepare_inputs(raw, device, dtype, names, loaded.filename)
 
 
 def _example_inputs(

@@ -116,3 +116,33 @@ def save_blocks(result: CheckResult, directory: str | Path) -> list[Path]:
             np.save(path, np.ascontiguousarray(array, dtype=np.float64))
             written.append(path)
     return written
+
+
+def format_graph(graph: dict) -> str:
+    """The graph as text: one line per node (children by id), its saved tensors below it."""
+    children: dict[int, list[int]] = {}
+    for source, target in graph["edges"]:
+        children.setdefault(source, []).append(target)
+    lines = []
+    for node in graph["nodes"]:
+        label = node["name"]
+        if node["kind"] == "custom" and node.get("class"):
+            label += f"  [custom Function {node['class']}]"
+        elif node["kind"] == "leaf" and node.get("input_name"):
+            label += f"  [leaf: {node['input_name']}]"
+        flags = f"  flags: {', '.join(node['flags'])}" if node.get("flags") else ""
+        into = ", ".join(f"#{k}" for k in children.get(node["id"], [])) or "-"
+        lines.append(f"#{node['id']:<3} {label}{flags}  -> {into}")
+        for saved in node["saved"]:
+            shape = "x".join(str(d) for d in saved["shape"]) or "scalar"
+            share = ", shared storage" if saved.get("shared") else ""
+            lines.append(
+                f"       saved {saved['name']}: {shape} {saved['dtype']}, {saved['bytes']:,} B "
+                f"({saved['via']}, {saved['role']}{share})"
+            )
+    order = " -> ".join(f"#{k}" for k in graph["backward_order"])
+    lines.append(f"backward order: {order}")
+    lines.append(f"saved for backward: {graph['saved_bytes_unique']:,} B (each storage once)")
+    if graph.get("backward_error"):
+        lines.append(f"backward stopped: {graph['backward_error']}")
+    return "\n".join(lines)

@@ -159,3 +159,50 @@ def test_memory_json_matches_the_core_study():
 def test_memory_bad_arguments_exit_two(args):
     out = gradviz("memory", *args)
     assert out.returncode == 2 and out.stderr.startswith("gradviz: error:")
+
+
+def _real_graph_names(name: str) -> list[str]:
+    """Names of every node reachable from the real outputs of the built-in example, via torch."""
+    from gradviz.core.library import find_builtin
+    from gradviz.core.loader import choose_function, load_file
+
+    loaded = load_file(find_builtin(name))
+    torch.manual_seed(0)
+    out = choose_function(loaded).apply(*loaded.example_inputs(torch.device("cpu"), torch.float64))
+    outs = out if isinstance(out, tuple) else (out,)
+    seen, stack = set(), [o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return sorted(node.name().removeprefix("torch::autograd::") for node in seen)
+
+
+@pytest.mark.parametrize("name", ["linear", "fused_conv_bn", "abs_product"])
+def test_graph_json_matches_the_real_graph(name):
+    out = gradviz("graph", name, "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert sorted(n["name"] for n in data["nodes"]) == _real_graph_names(name)
+    ids = {n["id"] for n in data["nodes"]}
+    assert all(a in ids and b in ids for a, b in data["edges"])
+    assert sorted(data["backward_order"]) == sorted(n["id"] for n in data["nodes"])
+    for node in data["nodes"]:
+        for saved in node["saved"]:
+            assert saved["via"] in ("save_for_backward", "ctx_attribute", "builtin")
+            dtype_size = torch.empty((), dtype=getattr(torch, saved["dtype"].removeprefix("torch."))).element_size()
+            assert saved["bytes"] >= dtype_size * int(np.prod(saved["shape"]))
+    if name == "fused_conv_bn":
+        custom = next(n for n in data["nodes"] if n["kind"] == "custom")
+        assert {s["name"] for s in custom["saved"] if s["via"] == "ctx_attribute"} == {"sum", "sqrt_var"}
+
+
+def test_graph_text_and_errors(write_source):
+    out = gradviz("graph", "linear")
+    assert out.returncode == 0 and "LinearFunctionBackward" in out.stdout and "backward order" in out.stdout
+    broken = gradviz("graph", str(write_source(SQUARE.replace("return x * x", "return x * y"))))
+    assert broken.returncode == 2
+    assert "NameError" in broken.stderr and "line" in broken.stderr
+    assert "Traceback (most recent call last)" not in broken.stderr
