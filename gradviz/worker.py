@@ -79,10 +79,53 @@ def handle_check(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
     result = check_source(loaded, request.get("function"), settings, progress=progress)
     summary = write_check_result(result, request["out_dir"])
     summary["functions"] = list(loaded.functions)
+    summary["graph"], summary["graph_error"] = _graph_or_error(loaded, request, settings)
     return summary
 
 
-HANDLERS = {"check": handle_check}
+def _graph_or_error(loaded, request: dict[str, Any], settings) -> tuple[dict | None, str | None]:
+    """The graph panel's data for the checked Function; a failure here never spoils the check."""
+    from gradviz.core.errors import GradvizError
+    from gradviz.core.graph import graph_of_source
+
+    try:
+        graph = graph_of_source(
+            loaded, request.get("function"), device=settings.device, dtype=settings.dtype, seed=settings.seed
+        )
+    except GradvizError as exc:
+        return None, exc.message
+    return graph.to_dict(), None
+
+
+def handle_memory(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    """The conv-BN study for the memory panel, plus a sweep over layers and batch sizes."""
+    from gradviz.core.memory import conv_bn_study, memory_sweep
+
+    options = {
+        "layers": 3,
+        "shape": (8, 3, 32, 32),
+        "out_channels": 16,
+        "kernel": 3,
+        "device": "cpu",
+        "dtype": "float32",
+        **request.get("options", {}),
+    }
+    options["shape"] = tuple(options["shape"])
+    study = conv_bn_study(**options)
+    n, c, h, w = options["shape"]
+    sweep = memory_sweep(
+        layers=range(1, 9),
+        batches=tuple(sorted({1, n, 4 * n})),
+        image=(c, h, w),
+        out_channels=options["out_channels"],
+        kernel=options["kernel"],
+        device=options["device"],
+        dtype=options["dtype"],
+    )
+    return {"study": study.to_dict(), "sweep": [row.to_dict() for row in sweep]}
+
+
+HANDLERS = {"check": handle_check, "memory": handle_memory}
 
 
 def serve(requests: IO[str], channel: Channel) -> None:

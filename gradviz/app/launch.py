@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+
+SCREENSHOT_TIMEOUT_MS = 120_000
 
 
 def has_display() -> bool:
@@ -13,7 +16,19 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def parse_app_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="gradviz", description="gradviz desktop app")
+    parser.add_argument(
+        "--screenshot", metavar="PATH", help="render offscreen after the first run, save, exit"
+    )
+    parser.add_argument("--example", default=None, help="built-in example to open (default: the last one)")
+    return parser.parse_args(argv)
+
+
 def run_app(argv: list[str]) -> int:
+    args = parse_app_args(argv)
+    if args.screenshot and not has_display():
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
     if not has_display():
         print(
             "gradviz: no display found (DISPLAY is not set). Use 'gradviz check FILE' for a headless "
@@ -25,7 +40,27 @@ def run_app(argv: list[str]) -> int:
 
     from gradviz.app.main_window import MainWindow
 
-    app = QApplication.instance() or QApplication(["gradviz", *argv])
-    window = MainWindow()
+    app = QApplication.instance() or QApplication(["gradviz"])
+    app.setApplicationName("gradviz")
+    app.setOrganizationName("gradviz")
+    window = MainWindow(auto_run=False)
+    if args.example:
+        window.load_builtin(args.example)
     window.show()
+    if args.screenshot:
+        _save_screenshot_when_done(app, window, args.screenshot)
+    window.request_run()
     return app.exec()
+
+
+def _save_screenshot_when_done(app, window, path: str) -> None:
+    from PySide6.QtCore import QTimer
+
+    def save(*_args) -> None:
+        window.grab().save(path)
+        window.close()
+        app.quit()
+
+    window.result_shown.connect(lambda: QTimer.singleShot(200, save))
+    window.run_failed.connect(lambda _message: QTimer.singleShot(200, save))
+    QTimer.singleShot(SCREENSHOT_TIMEOUT_MS, save)

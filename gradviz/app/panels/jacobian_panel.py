@@ -1,0 +1,478 @@
+"""The Jacobian panel: analytic, numerical and |analytic − numerical| side by side.
+
+One colour bar drives analytic and numerical, so equal colours mean equal values; the error
+map has its own. Hovering any image highlights the same cell in all three and prints where the
+cell comes from. The panel renders a ``CheckView``: all it computes is display prep (float32
+copies, levels), made once per block so switching blocks stays fast on 2000x2000 Jacobians.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradviz.app.results import BlockView, CheckView
+
+TITLES = ("Analytic (your backward)", "Numerical (finite differences)", "|analytic − numerical|")
+VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
+ERROR_MAP = "viridis"  # sequential: an error only grows
+LOG_FLOOR = 1e-12  # log scale clips errors below this
+OVERVIEW = 512  # a bigger block is first shown pooled to this many pixels across
+OUTLINE_LIMIT = 2000  # outline failing cells one by one up to this many; the tint always shows
+WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
+EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
+EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
+FAIL_RGB = (230, 20, 60)
+INK = "#222"
+
+
+def pool(a: np.ndarray, factor: int, *, mean: bool) -> np.ndarray:
+    """factor x factor cells into one pixel: the mean for values, the max for errors and failures,
+    so one failing cell in a million still shows in the overview."""
+    rows, cols = np.arange(0, a.shape[0], factor), np.arange(0, a.shape[1], factor)
+    ufunc = np.add if mean else np.maximum
+    out = ufunc.reduceat(ufunc.reduceat(a, rows, axis=0), cols, axis=1).astype(np.float32)
+    if mean:
+        out /= np.outer(np.diff(rows, append=a.shape[0]), np.diff(cols, append=a.shape[1]))
+    return np.ascontiguousarray(out)
+
+
+class _Display:
+    """One block made ready to draw: explicit levels, and float32 images at full resolution or,
+    for a big block, pooled to about screen size. Each image is made on first use and kept, so
+    switching back to a block or zooming again costs no recomputation."""
+
+    def __init__(self, block: BlockView, atol: float) -> None:
+        self.block = block
+        # symmetric over both, so zero is the neutral colour and equal colours are equal values
+        top = max(_max_abs_finite(block.analytic), _max_abs_finite(block.numerical))
+        self.value_levels = (-top, top) if top > 0 else (-1.0, 1.0)
+        finite = np.isfinite(block.error)
+        # at least atol, so round-off in a passing block stays dark instead of filling the scale
+        self.error_top = max(float(np.max(block.error, where=finite, initial=0.0)), atol, LOG_FLOOR)
+        smallest = float(np.min(block.error, where=finite & (block.error > 0), initial=np.inf))
+        low = np.log10(min(max(smallest, LOG_FLOOR), self.error_top))
+        self.log_levels = (low, max(np.log10(self.error_top), low + 1.0))
+        self.factor = max(1, math.ceil(max(block.shape) / OVERVIEW))
+        self.outline = None  # (cols, rows) of the failing cells, when few enough to draw one by one
+        if 0 < block.n_failing <= OUTLINE_LIMIT:
+            rows, cols = np.nonzero(block.failing)
+            self.outline = (cols, rows)
+        self._images: dict[tuple[str, bool], np.ndarray] = {}
+
+    def image(self, kind: str, full: bool) -> np.ndarray:
+        """``kind``: analytic, numerical, error, log_error or failing (a 0/1 mask)."""
+        key = (kind, full or self.factor == 1)
+        if key not in self._images:
+            self._images[key] = self._make(kind, key[1])
+        return self._images[key]
+
+    def _make(self, kind: str, full: bool) -> np.ndarray:
+        if kind == "log_error":  # log10 commutes with the max pooling: log the pooled error
+            return np.log10(np.maximum(self.image("error", full), np.float32(10.0 ** self.log_levels[0])))
+        if kind == "error":  # non-finite (inf) shows as the top colour
+            source = np.where(np.isfinite(self.block.error), self.block.error, self.error_top)
+        else:
+            source = getattr(self.block, kind)
+        if full:
+            return np.ascontiguousarray(source, dtype=np.float32)
+        return pool(source, self.factor, mean=kind in ("analytic", "numerical"))
+
+
+def _max_abs_finite(a: np.ndarray) -> float:
+    return float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))
+
+
+class _IndexAxis(pg.AxisItem):
+    """Cell indices are whole numbers: drop the 0.5-step ticks pyqtgraph picks when zoomed in."""
+
+    def tickValues(self, minVal, maxVal, size):
+        levels = super().tickValues(minVal, maxVal, size)
+        return [(spacing, [v for v in values if float(v).is_integer()]) for spacing, values in levels]
+
+
+class _CellFrame(pg.GraphicsObject):
+    """The highlighted cell: a black frame inside a white one, visible on every colour of both maps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rect = QRectF(-0.5, -0.5, 1, 1)
+
+    def set_cell(self, row: int, col: int) -> None:
+        self.prepareGeometryChange()
+        self._rect = QRectF(col - 0.5, row - 0.5, 1, 1)
+        self.update()
+
+    def rect(self) -> QRectF:
+        return self._rect
+
+    def boundingRect(self) -> QRectF:
+        dx, dy = self.pixelVectors()  # the pens are in pixels: pad by a few of them
+        if dx is None:
+            return QRectF(self._rect)
+        px, py = 4 * math.hypot(dx.x(), dx.y()), 4 * math.hypot(dy.x(), dy.y())
+        return self._rect.adjusted(-px, -py, px, py)
+
+    def viewTransformChanged(self) -> None:
+        self.prepareGeometryChange()  # the padding is in pixels: zooming changes it
+        super().viewTransformChanged()
+
+    def paint(self, painter, *_args) -> None:
+        for colour, width in (("w", 5), ("k", 2)):
+            painter.setPen(pg.mkPen(colour, width=width))
+            painter.drawRect(self._rect)
+
+
+def _style_axis(axis: pg.AxisItem, font: QFont) -> None:
+    """Dark ink on the white background, ticks readable from the back of a lecture hall."""
+    axis.setPen(INK)
+    axis.setTextPen(INK)
+    axis.setTickFont(font)
+
+
+class JacobianPanel(QWidget):
+    """Analytic | numerical | error heatmaps of one block, linked for zoom, pan and hover."""
+
+    block_changed = Signal(int)  # index into view.blocks
+    cellHovered = Signal(int, int)  # (row, col)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._view: CheckView | None = None
+        self._index = 0
+        self._cell: tuple[int, int] | None = None
+        self._displays: dict[int, _Display] = {}
+        self._redraw_ms = 0.0
+        self._full_res: bool | None = None  # the resolution the images were last drawn at
+        self._zoom_guard = False
+        self._cells = QRectF()  # where the images lie, in cell coordinates
+
+        self.block_selector = QComboBox()
+        self.block_selector.setToolTip("Which (output, input) block of the Jacobian to show")
+        self.block_selector.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.log_scale = QCheckBox("log scale (error map)")
+        self.log_scale.setToolTip("Colour the error map by log10 |analytic − numerical|")
+        self.worst_button = QPushButton("Go to worst cell")
+        self.readout = QLabel(EMPTY_TEXT)
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.readout.setWordWrap(True)
+        font = self.readout.font()
+        font.setPointSize(font.pointSize() + 4)
+        self.readout.setFont(font)
+
+        self.plots = pg.GraphicsLayoutWidget()
+        self.plots.setBackground("w")
+        self.plots.setMinimumHeight(320)
+        self._build_plots()
+
+        controls = QHBoxLayout()
+        controls.addWidget(self.block_selector)
+        controls.addWidget(self.worst_button)
+        controls.addStretch(1)
+        controls.addWidget(self.log_scale)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addLayout(controls)
+        layout.addWidget(self.plots, 1)
+        layout.addWidget(self.readout)
+
+        self.block_selector.currentIndexChanged.connect(self._on_block_selected)
+        self.log_scale.toggled.connect(self._on_log_scale_changed)
+        self.worst_button.clicked.connect(self.go_to_worst)
+        # the views are linked, so the first one's range is everyone's
+        self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
+        # one readout per frame at most, however fast the mouse moves
+        self._mouse_proxy = pg.SignalProxy(
+            self.plots.scene().sigMouseMoved, rateLimit=60, slot=self._on_mouse_moved
+        )
+        self.set_result(None)
+
+    def _build_plots(self) -> None:
+        tick_font = QFont()
+        tick_font.setPointSize(11)
+        self.analytic_image, self.numerical_image, self.error_image = images = [
+            pg.ImageItem(axisOrder="row-major", autoDownsample=True) for _ in TITLES
+        ]
+        self.failing_overlay = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
+        tint = np.zeros((256, 4), dtype=np.uint8)
+        tint[:, :3] = FAIL_RGB
+        tint[:, 3] = np.linspace(0, 70, 256).astype(np.uint8)  # downsampled fractions fade out
+        self.failing_overlay.setLookupTable(tint)
+        self.failing_overlay.setLevels((0.0, 1.0))
+        self.failing_overlay.setZValue(5)
+
+        # plots and colour bars in separate rows of their own, so the three plots get equal widths:
+        # linked, aspect-locked views of unequal sizes would disagree on the range
+        plot_row = self.plots.addLayout(row=0, col=0)
+        bar_row = self.plots.addLayout(row=1, col=0)
+        self.plot_items: list[pg.PlotItem] = []
+        self.highlight_rects: list[_CellFrame] = []
+        self.failing_outlines: list[pg.ScatterPlotItem] = []
+        for column, (title, image) in enumerate(zip(TITLES, images)):
+            plot = plot_row.addPlot(
+                row=0,
+                col=column,
+                axisItems={"bottom": _IndexAxis("bottom"), "left": _IndexAxis("left")},
+            )
+            plot.setTitle(title, size="16pt", color=INK, bold=True)
+            plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
+            plot_row.layout.setColumnStretchFactor(column, 1)
+            plot.setLabel("bottom", "input element (col)", color=INK, **{"font-size": "12pt"})
+            plot.setLabel("left", "output element (row)", color=INK, **{"font-size": "12pt"})
+            for name in ("bottom", "left"):
+                _style_axis(plot.getAxis(name), tick_font)
+            plot.invertY(True)  # row 0 at the top, as the matrix is written
+            plot.setAspectLocked(True)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.getViewBox().setBackgroundColor("#d9d9d9")  # grey margins: white cells stay visible
+            plot.addItem(image)
+            if column > 0:
+                plot.setXLink(self.plot_items[0])
+                plot.setYLink(self.plot_items[0])
+            if column == 2:  # analytic and numerical stay clean, so their colours compare directly
+                outline = pg.ScatterPlotItem(
+                    pxMode=False, symbol="s", size=1.0, brush=None, pen=pg.mkPen(FAIL_RGB, width=1.5)
+                )
+                outline.setZValue(6)
+                plot.addItem(outline)
+                self.failing_outlines.append(outline)
+            rect = _CellFrame()
+            rect.setZValue(10)
+            rect.hide()
+            plot.addItem(rect, ignoreBounds=True)
+            self.highlight_rects.append(rect)
+            self.plot_items.append(plot)
+        self.plot_items[2].addItem(self.failing_overlay)
+
+        self.value_bar = pg.ColorBarItem(
+            colorMap=VALUE_MAP, interactive=False, orientation="horizontal", colorMapMenu=False
+        )
+        self.value_bar.setImageItem([self.analytic_image, self.numerical_image])
+        self.error_bar = pg.ColorBarItem(
+            colorMap=ERROR_MAP, interactive=False, orientation="horizontal", colorMapMenu=False
+        )
+        self.error_bar.setImageItem(self.error_image)
+        for bar, label, column, span in (
+            (self.value_bar, "∂out/∂in: one scale for analytic and numerical", 0, 2),
+            (self.error_bar, "|analytic − numerical|", 1, 1),
+        ):
+            for name in ("left", "right", "top", "bottom"):
+                _style_axis(bar.getAxis(name), tick_font)
+            bar.getAxis("bottom").setLabel(label, color=INK, **{"font-size": "12pt"})
+            bar_row.addItem(bar, row=0, col=column)
+            bar_row.layout.setColumnStretchFactor(column, span)
+
+    # public API -------------------------------------------------------------------------------
+
+    def set_result(self, view: CheckView | None) -> None:
+        """Show a finished check (its first failing block); None clears the panel."""
+        self._view = view
+        self._displays.clear()
+        self._cell = None
+        self.block_selector.blockSignals(True)
+        self.block_selector.clear()
+        if view is not None:
+            for block in view.blocks:
+                mark = "✓" if block.passed else f"✗ {block.n_failing:,} failing"
+                self.block_selector.addItem(f"{view.block_title(block)}   {mark}")
+        self.block_selector.blockSignals(False)
+        self.block_selector.setVisible(view is not None and len(view.blocks) > 1)
+        if view is None or not view.blocks:
+            self._clear()
+            return
+        first_failing = next((k for k, b in enumerate(view.blocks) if not b.passed), 0)
+        self.set_block(first_failing)
+
+    def set_block(self, index: int) -> None:
+        """Show block ``index`` of the current result, keeping the highlighted cell if it fits."""
+        if self._view is None or not 0 <= index < len(self._view.blocks):
+            return
+        start = time.perf_counter()
+        self._index = index
+        block = self._view.blocks[index]
+        display = self._display()
+        self.block_selector.blockSignals(True)
+        self.block_selector.setCurrentIndex(index)
+        self.block_selector.blockSignals(False)
+
+        rows, cols = block.shape
+        for outline in self.failing_outlines:
+            if display.outline is None:
+                outline.clear()
+            else:
+                outline.setData(x=display.outline[0], y=display.outline[1])
+        self._full_res = None
+        self._zoom_guard = True  # draw once, after the range is set
+        self.plot_items[0].getViewBox().setRange(QRectF(-0.5, -0.5, cols, rows), padding=0.02)
+        self._zoom_guard = False
+        self._draw_images()
+        self.worst_button.setEnabled(block.worst is not None)
+        self.worst_button.setToolTip(self._worst_tip(block))
+
+        kept = self._cell if self._cell and self._cell[0] < rows and self._cell[1] < cols else None
+        cell = kept or (None if block.passed else block.worst)
+        if cell is None:
+            self._set_highlight(None)
+            self.readout.setText(f"{rows} x {cols} block: hover a cell to compare its values.")
+        else:
+            self._set_highlight(cell)
+        self._redraw_ms = (time.perf_counter() - start) * 1000
+        self.block_changed.emit(index)
+
+    def current_block(self) -> BlockView | None:
+        """The block on screen (the banner shows its hints)."""
+        return self._view.blocks[self._index] if self._view and self._view.blocks else None
+
+    def hover_cell(self, row: int, col: int) -> None:
+        """Highlight a cell in all three plots and read it out, as the mouse does."""
+        block = self.current_block()
+        if block is None or not (0 <= row < block.shape[0] and 0 <= col < block.shape[1]):
+            return
+        self._set_highlight((row, col))
+        self.cellHovered.emit(row, col)
+
+    def highlighted_cell(self) -> tuple[int, int] | None:
+        """(row, col) framed in all three plots, or None."""
+        return self._cell
+
+    def go_to_worst(self) -> None:
+        """Highlight the worst cell; in a large block, zoom in around it so it can be seen."""
+        block = self.current_block()
+        if block is None or block.worst is None:
+            return
+        row, col = block.worst
+        if max(block.shape) > 2 * WORST_ZOOM:
+            half = WORST_ZOOM / 2
+            self.plot_items[0].getViewBox().setRange(
+                xRange=(col - half, col + half), yRange=(row - half, row + half), padding=0
+            )
+        self.hover_cell(row, col)
+
+    def redraw_ms(self) -> float:
+        """How long the last set_block took on the Python side (drawing happens on paint)."""
+        return self._redraw_ms
+
+    def export_png(self, path: str) -> None:
+        """The three plots and their colour bars as one PNG, wide enough for a slide."""
+        exporter = pyqtgraph.exporters.ImageExporter(self.plots.scene())
+        exporter.parameters()["width"] = EXPORT_WIDTH
+        exporter.export(path)
+
+    # internals --------------------------------------------------------------------------------
+
+    def _clear(self) -> None:
+        for image in (self.analytic_image, self.numerical_image, self.error_image, self.failing_overlay):
+            image.clear()
+        for outline in self.failing_outlines:
+            outline.clear()
+        self._set_highlight(None)
+        self._full_res = None
+        self.worst_button.setEnabled(False)
+        self.worst_button.setToolTip("")
+        self.readout.setText(EMPTY_TEXT)
+
+    def _display(self) -> _Display:
+        """The current block's display prep, made on its first visit."""
+        if self._index not in self._displays:
+            block = self._view.blocks[self._index]
+            self._displays[self._index] = _Display(block, self._view.tolerance["atol"])
+        return self._displays[self._index]
+
+    def _wants_full_res(self, display: _Display) -> bool:
+        """The pooled overview is enough while it has a sample per screen pixel of the view."""
+        if display.factor == 1:
+            return True
+        box = self.plot_items[0].getViewBox()
+        (x0, x1), (y0, y1) = box.viewRange()
+        rows, cols = display.block.shape
+        seen_cols, seen_rows = min(x1 - x0, cols) / display.factor, min(y1 - y0, rows) / display.factor
+        return seen_cols < 0.75 * box.width() or seen_rows < 0.75 * box.height()
+
+    def _draw_images(self) -> None:
+        """Hand the four images to pyqtgraph at the resolution the zoom needs; levels stay explicit."""
+        display = self._display()
+        full = self._wants_full_res(display)
+        if full == self._full_res:
+            return
+        self._full_res = full
+        rows, cols = display.block.shape
+        f = 1 if full else display.factor
+        cells = QRectF(-0.5, -0.5, math.ceil(cols / f) * f, math.ceil(rows / f) * f)  # cell (r, c) on (c, r)
+        self.analytic_image.setImage(display.image("analytic", full), autoLevels=False, rect=cells)
+        self.numerical_image.setImage(display.image("numerical", full), autoLevels=False, rect=cells)
+        self.value_bar.setLevels(display.value_levels)
+        self.failing_overlay.setImage(display.image("failing", full), autoLevels=False, rect=cells)
+        self.failing_overlay.setLevels((0.0, 1.0))
+        self._cells = cells
+        self._draw_error()
+
+    def _draw_error(self) -> None:
+        display = self._display()
+        if self.log_scale.isChecked():
+            kind, levels, label = "log_error", display.log_levels, "log10 |analytic − numerical|"
+        else:
+            kind, levels, label = "error", (0.0, display.error_top), "|analytic − numerical|"
+        # rect with the image: setRect alone scales by the size of the image it replaces
+        self.error_image.setImage(
+            display.image(kind, bool(self._full_res)), autoLevels=False, rect=self._cells
+        )
+        self.error_bar.setLevels(levels)
+        self.error_bar.getAxis("bottom").setLabel(label, color=INK, **{"font-size": "12pt"})
+
+    def _set_highlight(self, cell: tuple[int, int] | None) -> None:
+        self._cell = cell
+        for rect in self.highlight_rects:
+            rect.setVisible(cell is not None)
+            if cell is not None:
+                rect.set_cell(*cell)
+        block = self.current_block()
+        if cell is not None and self._view is not None and block is not None:
+            self.readout.setText(self._view.readout(block, *cell))
+
+    def _worst_tip(self, block: BlockView) -> str:
+        if block.worst is None or self._view is None:
+            return ""
+        where = self._view.cell_label(block, *block.worst)
+        verdict = "fails" if not block.passed else "within tolerance"
+        return f"Largest |err|: {where} ({block.max_abs_error:.2g}, {verdict})"
+
+    def _on_block_selected(self, index: int) -> None:
+        self.set_block(index)
+
+    def _on_log_scale_changed(self, _checked: bool) -> None:
+        if self.current_block() is not None:
+            self._draw_error()
+
+    def _on_range_changed(self, *_args) -> None:
+        if not self._zoom_guard and self.current_block() is not None:
+            self._draw_images()
+
+    def _on_mouse_moved(self, args: tuple) -> None:
+        pos = args[0]
+        block = self.current_block()
+        if block is None:
+            return
+        for plot in self.plot_items:
+            box = plot.getViewBox()
+            if box.sceneBoundingRect().contains(pos):
+                point: QPointF = box.mapSceneToView(pos)
+                cell = (int(np.floor(point.y() + 0.5)), int(np.floor(point.x() + 0.5)))
+                if cell != self._cell:
+                    self.hover_cell(*cell)
+                return

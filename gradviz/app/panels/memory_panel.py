@@ -1,0 +1,522 @@
+"""The memory panel: what Conv2d + BatchNorm2d saves for backward against the fused Function.
+
+The worker's "memory" request measures; this panel only draws the answer: two bars (the fused
+one stacked with the bytes its Function keeps as ``ctx`` attributes), a headline with the saving
+and whether it matches the formula, the sweep over layers and batch sizes, and on CUDA the peak
+and end-of-forward memory. All it computes is display prep: bytes divided into one unit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QSizeF, Qt, Signal
+from PySide6.QtGui import QFont, QTextDocument
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractScrollArea,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+VARIANTS = ("unfused", "fused")
+BAR_LABELS = {"unfused": "unfused\nConv2d+BatchNorm2d", "fused": "fused\nFunction"}
+UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3))
+DTYPES = ("float32", "float64")
+DEFAULTS = {"layers": 3, "shape": [8, 3, 32, 32], "out_channels": 16, "kernel": 3, "dtype": "float32"}
+UNFUSED_COLOUR = "#4c72b0"
+FUSED_COLOUR = "#dd8452"
+CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
+BATCH_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
+PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
+INK = "#222"
+EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
+CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
+BAR_WIDTH = 0.6
+
+
+def choose_unit(largest: float) -> tuple[str, int]:
+    """The biggest binary unit in which ``largest`` bytes is still at least 1."""
+    name, size = UNITS[0]
+    for name_, size_ in UNITS:
+        if largest >= size_:
+            name, size = name_, size_
+    return name, size
+
+
+def format_in(n: float, unit: tuple[str, int]) -> str:
+    """Bytes in the given unit, about three significant figures: 1.15 MiB, 17.1 MiB, 384 B."""
+    name, size = unit
+    if size == 1:
+        return f"{n:,.0f} B"
+    v = n / size
+    decimals = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
+    return f"{v:,.{decimals}f} {name}"
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in the unit that suits them."""
+    return format_in(n, choose_unit(abs(n)))
+
+
+def _mark(ok: bool) -> str:
+    colour = PASS_COLOUR if ok else FAIL_COLOUR
+    return f'<span style="color:{colour}; font-weight:bold">{"✓" if ok else "✗"}</span>'
+
+
+def _dtype_of(study: dict) -> str:
+    """ ", float32" from the first saved tensor, or "" when there is none."""
+    tensors = study["variants"]["unfused"].get("tensors") or [{}]
+    return f", {tensors[0]['dtype']}" if "dtype" in tensors[0] else ""
+
+
+def _style_plot(plot: pg.PlotItem, title: str, font: QFont) -> None:
+    """Dark ink on white, ticks readable from the back of a lecture hall."""
+    plot.setTitle(title, size="15pt", color=INK, bold=True)
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        axis.setPen(INK)
+        axis.setTextPen(INK)
+        axis.setTickFont(font)
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    plot.getAxis("left").enableAutoSIPrefix(False)  # the unit is in the label: no "(x0.001)"
+    plot.getAxis("left").setStyle(maxTickLevel=0)  # major ticks only: grid lines a reader can count
+    plot.setMouseEnabled(x=False, y=False)
+    plot.showGrid(y=True, alpha=0.2)
+
+
+def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    box.setToolTip(tip)
+    return box
+
+
+class MemoryPanel(QWidget):
+    """Bars, headline and sweep for one memory measurement; controls that ask for the next one."""
+
+    measure_requested = Signal(dict)  # options for the worker's "memory" request
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._payload: dict[str, Any] | None = None
+        self._unit: tuple[str, int] = UNITS[0]
+        self._build_controls()
+        self._build_results()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addLayout(self._controls)
+        layout.addWidget(self.stack, 1)
+        self.measure_button.clicked.connect(self._on_measure_clicked)
+        self.set_result(None)
+
+    # building ---------------------------------------------------------------------------------
+
+    def _build_controls(self) -> None:
+        self.layers_spin = _spin(1, 8, DEFAULTS["layers"], "Conv2d + BatchNorm2d pairs in the stack")
+        n, c, h, w = DEFAULTS["shape"]
+        self.batch_spin = _spin(1, 1024, n, "N: batch size")
+        self.channels_spin = _spin(1, 256, c, "C: input channels")
+        self.height_spin = _spin(1, 1024, h, "H: input height")
+        self.width_spin = _spin(1, 1024, w, "W: input width")
+        self.shape_spins = (self.batch_spin, self.channels_spin, self.height_spin, self.width_spin)
+        for box, prefix in zip(self.shape_spins, "NCHW"):
+            box.setPrefix(f"{prefix} ")
+        self.out_channels_spin = _spin(1, 1024, DEFAULTS["out_channels"], "Output channels of every conv")
+        self.kernel_spin = _spin(1, 15, DEFAULTS["kernel"], "Kernel size (k x k, stride 1, no padding)")
+        self.dtype_combo = QComboBox()
+        self.dtype_combo.addItems(DTYPES)
+        self.dtype_combo.setCurrentText(DEFAULTS["dtype"])
+        self.device_combo = QComboBox()
+        self.device_combo.setToolTip("Where to measure; peak memory is measured on CUDA")
+        self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.set_devices(["cpu"])
+        self.measure_button = QPushButton("Measure")
+        self.measure_button.setToolTip("Run both variants in the worker and measure what they save")
+        font = self.measure_button.font()
+        font.setBold(True)
+        self.measure_button.setFont(font)
+
+        shape = QHBoxLayout()
+        shape.setSpacing(2)
+        for box in self.shape_spins:
+            shape.addWidget(box)
+        first, second = QFormLayout(), QFormLayout()
+        first.addRow("layers", self.layers_spin)
+        first.addRow("input shape", shape)
+        second.addRow("out channels", self.out_channels_spin)
+        second.addRow("kernel", self.kernel_spin)
+        third = QFormLayout()
+        third.addRow("dtype", self.dtype_combo)
+        third.addRow("device", self.device_combo)
+        self._controls = QHBoxLayout()
+        for form in (first, second, third):
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+            self._controls.addLayout(form)
+            self._controls.addSpacing(12)
+        self._controls.addStretch(1)
+        self._controls.addWidget(self.measure_button, 0, Qt.AlignmentFlag.AlignBottom)
+
+    def _build_results(self) -> None:
+        tick_font = QFont()
+        tick_font.setPointSize(12)
+
+        self.headline = QLabel()
+        font = self.headline.font()
+        font.setPointSize(24)
+        font.setBold(True)
+        self.headline.setFont(font)
+        self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.checks_label = QLabel()
+        font = self.checks_label.font()
+        font.setPointSize(15)
+        self.checks_label.setFont(font)
+        self.checks_label.setTextFormat(Qt.TextFormat.RichText)
+        self.checks_label.setWordWrap(True)
+        self.checks_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.bar_plot = pg.PlotWidget(background="w")
+        bars = self.bar_plot.getPlotItem()
+        _style_plot(bars, "Saved for backward", tick_font)
+        bars.getAxis("bottom").setTicks([[(k, BAR_LABELS[v]) for k, v in enumerate(VARIANTS)]])
+        bars.getAxis("bottom").setHeight(60)  # room for the two-line variant names
+        bars.getAxis("bottom").setGrid(False)
+        bars.setXRange(-0.6, 1.6, padding=0)
+        self.bar_items = {
+            "unfused": pg.BarGraphItem(
+                x=[0], height=[0], width=BAR_WIDTH, brush=UNFUSED_COLOUR, pen=pg.mkPen(INK)
+            ),
+            "fused": pg.BarGraphItem(
+                x=[1], height=[0], width=BAR_WIDTH, brush=FUSED_COLOUR, pen=pg.mkPen(INK)
+            ),
+            "fused_ctx": pg.BarGraphItem(
+                x=[1], y0=[0], height=[0], width=BAR_WIDTH, brush=CTX_COLOUR, pen=pg.mkPen(INK)
+            ),
+        }
+        for item in self.bar_items.values():
+            bars.addItem(item)
+        self.bar_legend = bars.addLegend(offset=(-10, 10), labelTextSize="12pt", labelTextColor=INK)
+        self.bar_legend.addItem(self.bar_items["fused_ctx"], "kept as ctx attributes")
+        self.bar_texts = {
+            name: pg.TextItem(color=INK, anchor=(0.5, 1.0)) for name in VARIANTS
+        }  # figures above each bar
+        label_font = QFont()
+        label_font.setPointSize(13)
+        for text in self.bar_texts.values():
+            text.setFont(label_font)
+            bars.addItem(text)
+        self.bar_plot.setMinimumSize(360, 300)
+
+        self.peak_table = QTableWidget(2, 3)
+        self.peak_table.setHorizontalHeaderLabels(["saved", "end of forward", "peak"])
+        self.peak_table.setVerticalHeaderLabels(["unfused", "fused"])
+        self.peak_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.peak_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.peak_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.peak_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.peak_table.setToolTip(
+            "CUDA memory above the starting allocation: after forward, and the peak over forward + backward"
+        )
+        self.peak_table.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
+        self.peak_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.peak_table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._table_font = QFont(self.font())
+        self._table_font.setPointSize(13)
+        self.peak_table.setFont(self._table_font)
+        self.peak_table.horizontalHeader().setFont(self._table_font)
+        self.peak_table.verticalHeader().setFont(self._table_font)
+        self.peak_title = QLabel("CUDA memory")
+        font = self.peak_title.font()
+        font.setPointSize(14)
+        font.setBold(True)
+        self.peak_title.setFont(font)
+        self.cpu_note = QLabel(CPU_NOTE)
+        self.cpu_note.setWordWrap(True)
+        self.cpu_note.setStyleSheet("color: #555")
+        font = self.cpu_note.font()
+        font.setPointSize(12)
+        font.setItalic(True)
+        self.cpu_note.setFont(font)
+        self.peak_box = QWidget()  # next to the bars, on CUDA results only
+        side = QVBoxLayout(self.peak_box)
+        side.setContentsMargins(0, 30, 0, 0)
+        side.addWidget(self.peak_title)
+        side.addWidget(self.peak_table)
+        side.addStretch(1)
+
+        self.sweep_plot = pg.GraphicsLayoutWidget()  # the plot, and its legend beside it, off the curves
+        self.sweep_plot.setBackground("w")
+        self.sweep_item = sweep = self.sweep_plot.addPlot(row=0, col=0)
+        _style_plot(sweep, "Saved bytes vs. number of layers", tick_font)
+        sweep.showGrid(x=True, y=True, alpha=0.2)
+        sweep.setLabel("bottom", "layers", color=INK, **{"font-size": "13pt"})
+        sweep.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, 9)]])
+        # below the plot, off the curves: one column per batch size
+        self.sweep_legend = pg.LegendItem(labelTextSize="12pt", labelTextColor=INK, colCount=3, frame=False)
+        self.sweep_plot.addItem(self.sweep_legend, row=1, col=0)
+        self.sweep_plot.ci.layout.setAlignment(self.sweep_legend, Qt.AlignmentFlag.AlignHCenter)
+        self.measured_line = pg.InfiniteLine(
+            angle=90, pen=pg.mkPen("#888", width=1, style=Qt.PenStyle.DotLine)
+        )
+        sweep.addItem(self.measured_line, ignoreBounds=True)
+        # the two sweep points that are the bars: a ring round each
+        self.measured_points = pg.ScatterPlotItem(symbol="o", size=20, brush=None, pen=pg.mkPen(INK, width=2))
+        self.measured_points.setZValue(10)
+        sweep.addItem(self.measured_points)
+        self.sweep_plot.setMinimumSize(420, 300)
+        self.sweep_curves: dict[tuple[str, int], pg.PlotDataItem] = {}
+
+        bar_column = QVBoxLayout()
+        bar_column.addWidget(self.bar_plot, 1)
+        bar_column.addWidget(self.cpu_note)
+        figures = QHBoxLayout()
+        figures.addLayout(bar_column, 4)
+        figures.addWidget(self.peak_box, 0)
+        figures.addWidget(self.sweep_plot, 5)
+        self.plots_area = QWidget()
+        self.plots_area.setObjectName("memory_plots_area")
+        self.plots_area.setStyleSheet("#memory_plots_area { background: white; }")
+        self.plots_area.setAutoFillBackground(True)
+        area = QVBoxLayout(self.plots_area)
+        area.setContentsMargins(8, 6, 8, 6)
+        area.addWidget(self.headline)
+        area.addWidget(self.checks_label)
+        area.addLayout(figures, 1)
+
+        self.message = QLabel()
+        self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        font = self.message.font()
+        font.setPointSize(16)
+        self.message.setFont(font)
+
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.plots_area)
+        self.stack.addWidget(self.message)
+
+    # public API -------------------------------------------------------------------------------
+
+    def options(self) -> dict:
+        """The options the controls show, as the worker's "memory" request takes them."""
+        return {
+            "layers": self.layers_spin.value(),
+            "shape": [box.value() for box in self.shape_spins],
+            "out_channels": self.out_channels_spin.value(),
+            "kernel": self.kernel_spin.value(),
+            "device": self.device_combo.currentText(),
+            "dtype": self.dtype_combo.currentText(),
+        }
+
+    def set_devices(self, names: list[str]) -> None:
+        """Offer these devices, keeping the current one if it is still there."""
+        current = self.device_combo.currentText()
+        self.device_combo.blockSignals(True)
+        self.device_combo.clear()
+        self.device_combo.addItems(list(names))
+        if current in names:
+            self.device_combo.setCurrentText(current)
+        self.device_combo.blockSignals(False)
+
+    def set_result(self, payload: dict | None) -> None:
+        """Draw a memory payload ({"study", "sweep"}); None clears the panel."""
+        self._payload = payload
+        if payload is None:
+            self._clear()
+            self._show_message(EMPTY_TEXT, error=False)
+            return
+        study, sweep = payload["study"], payload.get("sweep") or []
+        self._unit = choose_unit(self._bar_top(study))
+        self._draw_bars(study)
+        self._draw_headline(study)
+        self._draw_peaks(study)
+        self._draw_sweep(study, sweep)
+        self.stack.setCurrentWidget(self.plots_area)
+
+    def set_error(self, message: str) -> None:
+        """Show why the measurement failed, in place of the plots."""
+        self._payload = None
+        self._clear()
+        self._show_message(message, error=True)
+
+    def result(self) -> dict | None:
+        """The payload on screen, or None."""
+        return self._payload
+
+    def unit(self) -> tuple[str, int]:
+        """(name, bytes) of the unit both plots' y axes are in."""
+        return self._unit
+
+    def headline_text(self) -> str:
+        """The headline and the checks line as plain text."""
+        checks = QTextDocument()
+        checks.setHtml(self.checks_label.text())
+        return f"{self.headline.text()}\n{checks.toPlainText()}"
+
+    def message_text(self) -> str:
+        """The text shown in place of the plots ('' while the plots show)."""
+        return self.message.text() if self.stack.currentWidget() is self.message else ""
+
+    def export_png(self, path: str) -> None:
+        """Headline, bars, table and sweep as one PNG."""
+        if not self.plots_area.grab().save(str(path), "PNG"):
+            raise OSError(f"Could not write the PNG to {path}: check that the folder exists and is writable.")
+
+    # drawing ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _bar_top(study: dict) -> int:
+        """The taller bar, in bytes: it picks the unit of both plots and the headline."""
+        unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
+        return max(unfused["saved_bytes"], fused["saved_bytes"] + fused.get("ctx_attribute_bytes", 0))
+
+    def _draw_bars(self, study: dict) -> None:
+        name, size = self._unit
+        unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
+        ctx = fused.get("ctx_attribute_bytes", 0)
+        self.bar_items["unfused"].setOpts(height=[unfused["saved_bytes"] / size])
+        self.bar_items["fused"].setOpts(height=[fused["saved_bytes"] / size])
+        self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
+        top = self._bar_top(study) / size
+        self.bar_plot.getPlotItem().setYRange(0, top * 1.3 if top > 0 else 1, padding=0)
+        self.bar_plot.getPlotItem().setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
+        self.bar_texts["unfused"].setText(
+            f"{format_in(unfused['saved_bytes'], self._unit)}\n{unfused['count']} tensors"
+        )
+        self.bar_texts["unfused"].setPos(0, unfused["saved_bytes"] / size)
+        fused_text = f"{format_in(fused['saved_bytes'], self._unit)}\n{fused['count']} tensors"
+        if ctx:
+            fused_text += f"\n+ {format_bytes(ctx)} on ctx"
+        self.bar_texts["fused"].setText(fused_text)
+        self.bar_texts["fused"].setPos(1, (fused["saved_bytes"] + ctx) / size)
+        for text in self.bar_texts.values():
+            text.show()
+
+    def _draw_headline(self, study: dict) -> None:
+        unfused = study["variants"]["unfused"]["saved_bytes"]
+        difference, formula = study["saved_difference_bytes"], study["formula_bytes"]
+        percent = 100.0 * difference / unfused if unfused else 0.0
+        verb = "saves" if difference >= 0 else "costs"
+        self.headline.setText(f"fused {verb} {format_in(abs(difference), self._unit)} ({abs(percent):.1f} %)")
+        agrees = difference == formula
+        n, c, h, w = study["shape"]
+        self.checks_label.setText(
+            f"difference = formula {_mark(agrees)} &nbsp;({difference:,} B measured, {formula:,} B by formula)"
+            f" &nbsp;&nbsp; outputs match {_mark(bool(study['outputs_match']))}"
+            f" &nbsp; gradients match {_mark(bool(study['grads_match']))}<br>"
+            f'<span style="color:#555; font-size:12pt">{study["layers"]} layers, input {n}x{c}x{h}x{w}'
+            f"{_dtype_of(study)} on {study['device']}</span>"
+        )
+
+    def _draw_peaks(self, study: dict) -> None:
+        variants = study["variants"]
+        cuda = all("peak_bytes" in variants[name] for name in VARIANTS)
+        self.peak_box.setVisible(cuda)
+        self.cpu_note.setVisible(not cuda)
+        if not cuda:
+            self.peak_table.clearContents()
+            return
+        for row, name in enumerate(VARIANTS):
+            v = variants[name]
+            for col, value in enumerate((v["saved_bytes"], v.get("end_of_forward_bytes"), v["peak_bytes"])):
+                item = QTableWidgetItem("—" if value is None else format_bytes(value))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                item.setFont(self._table_font)
+                self.peak_table.setItem(row, col, item)
+        self.peak_table.resizeColumnsToContents()
+        self.peak_table.resizeRowsToContents()
+
+    def _draw_sweep(self, study: dict, sweep: list[dict]) -> None:
+        plot = self.sweep_item
+        self._clear_sweep()
+        name, size = self._unit
+        batches = sorted({row["batch"] for row in sweep})
+        colours = {batch: BATCH_COLOURS[k % len(BATCH_COLOURS)] for k, batch in enumerate(batches)}
+        # variant by variant, so the three-column legend reads as a table: unfused above fused
+        for variant, style, symbol in (
+            ("unfused", Qt.PenStyle.SolidLine, "o"),
+            ("fused", Qt.PenStyle.DashLine, "t"),
+        ):
+            for batch in batches:
+                rows = sorted((r for r in sweep if r["batch"] == batch), key=lambda r: r["layers"])
+                x = np.array([r["layers"] for r in rows], dtype=float)
+                y = np.array([r[f"{variant}_saved_bytes"] for r in rows], dtype=float) / size
+                curve = plot.plot(
+                    x,
+                    y,
+                    pen=pg.mkPen(colours[batch], width=3, style=style),
+                    symbol=symbol,
+                    symbolSize=8,
+                    symbolBrush=colours[batch],
+                    symbolPen=None,
+                )
+                self.sweep_curves[(variant, batch)] = curve
+                self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
+        plot.setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
+        self.measured_line.setPos(study["layers"])
+        self.measured_line.show()
+        here = [r for r in sweep if r["layers"] == study["layers"] and r["batch"] == study["shape"][0]]
+        self.measured_points.setData(
+            x=[study["layers"]] * 2 * len(here),
+            y=[r[f"{v}_saved_bytes"] / size for r in here for v in VARIANTS],
+        )
+        if here:
+            self.sweep_legend.addItem(self.measured_points, "the bars")
+        self._pin_legend_size()
+        plot.setXRange(0.7, 8.3, padding=0)
+        plot.enableAutoRange(axis="y")
+
+    def _pin_legend_size(self) -> None:
+        """The legend at the size of its entries: a layout cell would otherwise squeeze or stretch it."""
+        legend = self.sweep_legend
+        legend.setMinimumSize(0, 0)
+        legend.setMaximumSize(10_000, 10_000)
+        legend.updateSize()  # the size of its rows and columns, as when it floats over a plot
+        size = legend.geometry().size() + QSizeF(16, 4)  # the labels' right-hand margin
+        legend.setMinimumSize(size)
+        legend.setMaximumSize(size)
+
+    def _clear_sweep(self) -> None:
+        for curve in self.sweep_curves.values():
+            self.sweep_item.removeItem(curve)
+        self.sweep_curves.clear()
+        self.sweep_legend.clear()
+
+    def _clear(self) -> None:
+        for item in self.bar_items.values():
+            item.setOpts(height=[0])
+        for text in self.bar_texts.values():
+            text.setText("")
+            text.hide()
+        self._clear_sweep()
+        self.measured_line.hide()
+        self.measured_points.clear()
+        self.headline.setText("")
+        self.checks_label.setText("")
+        self.peak_table.clearContents()
+        self.peak_box.hide()
+        self.cpu_note.show()
+        self._unit = UNITS[0]
+
+    def _show_message(self, text: str, *, error: bool) -> None:
+        self.message.setText(text)
+        self.message.setStyleSheet(f"color: {FAIL_COLOUR if error else '#555'}")
+        self.stack.setCurrentWidget(self.message)
+
+    def _on_measure_clicked(self) -> None:
+        self.measure_requested.emit(self.options())

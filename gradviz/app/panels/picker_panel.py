@@ -1,0 +1,134 @@
+"""The Function picker: the built-in library by category, New / Open / recent files, and
+which Function of the current file to check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradviz.core.library import CATEGORIES, builtin_functions
+
+RECENT_GROUP = "Recent files"
+PATH_ROLE = Qt.ItemDataRole.UserRole
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class PickerPanel(QWidget):
+    builtin_chosen = Signal(str)  # library entry name, e.g. "linear"
+    file_chosen = Signal(str)  # path of a recent file
+    new_requested = Signal()
+    open_requested = Signal()
+    function_chosen = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderHidden(True)
+        self.tree.setRootIsDecorated(True)
+        self.new_button = QPushButton("New Function…")
+        self.open_button = QPushButton("Open…")
+        self.functions = QComboBox()
+        self.functions.setToolTip("Which Function of this file to check")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.new_button)
+        buttons.addWidget(self.open_button)
+        chooser = QHBoxLayout()
+        chooser.addWidget(QLabel("Function:"))
+        chooser.addWidget(self.functions, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(buttons)
+        layout.addWidget(self.tree, 1)
+        layout.addLayout(chooser)
+
+        self._groups: dict[str, QTreeWidgetItem] = {}
+        self._fill_library()
+        self.set_recent([])
+        self.tree.itemActivated.connect(self._on_item_activated)
+        self.tree.itemClicked.connect(self._on_item_activated)
+        self.new_button.clicked.connect(self.new_requested)
+        self.open_button.clicked.connect(self.open_requested)
+        self.functions.currentTextChanged.connect(lambda name: name and self.function_chosen.emit(name))
+
+    def _fill_library(self) -> None:
+        bold = QFont()
+        bold.setBold(True)
+        for category in CATEGORIES:
+            group = QTreeWidgetItem(self.tree, [category])
+            group.setFont(0, bold)
+            group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self._groups[category] = group
+        for entry in builtin_functions():
+            group = self._groups.get(entry.category) or self._groups[CATEGORIES[0]]
+            item = QTreeWidgetItem(group, [entry.name])
+            item.setData(0, PATH_ROLE, entry.name)
+            item.setData(0, KIND_ROLE, "builtin")
+            tip = entry.docstring
+            if entry.bug:
+                tip = f"BUG: {entry.bug}\n\n{tip}"
+                item.setText(0, f"{entry.name}  ✗")
+            item.setToolTip(0, tip)
+        self.tree.expandAll()
+
+    def set_recent(self, paths: list[str]) -> None:
+        group = self._groups.get(RECENT_GROUP)
+        if group is None:
+            group = self._groups[RECENT_GROUP] = QTreeWidgetItem(self.tree, [RECENT_GROUP])
+            font = QFont()
+            font.setBold(True)
+            group.setFont(0, font)
+            group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+        group.takeChildren()
+        for path in paths:
+            item = QTreeWidgetItem(group, [Path(path).name])
+            item.setToolTip(0, path)
+            item.setData(0, PATH_ROLE, path)
+            item.setData(0, KIND_ROLE, "file")
+        group.setHidden(not paths)
+        group.setExpanded(True)
+
+    def select_builtin(self, name: str) -> None:
+        """Highlight a library entry without emitting (the window loaded it itself)."""
+        with QSignalBlocker(self.tree):
+            for group in self._groups.values():
+                for k in range(group.childCount()):
+                    item = group.child(k)
+                    if item.data(0, KIND_ROLE) == "builtin" and item.data(0, PATH_ROLE) == name:
+                        self.tree.setCurrentItem(item)
+                        return
+            self.tree.clearSelection()
+
+    def set_functions(self, names: list[str], current: str | None) -> None:
+        with QSignalBlocker(self.functions):
+            self.functions.clear()
+            self.functions.addItems(names)
+            if current in names:
+                self.functions.setCurrentText(current)
+        self.functions.setEnabled(len(names) > 1)
+
+    def builtin_items(self) -> list[QTreeWidgetItem]:
+        return [
+            group.child(k)
+            for group in self._groups.values()
+            for k in range(group.childCount())
+            if group.child(k).data(0, KIND_ROLE) == "builtin"
+        ]
+
+    def _on_item_activated(self, item: QTreeWidgetItem, _column: int = 0) -> None:
+        kind = item.data(0, KIND_ROLE)
+        if kind == "builtin":
+            self.builtin_chosen.emit(item.data(0, PATH_ROLE))
+        elif kind == "file":
+            self.file_chosen.emit(item.data(0, PATH_ROLE))

@@ -1,0 +1,180 @@
+"""The run bar: device, dtype, tolerances, seed, Run / Cancel, progress with time left."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from gradviz.app.state import RunSettings
+
+TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
+
+
+class ScientificSpinBox(QDoubleSpinBox):
+    """A spin box that shows and accepts 1e-06-style numbers; arrows step by decades."""
+
+    def __init__(self, minimum: float, maximum: float) -> None:
+        super().__init__()
+        self.setDecimals(20)
+        self.setRange(minimum, maximum)
+        self.setKeyboardTracking(False)
+
+    def textFromValue(self, value: float) -> str:
+        return f"{value:g}"
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int):
+        from PySide6.QtGui import QValidator
+
+        try:
+            float(text)
+            return QValidator.State.Acceptable, text, pos
+        except ValueError:
+            return QValidator.State.Intermediate, text, pos
+
+    def stepBy(self, steps: int) -> None:
+        value = self.value() or 1e-6
+        self.setValue(min(self.maximum(), max(self.minimum(), value * 10.0**steps)))
+
+
+class RunBar(QWidget):
+    run_requested = Signal()
+    cancel_requested = Signal()
+
+    def __init__(self, settings: RunSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self._started = 0.0
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 2, 6, 2)
+
+        self.device = QComboBox()
+        self.device.setToolTip("Where forward and backward run")
+        self.dtype = QComboBox()
+        self.dtype.addItems(["float64", "float32"])
+        self.dtype.setToolTip("float64 is what gradcheck advises: finite differences need the digits")
+        self.tolerance = {name: ScientificSpinBox(*bounds) for name, bounds in TOLERANCES.items()}
+        self.tolerance["eps"].setToolTip("finite-difference step")
+        self.tolerance["atol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|")
+        self.tolerance["rtol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setToolTip("seed for example_inputs")
+        self.run_button = QPushButton("▶ Run")
+        self.run_button.setToolTip("Run forward, backward and finite differences (Ctrl+Enter)")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the run: the worker is restarted (Esc)")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setMinimumWidth(180)
+        self.progress.setFormat("idle")
+        self.progress.setValue(0)
+        self.time_left = QLabel("")
+        self.time_left.setMinimumWidth(90)
+
+        for label, widget in (
+            ("Device", self.device),
+            ("dtype", self.dtype),
+            ("eps", self.tolerance["eps"]),
+            ("atol", self.tolerance["atol"]),
+            ("rtol", self.tolerance["rtol"]),
+            ("seed", self.seed),
+        ):
+            layout.addWidget(QLabel(label))
+            layout.addWidget(widget)
+        layout.addSpacing(12)
+        layout.addWidget(self.run_button)
+        layout.addWidget(self.cancel_button)
+        layout.addWidget(self.progress, 1)
+        layout.addWidget(self.time_left)
+
+        self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
+        self._show_settings()
+        settings.changed.connect(self._on_setting_changed)
+        self.device.currentIndexChanged.connect(lambda _: settings.set("device", self.device.currentData()))
+        self.dtype.currentTextChanged.connect(lambda text: settings.set("dtype", text))
+        for name, box in self.tolerance.items():
+            box.valueChanged.connect(lambda value, name=name: settings.set(name, value))
+        self.seed.valueChanged.connect(lambda value: settings.set("seed", value))
+        self.run_button.clicked.connect(self.run_requested)
+        self.cancel_button.clicked.connect(self.cancel_requested)
+
+    def set_devices(self, devices: list[dict]) -> None:
+        """CPU and every CUDA device the worker found; CUDA greyed out with the reason when absent."""
+        with QSignalBlocker(self.device):
+            self.device.clear()
+            for k, d in enumerate(devices):
+                label = d["label"] if d["name"] == "cpu" else f"{d['name']} ({d['label']})"
+                self.device.addItem(label, d["name"])
+                if not d["available"]:
+                    item = self.device.model().item(k)
+                    item.setEnabled(False)
+                    item.setToolTip(d["reason"])
+                    self.device.setItemData(k, f"{d['label']}: {d['reason']}", Qt.ItemDataRole.ToolTipRole)
+        self._show_settings()
+
+    def _show_settings(self) -> None:
+        for name in ("device", "dtype", "eps", "atol", "rtol", "seed"):
+            self._on_setting_changed(name)
+
+    def _on_setting_changed(self, name: str) -> None:
+        value = self.settings.get(name)
+        if name == "device":
+            with QSignalBlocker(self.device):
+                index = self.device.findData(value)
+                self.device.setCurrentIndex(max(index, 0))
+        elif name == "dtype":
+            with QSignalBlocker(self.dtype):
+                self.dtype.setCurrentText(value)
+        elif name in self.tolerance:
+            with QSignalBlocker(self.tolerance[name]):
+                self.tolerance[name].setValue(value)
+        elif name == "seed":
+            with QSignalBlocker(self.seed):
+                self.seed.setValue(value)
+
+    # --- run state -----------------------------------------------------------------------
+    def set_running(self, running: bool, message: str = "") -> None:
+        self.run_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        if running:
+            self._started = time.monotonic()
+            self.progress.setRange(0, 0)  # busy until the first progress report
+            self.progress.setFormat("starting…")
+            self.time_left.setText("")
+        else:
+            self.progress.setRange(0, 100)
+            self.progress.setValue(100 if message == "done" else 0)
+            self.progress.setFormat(message or "idle")
+            self.time_left.setText("")
+
+    def set_progress_text(self, text: str) -> None:
+        self.progress.setFormat(text)
+
+    def set_progress(self, done: int, total: int) -> None:
+        """Elements done / total, and time left extrapolated from the rate so far."""
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{done:,} / {total:,} rows+columns")
+        elapsed = time.monotonic() - self._started
+        if 0 < done < total and elapsed > 0.5:
+            left = elapsed * (total - done) / done
+            self.time_left.setText(f"~{left:.0f} s left" if left >= 1 else "<1 s left")
+        else:
+            self.time_left.setText("")

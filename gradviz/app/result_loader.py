@@ -1,0 +1,23 @@
+"""Load a result's .npy arrays off the GUI thread, so a 2000x2000 result never freezes the window."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QThreadPool, Signal
+
+from gradviz.app.results import CheckView
+
+
+class ResultLoader(QObject):
+    loaded = Signal(int, object)  # request id, CheckView
+    failed = Signal(int, str)  # request id, message
+
+    def load(self, request: int, summary: dict) -> None:
+        QThreadPool.globalInstance().start(lambda: self._load(request, summary))
+
+    def _load(self, request: int, summary: dict) -> None:
+        try:
+            view = CheckView.from_summary(summary)
+        except (OSError, ValueError, KeyError) as exc:
+            self.failed.emit(request, f"Could not read the result files: {exc}")
+            return
+        self.loaded.emit(request, view)

@@ -1,0 +1,217 @@
+"""The real window, driven the way a person drives it: clicks, keys, the real worker process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+from PySide6.QtCore import Qt
+
+from gradviz.core.library import builtin_functions, find_builtin
+from gradviz.core.loader import choose_function, load_file
+from tests.app.conftest import ARTIFACTS, ROOT
+
+RUN_TIMEOUT = 60_000
+
+
+def run_and_wait(qtbot, window, signal_name="result_shown"):
+    with qtbot.waitSignal(getattr(window, signal_name), timeout=RUN_TIMEOUT):
+        qtbot.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+
+
+def gradcheck_verdict(name: str) -> bool:
+    loaded = load_file(find_builtin(name))
+    fn = choose_function(loaded)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        args = loaded.example_inputs(torch.device("cpu"), torch.float64)
+    return torch.autograd.gradcheck(
+        fn.apply, args, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False,
+        check_undefined_grad=False, check_batched_grad=False,
+    )
+
+
+def test_gui_process_does_not_import_torch():
+    code = "import sys; import gradviz.app.main_window, gradviz.app.launch; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_default_example_runs_and_screenshot(qtbot, main_window):
+    window = main_window
+    assert window.document.builtin_name == "linear"
+    run_and_wait(qtbot, window)
+    assert window.view.passed and window.banner.state == "passed"
+    assert [b.shape for b in window.view.blocks] == [(600, 400), (600, 600)]
+    assert window.width() >= 1280 and window.height() >= 800
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "main_window.png"
+    assert window.grab().save(str(path))
+    assert path.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("entry", builtin_functions(), ids=lambda e: e.name)
+def test_pick_each_builtin_and_run(qtbot, main_window, entry):
+    window = main_window
+    item = next(i for i in window.picker.builtin_items() if i.data(0, Qt.ItemDataRole.UserRole) == entry.name)
+    window.picker.tree.scrollToItem(item)
+    rect = window.picker.tree.visualItemRect(item)
+    qtbot.mouseClick(window.picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert window.document.builtin_name == entry.name
+    run_and_wait(qtbot, window)
+    assert window.view.passed == gradcheck_verdict(entry.name)
+    assert window.banner.state == ("passed" if window.view.passed else "failed")
+    loaded = load_file(entry.path)
+    fn = choose_function(loaded)
+    assert window.view.function == fn.__name__
+
+
+def replace_in_editor(window, old: str, new: str) -> None:
+    text = window.editor.text()
+    assert "\n" not in old and text.count(old) == 1
+    cursor = window.editor.editor.document().find(old)
+    assert not cursor.isNull()
+    cursor.insertText(new)
+
+
+def test_edit_and_rerun_fixes_the_bug(qtbot, main_window):
+    window = main_window
+    window.load_builtin("buggy_square_factor")
+    run_and_wait(qtbot, window)
+    assert not window.view.passed
+    replace_in_editor(window, "return grad_output * x  #", "return 2 * grad_output * x  #")
+    assert window.modified and window.windowTitle().startswith("buggy_square_factor.py (built-in)*")
+    run_and_wait(qtbot, window)
+    assert window.view.passed
+
+
+def test_syntax_error_marks_line_and_keeps_text(qtbot, main_window):
+    window = main_window
+    replace_in_editor(window, "output = input.mm(weight.t())", "output = input.mm(weight.t()")
+    before = window.editor.text()
+    run_and_wait(qtbot, window, "run_failed")
+    line = next(k for k, text in enumerate(before.splitlines(), 1) if "input.mm(weight.t()" in text)
+    assert window.editor.editor.error_line in (line, line + 1)  # Python may report the next line
+    assert window.editor.message.isVisible() and "Syntax error" in window.editor.message.text()
+    assert window.editor.text() == before
+    window.editor.editor.undo()
+    run_and_wait(qtbot, window)
+    assert window.view.passed
+
+
+def test_error_in_backward_names_the_line(qtbot, main_window):
+    window = main_window
+    replace_in_editor(window, "grad_input = grad_output.mm(weight)", "grad_input = grad_output.mm(weigth)")
+    run_and_wait(qtbot, window, "run_failed")
+    line = next(k for k, text in enumerate(window.editor.text().splitlines(), 1) if "weigth" in text)
+    assert window.editor.editor.error_line == line
+    assert "NameError" in window.editor.message.text()
+
+
+HANG = '''
+import torch
+from torch.autograd import Function
+
+class Hang(Function):
+    @staticmethod
+    def forward(ctx, x):
+        while True:
+            pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+'''
+
+
+def test_cancel_stops_a_hung_run_and_next_run_works(qtbot, main_window):
+    window = main_window
+    original = window.editor.text()
+    window.editor.set_text(HANG)
+    old_pid = window.worker.pid
+    window.request_run()
+    qtbot.waitUntil(lambda: window.worker.busy)
+    qtbot.mouseClick(window.run_bar.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.worker.busy and window.run_bar.run_button.isEnabled(), timeout=1000)
+    assert window.editor.text() == HANG
+    qtbot.waitUntil(lambda: window.worker.is_ready, timeout=RUN_TIMEOUT)
+    assert window.worker.pid != old_pid
+    window.editor.set_text(original)
+    run_and_wait(qtbot, window)
+    assert window.view.passed
+
+
+def test_killed_worker_is_replaced_and_window_survives(qtbot, main_window):
+    window = main_window
+    text = window.editor.text()
+    window.editor.set_text(HANG)
+    window.request_run()
+    qtbot.waitUntil(lambda: window.worker.busy)
+    with qtbot.waitSignal(window.run_failed, timeout=RUN_TIMEOUT) as blocker:
+        os.kill(window.worker.pid, signal.SIGKILL)
+    assert "worker process" in blocker.args[0]
+    assert window.banner.state == "error"
+    assert window.editor.text() == HANG
+    qtbot.waitUntil(lambda: window.worker.is_ready, timeout=RUN_TIMEOUT)
+    window.editor.set_text(text)
+    run_and_wait(qtbot, window)
+    assert window.view.passed
+
+
+def test_switch_blocks_and_hover_readout(qtbot, main_window):
+    window = main_window
+    window.load_builtin("buggy_linear_bias_axis")
+    run_and_wait(qtbot, window)
+    panel = window.jacobians
+    block = panel.current_block()
+    assert not block.passed and window.view.input_name(block) == "bias"  # first failing block
+    panel.set_block(0)
+    block = panel.current_block()
+    assert (block.output, block.input) == (0, 0)
+    panel.hover_cell(3, 2)
+    qtbot.waitUntil(lambda: panel.readout.text() == window.view.readout(block, 3, 2))
+
+
+def test_float32_run_shows_gradcheck_advice(qtbot, main_window):
+    window = main_window
+    window.run_bar.dtype.setCurrentText("float32")
+    assert window.run_settings.get("dtype") == "float32"
+    run_and_wait(qtbot, window)
+    assert window.view.dtype == "float32"
+    assert "float64" in window.banner.details.text()
+
+
+def test_cuda_is_disabled_with_a_reason_without_cuda(main_window):
+    combo = main_window.run_bar.device
+    names = [combo.itemData(k) for k in range(combo.count())]
+    assert names[0] == "cpu"
+    if not torch.cuda.is_available():
+        k = names.index("cuda")
+        assert not combo.model().item(k).isEnabled()
+        assert "CUDA" in combo.itemData(k, Qt.ItemDataRole.ToolTipRole)
+
+
+def test_open_and_save_files(qtbot, main_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    window = main_window
+    source = find_builtin("kill_head").read_text(encoding="utf-8")
+    path = tmp_path / "mine.py"
+    path.write_text(source, encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(path), ""))
+    window.actions["open"].trigger()
+    assert window.editor.text() == source and window.document.path == path
+    assert str(path) in [window.picker._groups["Recent files"].child(k).toolTip(0)
+                         for k in range(window.picker._groups["Recent files"].childCount())]
+    replace_in_editor(window, "return result, None", "return grad_output, None")
+    qtbot.keyClick(window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    assert path.read_text(encoding="utf-8") == window.editor.text()
+    assert not window.modified
+    run_and_wait(qtbot, window)
+    assert not window.view.passed  # the saved edit broke backward: the gradient leaks
