@@ -47,6 +47,8 @@ def run_app(argv: list[str]) -> int:
     if args.example:
         window.load_builtin(args.example)
     window.show()
+    if not args.screenshot:
+        window.offer_recovery()
     if args.screenshot:
         _save_screenshot_when_done(app, window, args.screenshot)
     window.request_run()
@@ -61,6 +63,7 @@ def _save_screenshot_when_done(app, window, path: str) -> None:
         window.close()
         app.quit()
 
-    window.result_shown.connect(lambda: QTimer.singleShot(200, save))
+    # the memory study is requested after the first check is drawn: both are on screen then
+    window.memory_shown.connect(lambda: QTimer.singleShot(200, save))
     window.run_failed.connect(lambda _message: QTimer.singleShot(200, save))
     QTimer.singleShot(SCREENSHOT_TIMEOUT_MS, save)

@@ -1,36 +1,47 @@
 """The main window: picker and editor on the left, the run bar on top, the Jacobians side by
-side in the centre, graph and memory below. Panels are docks; their layout, the last file and
+side in the centre with the autograd graph below them, the memory study on the right. Panels are docks; their layout, the last file and
 the run settings persist in QSettings."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QDockWidget,
     QFileDialog,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QToolBar,
     QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.panels.editor_panel import EditorPanel
+from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
+from gradviz.app.panels.memory_panel import MemoryPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
+from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.results import CheckView
 from gradviz.app.state import RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
 from gradviz.core.library import find_builtin, function_names, resources_dir
+from gradviz.core.session import SUFFIX, Session, SessionError, load_session, save_session
 
 DEFAULT_EXAMPLE = "linear"
+DEFAULT_SIZE = (1680, 1020)  # shrunk to the screen, never below MIN_SIZE
+MIN_SIZE = (1280, 800)
 MAX_RECENT = 8
+AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file this long after the last keystroke
+SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 USER_CODE_KINDS = {
     "syntax",
     "import",
@@ -47,20 +58,27 @@ USER_CODE_KINDS = {
 
 class MainWindow(QMainWindow):
     result_shown = Signal()  # a result has been drawn (tests and --screenshot wait on it)
+    memory_shown = Signal()  # the memory study has been drawn
     run_failed = Signal(str)  # the message shown for a failed run
 
     def __init__(self, settings: QSettings | None = None, *, auto_run: bool = True) -> None:
         super().__init__()
         self.settings_store = settings or QSettings("gradviz", "gradviz")
         self.setWindowTitle("gradviz")
-        self.resize(1440, 900)
+        self.resize(*self._default_size())
         self.run_settings = RunSettings()
         self.document = SourceDocument()
         self.view: CheckView | None = None
-        self._request = 0
+        self._request = 0  # the check on screen (or coming)
+        self._memory_request = 0
+        self._memory_queued: dict | None = None  # a memory study waiting for the worker
+        self._summary: dict = {}
         self._pending_run = False
         self._clean_text = ""
 
+        self.recovery = RecoveryStore()
+        self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
+        self._autosave.timeout.connect(self.autosave)
         self.worker = WorkerClient(self)
         self.loader = ResultLoader(self)
         self.picker = PickerPanel()
@@ -68,6 +86,8 @@ class MainWindow(QMainWindow):
         self.run_bar = RunBar(self.run_settings)
         self.banner = VerdictBanner()
         self.jacobians = JacobianPanel()
+        self.graph = GraphPanel()
+        self.memory = MemoryPanel()
         self._build_layout()
         self._build_actions()
         self._connect()
@@ -94,12 +114,39 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._add_dock("Functions", self.picker, Qt.DockWidgetArea.LeftDockWidgetArea)
         self._add_dock("Code", self.editor, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.resizeDocks([self.docks["Functions"], self.docks["Code"]], [230, 600], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["Code"]], [470], Qt.Orientation.Horizontal)
+        self._add_dock("Autograd graph", self.graph, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self._add_dock("Memory: fused vs unfused conv-BN", self.memory, Qt.DockWidgetArea.RightDockWidgetArea)
+        # the left column runs the full height; the bottom docks sit under the Jacobians only
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        height = self.height()
+        self.resizeDocks([self.docks["Functions"], self.docks["Code"]], [250, height - 250], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["Code"]], [410], Qt.Orientation.Horizontal)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.resizeDocks([self.docks["Autograd graph"]], [int(height * 0.36)], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["Memory: fused vs unfused conv-BN"]], [440], Qt.Orientation.Horizontal)
 
-    def _add_dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+    @staticmethod
+    def _default_size() -> tuple[int, int]:
+        screen = QApplication.primaryScreen()
+        if screen is None:
+            return DEFAULT_SIZE
+        available = screen.availableGeometry()
+        return (
+            max(MIN_SIZE[0], min(DEFAULT_SIZE[0], available.width())),
+            max(MIN_SIZE[1], min(DEFAULT_SIZE[1], available.height())),
+        )
+
+    def _add_dock(
+        self, title: str, widget: QWidget, area: Qt.DockWidgetArea, *, scroll: bool = False
+    ) -> QDockWidget:
         dock = QDockWidget(title, self)
-        dock.setObjectName(f"dock_{title.lower()}")
+        dock.setObjectName(f"dock_{title.split(':')[0].lower().replace(' ', '_')}")
+        if scroll:  # a dock squeezed below the panel's minimum scrolls instead of squeezing the window
+            area_widget = QScrollArea()
+            area_widget.setWidgetResizable(True)
+            area_widget.setFrameShape(QScrollArea.Shape.NoFrame)
+            area_widget.setWidget(widget)
+            widget = area_widget
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
         self.docks[title] = dock
@@ -115,7 +162,9 @@ class MainWindow(QMainWindow):
             ("open", "&Open…", QKeySequence.StandardKey.Open, self.open_dialog, file_menu),
             ("save", "&Save", QKeySequence.StandardKey.Save, self.save, file_menu),
             ("save_as", "Save &As…", QKeySequence.StandardKey.SaveAs, self.save_as, file_menu),
-            ("export", "&Export figure…", "Ctrl+E", self.export_dialog, file_menu),
+            ("open_session", "Open Sess&ion…", "Ctrl+Shift+O", self.open_session_dialog, file_menu),
+            ("save_session", "Save Sessio&n…", "Ctrl+Alt+S", self.save_session_dialog, file_menu),
+            ("export", "&Export figures…", "Ctrl+E", self.export_dialog, file_menu),
             ("quit", "&Quit", QKeySequence.StandardKey.Quit, self.close, file_menu),
             ("run", "&Run", "Ctrl+Return", self.request_run, run_menu),
             ("cancel", "&Cancel", "Esc", self.cancel_run, run_menu),
@@ -158,6 +207,7 @@ class MainWindow(QMainWindow):
         self.loader.loaded.connect(self._on_loaded)
         self.loader.failed.connect(lambda request, message: self._on_failed(request, {"kind": "io", "message": message}))
         self.jacobians.block_changed.connect(self._on_block_changed)
+        self.memory.measure_requested.connect(self.request_memory)
         self.document.path_changed.connect(self._update_title)
 
     # --- persistence -----------------------------------------------------------------------
@@ -296,11 +346,25 @@ class MainWindow(QMainWindow):
             self.open_file(Path(path))
 
     def export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export figure", str(Path.home() / "jacobians.png"), "PNG (*.png)"
-        )
-        if path:
-            self.jacobians.export_png(path)
+        folder = QFileDialog.getExistingDirectory(self, "Export figures to folder", str(Path.home()))
+        if folder:
+            self.export_figures(Path(folder))
+
+    def export_figures(self, folder: Path) -> list[Path]:
+        """Write each panel as a PNG (for slides): jacobians, graph and memory."""
+        stem = Path(self.document.filename).stem or "gradviz"
+        written = []
+        for name, panel in (("jacobians", self.jacobians), ("graph", self.graph), ("memory", self.memory)):
+            path = folder / f"{stem}_{name}.png"
+            try:
+                panel.export_png(str(path))
+            except OSError as exc:
+                QMessageBox.warning(self, "Cannot export", str(exc))
+                break
+            written.append(path)
+        if written:
+            self.statusBar().showMessage(f"Exported {len(written)} figures to {folder}", 8000)
+        return written
 
     def _update_title(self) -> None:
         star = "*" if self.modified else ""
@@ -308,6 +372,7 @@ class MainWindow(QMainWindow):
 
     def _on_text_edited(self) -> None:
         self._update_title()
+        self._autosave.start()
         if self.document.builtin_name is None:
             self.picker.set_functions(function_names(self.editor.text()), self.document.function)
 
@@ -315,6 +380,9 @@ class MainWindow(QMainWindow):
     def request_run(self) -> None:
         """Run now if the worker is up, else as soon as it is."""
         if self.worker.busy:
+            if self.worker.running == self._memory_request:  # a short study: run right after it
+                self._pending_run = True
+                self.run_bar.set_running(True)
             return
         if not self.worker.is_ready:
             self._pending_run = True
@@ -331,6 +399,14 @@ class MainWindow(QMainWindow):
             settings=self.run_settings.to_dict(),
         )
 
+    def request_memory(self, options: dict) -> None:
+        """Measure the conv-BN study with these options; waits for a running check to finish."""
+        if self.worker.busy or not self.worker.is_ready:
+            self._memory_queued = options
+            return
+        self._memory_queued = None
+        self._memory_request = self.worker.submit("memory", options=options)
+
     def cancel_run(self) -> None:
         self._pending_run = False
         if self.worker.busy:
@@ -338,20 +414,35 @@ class MainWindow(QMainWindow):
         self.run_bar.set_running(False, "cancelled")
 
     def _on_worker_ready(self, info: dict) -> None:
-        self.run_bar.set_devices(info.get("devices", []))
+        devices = info.get("devices", [])
+        self.run_bar.set_devices(devices)
+        self.memory.set_devices([d["name"] for d in devices if d.get("available")])
+        self._start_waiting_work()
+
+    def _start_waiting_work(self) -> None:
+        """The worker is idle: a waiting check first, then a waiting memory study."""
+        if self.worker.busy or not self.worker.is_ready:
+            return
         if self._pending_run:
             self._pending_run = False
             self.run_bar.set_running(False)
             self.request_run()
+        elif self._memory_queued is not None:
+            self.request_memory(self._memory_queued)
 
     def _on_progress(self, request: int, done: int, total: int) -> None:
         if request == self._request:
             self.run_bar.set_progress(done, total)
 
     def _on_finished(self, request: int, summary: dict) -> None:
-        if request == self._request:
+        if request == self._memory_request:
+            self.memory.set_result(summary)
+            QTimer.singleShot(0, self.memory_shown.emit)
+        elif request == self._request:
+            self._summary = summary
             self.run_bar.set_progress_text("loading result…")
             self.loader.load(request, summary)
+        self._start_waiting_work()
 
     def _on_loaded(self, request: int, view: CheckView) -> None:
         if request != self._request:
@@ -362,7 +453,10 @@ class MainWindow(QMainWindow):
         if view.functions:
             self.picker.set_functions(view.functions, self.document.function or view.function)
         self.jacobians.set_result(self.view)
+        self.graph.set_graph(self._summary.get("graph"), self._summary.get("graph_error"))
         self._on_block_changed()
+        if self.memory.result() is None and not self._memory_request:  # populate it once at launch
+            self.request_memory(self.memory.options())
         QTimer.singleShot(0, self.result_shown.emit)
 
     def _on_block_changed(self, *_args) -> None:
@@ -370,6 +464,9 @@ class MainWindow(QMainWindow):
             self.banner.show_result(self.view, self.jacobians.current_block())
 
     def _on_failed(self, request: int, error: dict) -> None:
+        if request == self._memory_request:
+            self.memory.set_error(error.get("message", "The memory study failed."))
+        self._start_waiting_work()
         if request != self._request:
             return
         kind, message = error.get("kind", "error"), error.get("message", "")
@@ -391,6 +488,9 @@ class MainWindow(QMainWindow):
         self.run_failed.emit(message)
 
     def _on_crashed(self, request: int, message: str) -> None:
+        if request and request == self._memory_request:
+            self.memory.set_error(message)
+            return
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
         self.run_failed.emit(message)
@@ -399,11 +499,104 @@ class MainWindow(QMainWindow):
         size = self.editor.editor.font().pointSize() + step
         self.editor.set_font_size(max(7, min(32, size)))
 
+    # --- sessions and recovery -------------------------------------------------------------
+    def open_session_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", str(Path.home()), SESSION_FILTER)
+        if path:
+            self.open_session(Path(path))
+
+    def save_session_dialog(self) -> None:
+        start = Path.home() / f"{Path(self.document.filename).stem or 'untitled'}{SUFFIX}"
+        path, _ = QFileDialog.getSaveFileName(self, "Save session", str(start), SESSION_FILTER)
+        if path:
+            self.save_session(Path(path).with_suffix(SUFFIX))
+
+    def current_session(self) -> Session:
+        return Session(
+            code=self.editor.text(),
+            function=self.document.function,
+            path=str(self.document.path) if self.document.path and not self.document.builtin_name else None,
+            builtin=self.document.builtin_name,
+            run=self.run_settings.to_dict(),
+            memory=self.memory.options(),
+            layout=base64.b64encode(bytes(self.saveState())).decode("ascii"),
+        )
+
+    def save_session(self, path: Path) -> bool:
+        try:
+            save_session(path, self.current_session())
+        except SessionError as exc:
+            QMessageBox.warning(self, "Cannot save session", exc.message)
+            return False
+        self.statusBar().showMessage(f"Session saved to {path}", 8000)
+        return True
+
+    def open_session(self, path: Path) -> bool:
+        """Restore code, Function, settings and layout; nothing runs until the user presses Run."""
+        try:
+            session = load_session(path)  # validated completely before anything changes
+        except SessionError as exc:
+            QMessageBox.warning(self, "Cannot open session", exc.message)
+            return False
+        if not self.maybe_keep_changes():
+            return False
+        builtin = session.builtin if session.builtin and find_builtin(session.builtin) else None
+        source_path = find_builtin(builtin) if builtin else (Path(session.path) if session.path else None)
+        self._set_source(session.code, source_path, builtin=builtin)
+        self.document.set_function(session.function)
+        self.picker.set_functions(function_names(session.code), session.function)
+        self.run_settings.update(session.run)
+        self.memory.set_options(session.memory)
+        if session.layout:
+            try:
+                self.restoreState(QByteArray(base64.b64decode(session.layout, validate=True)))
+            except ValueError:
+                pass  # a damaged layout is not worth refusing the code for
+        self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it", 8000)
+        return True
+
+    def autosave(self) -> None:
+        """Keep unsaved text where the next launch finds it if this process dies."""
+        if self.modified:
+            path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
+            self.recovery.write(self.editor.text(), self.document.title, path)
+        else:
+            self.recovery.clear()
+
+    def offer_recovery(self) -> bool:
+        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
+        orphans = self.recovery.orphans()
+        if not orphans:
+            return False
+        newest, *older = orphans
+        for stale in older:
+            RecoveryStore.discard(stale)
+        answer = QMessageBox.question(
+            self,
+            "Restore unsaved work?",
+            f"gradviz ended without saving your changes to {newest.title}. Restore them into the editor?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            RecoveryStore.discard(newest)
+            return False
+        path = Path(newest.path) if newest.path and Path(newest.path).is_file() else None
+        self._set_source(path.read_text(encoding="utf-8") if path else "", path)
+        self.editor.set_text(newest.text)  # differs from the file: shows as modified
+        self._clean_text = self._clean_text if path else ""
+        self.picker.set_functions(function_names(newest.text), None)
+        self._update_title()
+        RecoveryStore.discard(newest)
+        self.autosave()  # now it is this process's unsaved text
+        return True
+
     # --- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.maybe_keep_changes():
             event.ignore()
             return
         self._save_settings()
+        self._autosave.stop()
+        self.recovery.clear()
         self.worker.shutdown()
         event.accept()

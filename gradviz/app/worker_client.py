@@ -92,6 +92,11 @@ class WorkerClient(QObject):
         return int(self._process.processId()) if self._process else 0
 
     @property
+    def running(self) -> int:
+        """Id of the request in flight, 0 when idle."""
+        return self._running
+
+    @property
     def busy(self) -> bool:
         return bool(self._running)
 

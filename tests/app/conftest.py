@@ -51,7 +51,9 @@ def main_window(qtbot, settings_store, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
     from gradviz.app.main_window import MainWindow
+    from gradviz.app.recovery import RECOVERY_ENV
 
+    monkeypatch.setenv(RECOVERY_ENV, str(settings_store.fileName() + ".recovery"))
     # an unexpected modal dialog would hang the test: answer "Discard" and record it
     asked = []
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.StandardButton.Discard)

@@ -46,7 +46,8 @@ def test_gui_process_does_not_import_torch():
 def test_default_example_runs_and_screenshot(qtbot, main_window):
     window = main_window
     assert window.document.builtin_name == "linear"
-    run_and_wait(qtbot, window)
+    with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
+        run_and_wait(qtbot, window)
     assert window.view.passed and window.banner.state == "passed"
     assert [b.shape for b in window.view.blocks] == [(600, 400), (600, 600)]
     assert window.width() >= 1280 and window.height() >= 800
@@ -215,3 +216,50 @@ def test_open_and_save_files(qtbot, main_window, tmp_path, monkeypatch):
     assert not window.modified
     run_and_wait(qtbot, window)
     assert not window.view.passed  # the saved edit broke backward: the gradient leaks
+
+
+def test_memory_panel_is_measured_at_launch_and_on_request(qtbot, main_window):
+    from gradviz.core.memory import conv_bn_study
+
+    window = main_window
+    with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
+        run_and_wait(qtbot, window)
+    options = window.memory.options()
+    study = window.memory.result()["study"]
+    expected = conv_bn_study(
+        options["layers"], tuple(options["shape"]), options["out_channels"], options["kernel"],
+        options["device"], options["dtype"],
+    ).to_dict()
+    for variant in ("unfused", "fused"):
+        assert study["variants"][variant]["saved_bytes"] == expected["variants"][variant]["saved_bytes"]
+    window.memory.layers_spin.setValue(2)
+    with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
+        qtbot.mouseClick(window.memory.measure_button, Qt.MouseButton.LeftButton)
+    assert window.memory.result()["study"]["layers"] == 2
+
+
+def test_graph_panel_shows_the_checked_function(qtbot, main_window):
+    from gradviz.core.graph import graph_of_source
+
+    window = main_window
+    window.load_builtin("fused_conv_bn")
+    run_and_wait(qtbot, window)
+    expected = graph_of_source(load_file(find_builtin("fused_conv_bn"))).to_dict()
+    assert [n["name"] for n in window._summary["graph"]["nodes"]] == [n["name"] for n in expected["nodes"]]
+    assert f"{len(expected['nodes'])} nodes" in window.graph.summary.text()
+    custom = next(n for n in expected["nodes"] if n["kind"] == "custom")
+    assert window.graph.selected_node() == custom["id"]
+    assert window.graph.details.rowCount() == len(custom["saved"])
+
+
+def test_export_figures_writes_three_pngs(qtbot, main_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    window = main_window
+    with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
+        run_and_wait(qtbot, window)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(tmp_path))
+    qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    written = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert written == ["linear_graph.png", "linear_jacobians.png", "linear_memory.png"]
+    assert all((tmp_path / name).stat().st_size > 5_000 for name in written)

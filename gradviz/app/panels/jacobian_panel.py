@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.results import BlockView, CheckView
 
-TITLES = ("Analytic (your backward)", "Numerical (finite differences)", "|analytic − numerical|")
+TITLES = ("Analytic (backward)", "Numerical (finite diff.)", "Error |A − N|")
 VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
 ERROR_MAP = "viridis"  # sequential: an error only grows
 LOG_FLOOR = 1e-12  # log scale clips errors below this
@@ -138,6 +138,19 @@ class _CellFrame(pg.GraphicsObject):
             painter.drawRect(self._rect)
 
 
+def _let_shrink(label: pg.LabelItem) -> None:
+    """A LabelItem insists on its text's width as its minimum on every resize; drop that."""
+    measure = label.updateMin
+
+    def update_min() -> None:
+        measure()
+        label.setMinimumWidth(0)
+        label._sizeHint[Qt.SizeHint.MinimumSize] = (0, label._sizeHint[Qt.SizeHint.MinimumSize][1])
+
+    label.updateMin = update_min
+    update_min()
+
+
 def _style_axis(axis: pg.AxisItem, font: QFont) -> None:
     """Dark ink on the white background, ticks readable from the back of a lecture hall."""
     axis.setPen(INK)
@@ -229,7 +242,8 @@ class JacobianPanel(QWidget):
                 col=column,
                 axisItems={"bottom": _IndexAxis("bottom"), "left": _IndexAxis("left")},
             )
-            plot.setTitle(title, size="16pt", color=INK, bold=True)
+            plot.setTitle(title, size="14pt", color=INK, bold=True)
+            _let_shrink(plot.titleLabel)  # a narrow window clips a title, not the third plot
             plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
             plot_row.layout.setColumnStretchFactor(column, 1)
             plot.setLabel("bottom", "input element (col)", color=INK, **{"font-size": "12pt"})
@@ -237,7 +251,7 @@ class JacobianPanel(QWidget):
             for name in ("bottom", "left"):
                 _style_axis(plot.getAxis(name), tick_font)
             plot.invertY(True)  # row 0 at the top, as the matrix is written
-            plot.setAspectLocked(True)
+            plot.setAspectLocked(False)  # cells may be oblong: a 600x400 block then fills a wide, short view
             plot.setMenuEnabled(False)
             plot.hideButtons()
             plot.getViewBox().setBackgroundColor("#d9d9d9")  # grey margins: white cells stay visible
@@ -270,7 +284,7 @@ class JacobianPanel(QWidget):
         self.error_bar.setImageItem(self.error_image)
         for bar, label, column, span in (
             (self.value_bar, "∂out/∂in: one scale for analytic and numerical", 0, 2),
-            (self.error_bar, "|analytic − numerical|", 1, 1),
+            (self.error_bar, "|A − N|", 1, 1),
         ):
             for name in ("left", "right", "top", "bottom"):
                 _style_axis(bar.getAxis(name), tick_font)
@@ -425,9 +439,9 @@ class JacobianPanel(QWidget):
     def _draw_error(self) -> None:
         display = self._display()
         if self.log_scale.isChecked():
-            kind, levels, label = "log_error", display.log_levels, "log10 |analytic − numerical|"
+            kind, levels, label = "log_error", display.log_levels, "log10 |A − N|"
         else:
-            kind, levels, label = "error", (0.0, display.error_top), "|analytic − numerical|"
+            kind, levels, label = "error", (0.0, display.error_top), "|A − N|"
         # rect with the image: setRect alone scales by the size of the image it replaces
         self.error_image.setImage(
             display.image(kind, bool(self._full_res)), autoLevels=False, rect=self._cells

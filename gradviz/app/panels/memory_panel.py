@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractScrollArea,
     QComboBox,
-    QFormLayout,
+    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -156,21 +156,26 @@ class MemoryPanel(QWidget):
         shape.setSpacing(2)
         for box in self.shape_spins:
             shape.addWidget(box)
-        first, second = QFormLayout(), QFormLayout()
-        first.addRow("layers", self.layers_spin)
-        first.addRow("input shape", shape)
-        second.addRow("out channels", self.out_channels_spin)
-        second.addRow("kernel", self.kernel_spin)
-        third = QFormLayout()
-        third.addRow("dtype", self.dtype_combo)
-        third.addRow("device", self.device_combo)
+        # a grid three rows high: the panel fits a narrow dock beside the Jacobians
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(6)
+        grid.setVerticalSpacing(3)
+        grid.addWidget(QLabel("layers"), 0, 0)
+        grid.addWidget(self.layers_spin, 0, 1)
+        grid.addWidget(QLabel("out ch."), 0, 2)
+        grid.addWidget(self.out_channels_spin, 0, 3)
+        grid.addWidget(QLabel("kernel"), 0, 4)
+        grid.addWidget(self.kernel_spin, 0, 5)
+        grid.addWidget(QLabel("input"), 1, 0)
+        grid.addLayout(shape, 1, 1, 1, 5)
+        grid.addWidget(QLabel("dtype"), 2, 0)
+        grid.addWidget(self.dtype_combo, 2, 1)
+        grid.addWidget(QLabel("device"), 2, 2)
+        grid.addWidget(self.device_combo, 2, 3)
+        grid.addWidget(self.measure_button, 2, 4, 1, 2)
         self._controls = QHBoxLayout()
-        for form in (first, second, third):
-            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
-            self._controls.addLayout(form)
-            self._controls.addSpacing(12)
+        self._controls.addLayout(grid)
         self._controls.addStretch(1)
-        self._controls.addWidget(self.measure_button, 0, Qt.AlignmentFlag.AlignBottom)
 
     def _build_results(self) -> None:
         tick_font = QFont()
@@ -178,13 +183,14 @@ class MemoryPanel(QWidget):
 
         self.headline = QLabel()
         font = self.headline.font()
-        font.setPointSize(24)
+        font.setPointSize(17)
         font.setBold(True)
         self.headline.setFont(font)
+        self.headline.setWordWrap(True)
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.checks_label = QLabel()
         font = self.checks_label.font()
-        font.setPointSize(15)
+        font.setPointSize(13)
         self.checks_label.setFont(font)
         self.checks_label.setTextFormat(Qt.TextFormat.RichText)
         self.checks_label.setWordWrap(True)
@@ -220,7 +226,8 @@ class MemoryPanel(QWidget):
         for text in self.bar_texts.values():
             text.setFont(label_font)
             bars.addItem(text)
-        self.bar_plot.setMinimumSize(360, 300)
+        self.bar_plot.setMinimumSize(220, 180)
+        self.bar_plot.setMaximumHeight(330)  # the sweep below gets the rest of a tall dock
 
         self.peak_table = QTableWidget(2, 3)
         self.peak_table.setHorizontalHeaderLabels(["saved", "end of forward", "peak"])
@@ -262,12 +269,12 @@ class MemoryPanel(QWidget):
         self.sweep_plot = pg.GraphicsLayoutWidget()  # the plot, and its legend beside it, off the curves
         self.sweep_plot.setBackground("w")
         self.sweep_item = sweep = self.sweep_plot.addPlot(row=0, col=0)
-        _style_plot(sweep, "Saved bytes vs. number of layers", tick_font)
+        _style_plot(sweep, "Saved vs. layers", tick_font)
         sweep.showGrid(x=True, y=True, alpha=0.2)
         sweep.setLabel("bottom", "layers", color=INK, **{"font-size": "13pt"})
         sweep.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, 9)]])
         # below the plot, off the curves: one column per batch size
-        self.sweep_legend = pg.LegendItem(labelTextSize="12pt", labelTextColor=INK, colCount=3, frame=False)
+        self.sweep_legend = pg.LegendItem(labelTextSize="12pt", labelTextColor=INK, colCount=2, frame=False)
         self.sweep_plot.addItem(self.sweep_legend, row=1, col=0)
         self.sweep_plot.ci.layout.setAlignment(self.sweep_legend, Qt.AlignmentFlag.AlignHCenter)
         self.measured_line = pg.InfiniteLine(
@@ -278,15 +285,17 @@ class MemoryPanel(QWidget):
         self.measured_points = pg.ScatterPlotItem(symbol="o", size=20, brush=None, pen=pg.mkPen(INK, width=2))
         self.measured_points.setZValue(10)
         sweep.addItem(self.measured_points)
-        self.sweep_plot.setMinimumSize(420, 300)
+        self.sweep_plot.setMinimumSize(260, 180)
         self.sweep_curves: dict[tuple[str, int], pg.PlotDataItem] = {}
 
         bar_column = QVBoxLayout()
         bar_column.addWidget(self.bar_plot, 1)
         bar_column.addWidget(self.cpu_note)
-        figures = QHBoxLayout()
-        figures.addLayout(bar_column, 4)
-        figures.addWidget(self.peak_box, 0)
+        bars_and_peaks = QHBoxLayout()
+        bars_and_peaks.addLayout(bar_column, 1)
+        bars_and_peaks.addWidget(self.peak_box, 0)
+        figures = QVBoxLayout()  # stacked: the panel lives in a tall, narrow dock
+        figures.addLayout(bars_and_peaks, 4)
         figures.addWidget(self.sweep_plot, 5)
         self.plots_area = QWidget()
         self.plots_area.setObjectName("memory_plots_area")
@@ -322,6 +331,21 @@ class MemoryPanel(QWidget):
             "device": self.device_combo.currentText(),
             "dtype": self.dtype_combo.currentText(),
         }
+
+    def set_options(self, options: dict) -> None:
+        """Show these options in the controls (a session being opened); unknown keys are ignored."""
+        spins = {"layers": self.layers_spin, "out_channels": self.out_channels_spin, "kernel": self.kernel_spin}
+        for key, spin in spins.items():
+            if isinstance(options.get(key), int):
+                spin.setValue(options[key])
+        shape = options.get("shape")
+        if isinstance(shape, list) and len(shape) == 4 and all(isinstance(v, int) for v in shape):
+            for box, value in zip(self.shape_spins, shape):
+                box.setValue(value)
+        if options.get("dtype") in DTYPES:
+            self.dtype_combo.setCurrentText(options["dtype"])
+        if isinstance(options.get("device"), str) and self.device_combo.findText(options["device"]) >= 0:
+            self.device_combo.setCurrentText(options["device"])
 
     def set_devices(self, names: list[str]) -> None:
         """Offer these devices, keeping the current one if it is still there."""

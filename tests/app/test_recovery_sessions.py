@@ -1,0 +1,139 @@
+"""Nothing is lost: recovery after kill -9 of a real app process, sessions that never run code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from PySide6.QtWidgets import QMessageBox
+
+from gradviz.app.recovery import RECOVERY_ENV
+from gradviz.core.library import find_builtin
+from gradviz.core.session import load_session
+from tests.app.conftest import ROOT
+
+MARKER = "# typed just before the crash: keep me"
+
+CHILD = textwrap.dedent(
+    f"""
+    import os
+    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+    app = QApplication([])
+    from gradviz.app.main_window import MainWindow
+    window = MainWindow(QSettings(os.environ["CHILD_SETTINGS"], QSettings.Format.IniFormat), auto_run=False)
+    window.show()
+    def type_text():
+        window.editor.editor.moveCursor(window.editor.editor.textCursor().MoveOperation.End)
+        window.editor.editor.insertPlainText("\\n{MARKER}\\n")
+    QTimer.singleShot(0, type_text)
+    app.exec()
+    """
+)
+
+
+def test_kill_9_of_the_app_then_next_launch_restores_the_text(qtbot, tmp_path, settings_store, monkeypatch):
+    recovery = tmp_path / "recovery"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "QT_QPA_PLATFORM": "offscreen",
+        RECOVERY_ENV: str(recovery),
+        "CHILD_SETTINGS": str(tmp_path / "child.ini"),
+    }
+    child = subprocess.Popen([sys.executable, "-c", CHILD], env=env, stderr=subprocess.DEVNULL)
+    try:
+        qtbot.waitUntil(lambda: any(recovery.glob("recovery-*.json")), timeout=60_000)
+        files = list(recovery.glob("recovery-*.json"))
+        assert files[0].name == f"recovery-{child.pid}.json"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+
+    from gradviz.app.main_window import MainWindow
+
+    monkeypatch.setenv(RECOVERY_ENV, str(recovery))
+    asked = []
+    monkeypatch.setattr(
+        QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Yes
+    )
+    window = MainWindow(settings_store, auto_run=False)
+    qtbot.addWidget(window)
+    try:
+        assert window.offer_recovery()
+        assert "linear.py" in asked[0]
+        assert MARKER in window.editor.text()
+        assert window.modified
+        assert not (recovery / f"recovery-{child.pid}.json").exists()
+        assert (recovery / f"recovery-{os.getpid()}.json").exists()  # still safe if we die too
+    finally:
+        window.close()
+    assert not (recovery / f"recovery-{os.getpid()}.json").exists()  # a clean exit leaves nothing
+
+
+def test_declining_recovery_discards_it(qtbot, main_window, monkeypatch):
+    window = main_window
+    from gradviz.app.recovery import RecoveryStore
+
+    dead = RecoveryStore(pid=2**22 + 12345)  # no such process
+    dead.write("lost text", "mine.py", None)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
+    before = window.editor.text()
+    assert not window.offer_recovery()
+    assert window.editor.text() == before and not dead.file.exists()
+
+
+def test_autosave_writes_and_clears(qtbot, main_window):
+    window = main_window
+    window.editor.editor.insertPlainText("# edit\n")
+    qtbot.waitUntil(lambda: window.recovery.file.exists(), timeout=5_000)
+    window.editor.editor.undo()
+    qtbot.waitUntil(lambda: not window.recovery.file.exists(), timeout=5_000)
+
+
+def test_session_round_trip_restores_everything_and_runs_nothing(qtbot, main_window, tmp_path):
+    window = main_window
+    window.load_builtin("kill_head")
+    window.run_bar.dtype.setCurrentText("float32")
+    window.memory.layers_spin.setValue(5)
+    path = tmp_path / "lecture.gradviz"
+    assert window.save_session(path)
+    assert load_session(path).builtin == "kill_head"
+
+    window.load_builtin("linear")
+    window.run_bar.dtype.setCurrentText("float64")
+    window.memory.layers_spin.setValue(1)
+    busy_before = window.worker.busy
+    assert window.open_session(path)
+    assert window.editor.text() == find_builtin("kill_head").read_text(encoding="utf-8")
+    assert window.document.builtin_name == "kill_head"
+    assert window.run_settings.get("dtype") == "float32" and window.run_bar.dtype.currentText() == "float32"
+    assert window.memory.layers_spin.value() == 5
+    assert window.worker.busy == busy_before is False and window.view is None  # opening ran nothing
+
+
+def test_corrupt_or_future_session_changes_nothing(qtbot, main_window, tmp_path, monkeypatch):
+    window = main_window
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]))
+    before = (window.editor.text(), window.run_settings.to_dict())
+    bad = tmp_path / "bad.gradviz"
+    for content in ('{"format": "gradviz-session", "version": 99, "code": "x"}', "{not json"):
+        bad.write_text(content, encoding="utf-8")
+        assert not window.open_session(bad)
+        assert (window.editor.text(), window.run_settings.to_dict()) == before
+    assert "newer gradviz" in warnings[0] and "broken JSON" in warnings[1]
+
+
+def test_opening_a_py_file_never_runs_it(qtbot, main_window, tmp_path):
+    window = main_window
+    sentinel = tmp_path / "ran"
+    path = tmp_path / "evil.py"
+    path.write_text(f"open({str(sentinel)!r}, 'w').close()\n", encoding="utf-8")
+    window.open_file(Path(path))
+    assert window.editor.text().startswith("open(") and not window.worker.busy
+    assert not sentinel.exists()

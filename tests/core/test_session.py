@@ -1,0 +1,76 @@
+"""Session files: a round trip keeps everything; every kind of bad file is one clear SessionError."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gradviz.core.session import VERSION, Session, SessionError, load_session, save_session
+
+
+def full_session() -> Session:
+    return Session(
+        code="import torch\n# ünïcode\n",
+        function="LinearFunction",
+        path="/tmp/mine.py",
+        builtin=None,
+        run={"device": "cpu", "dtype": "float32", "eps": 1e-4, "atol": 1e-3, "rtol": 1e-2, "seed": 7},
+        memory={"layers": 2, "shape": [4, 3, 16, 16]},
+        layout="AAAA",
+    )
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    path = tmp_path / "s.gradviz"
+    save_session(path, full_session())
+    assert load_session(path) == full_session()
+    data = json.loads(path.read_text(encoding="utf-8"))  # plain, readable JSON
+    assert data["format"] == "gradviz-session" and data["version"] == VERSION
+
+
+def _write(tmp_path, content) -> object:
+    path = tmp_path / "bad.gradviz"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    return path
+
+
+GOOD = {"format": "gradviz-session", "version": 1, "code": "x = 1\n"}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"format": "gradviz-session", "version": 1,\n "code": ', "broken JSON at line 2"),
+        (b"\xff\xfe\x00junk", "not UTF-8"),
+        ({"hello": 1}, "not a gradviz session"),
+        ([1, 2, 3], "not a gradviz session"),
+        ({**GOOD, "version": VERSION + 1}, "newer gradviz"),
+        ({**GOOD, "version": "one"}, "version"),
+        ({k: v for k, v in GOOD.items() if k != "code"}, '"code"'),
+        ({**GOOD, "code": 5}, '"code" has the wrong type'),
+        ({**GOOD, "run": {"eps": "tiny"}}, '"eps" has the wrong type'),
+        ({**GOOD, "run": {"seed": True}}, '"seed" has the wrong type'),
+        ({**GOOD, "run": {"colour": "red"}}, 'unknown run setting "colour"'),
+        ({**GOOD, "memory": []}, '"memory" has the wrong type'),
+    ],
+)
+def test_bad_files_raise_a_clear_error(tmp_path, content, expected):
+    with pytest.raises(SessionError) as info:
+        load_session(_write(tmp_path, content))
+    assert expected in info.value.message
+
+
+def test_missing_file_and_unwritable_folder(tmp_path):
+    with pytest.raises(SessionError, match="Cannot open"):
+        load_session(tmp_path / "nope.gradviz")
+    with pytest.raises(SessionError, match="Cannot save"):
+        save_session(tmp_path / "no" / "such" / "dir.gradviz", full_session())
+
+
+def test_minimal_session_gets_defaults(tmp_path):
+    session = load_session(_write(tmp_path, GOOD))
+    assert session.code == "x = 1\n" and session.function is None and session.run == {}
