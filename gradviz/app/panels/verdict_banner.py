@@ -56,7 +56,7 @@ class VerdictBanner(QWidget):
             lines.append(f"{mark} {escape(c['name'])}: {escape(c['detail'])}")
         if block is not None:
             for h in block.hints:
-                lines.append(f"💡 <b>Hint</b> ({escape(view.block_title(block))}): {escape(h)}")
+                lines.append(f"<b>Hint</b> ({escape(view.block_title(block))}): {escape(h)}")
         for note in view.notes:
             lines.append(f"ℹ {escape(note)}")
         seconds = view.seconds.get("total")
