@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--version", "--help")):
         return _launch_app(argv)
+    if argv[0] == "app":  # its options belong to the app's own parser
+        return _launch_app(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return run_check(args)
