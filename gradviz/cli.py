@@ -1,6 +1,12 @@
 """``gradviz`` on the command line: the same core as the app, for CI and scripts.
 
-Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed.
+Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed
+(130: interrupted with Ctrl+C).
+
+``gradviz check`` runs the user's code in a worker process (``gradviz.worker_runner``), as the
+app does: an endless loop can be stopped with ``--timeout``, and ``sys.exit``, ``os._exit``,
+``abort()`` or a segfault inside the Function end the worker, never the check, so they are
+reported as errors and can never read as a pass. What the Function prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from pathlib import Path
 
 from gradviz import __version__
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+MAX_TRACEBACK_FRAMES = 12  # a RecursionError has a thousand identical frames: show both ends
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop the check when the Function's code runs longer than this, not counting the worker's "
+        "start-up (default: no limit)",
+    )
 
     memory = commands.add_parser("memory", help="saved-tensor memory of fused vs unfused conv-BN")
     memory.add_argument("--layers", type=int, default=1, help="number of conv-BN layers (default: 1)")
@@ -168,42 +182,83 @@ def _resolve_file(name: str) -> Path:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from gradviz.core.check import CheckSettings, check_source
-    from gradviz.core.errors import GradvizError, UserCodeError
-    from gradviz.core.loader import load_file
-    from gradviz.core.report import format_table, result_to_dict, save_blocks
+    from gradviz.worker_runner import WorkerStartError, run_request
 
-    settings = CheckSettings(
-        device=args.device,
-        dtype=args.dtype,
-        eps=args.eps,
-        atol=args.atol,
-        rtol=args.rtol,
-        seed=args.seed,
-        max_jacobian_bytes=int(args.max_memory_mb * 2**20) if args.max_memory_mb else None,
-        all_checks=args.all_checks,
-        nondet_tol=args.nondet_tol,
-    )
-    path = _resolve_file(args.file)
+    if args.timeout is not None and not args.timeout > 0:
+        _print_error("settings", f"--timeout must be positive, got {args.timeout:g}.", "", args.json, None)
+        return EXIT_ERROR
+    path = _resolve_file(args.file).resolve()
     try:
-        with _user_output_to_stderr(args.json):
-            result = check_source(load_file(path), args.function, settings)
-        if args.save:
-            save_blocks(result, args.save)
-    except UserCodeError as exc:
-        _print_error(exc.kind, str(exc), exc.traceback_text(), args.json, exc.to_dict())
-        return EXIT_ERROR
-    except GradvizError as exc:
-        _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
-        return EXIT_ERROR
+        with open(path, "rb"):
+            pass
     except OSError as exc:
-        _print_error("io", f"Cannot write {args.save}: {exc.strerror or exc}", "", args.json, None)
+        error = {"kind": "import", "message": f"Cannot read {path}: {exc.strerror or exc}", "filename": str(path)}
+        _report_worker_error({**error, "lineno": None, "traceback": []}, args.json)
         return EXIT_ERROR
+    settings = {
+        "device": args.device,
+        "dtype": args.dtype,
+        "eps": args.eps,
+        "atol": args.atol,
+        "rtol": args.rtol,
+        "seed": args.seed,
+        "max_jacobian_bytes": int(args.max_memory_mb * 2**20) if args.max_memory_mb else None,
+        "all_checks": args.all_checks,
+        "nondet_tol": args.nondet_tol,
+    }
+    request = {
+        "path": str(path),
+        "function": args.function,
+        "settings": settings,
+        "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
+        "graph": False,
+        "report": True,
+        "save": args.save,  # the worker runs in our working directory
+    }
+    try:
+        reply = run_request("check", request, timeout=args.timeout, output=sys.stderr)
+    except WorkerStartError as exc:
+        _print_error("worker", str(exc), "", args.json, None)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("gradviz: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if not reply.ok:
+        _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
+        return EXIT_ERROR
+    report = reply.result["report"]
     if args.json:
-        print(json.dumps(result_to_dict(result), allow_nan=False))
+        print(json.dumps(report, allow_nan=False))
     else:
-        print(format_table(result))
-    return EXIT_PASS if result.passed else EXIT_FAIL
+        print(reply.result["table"])
+    return EXIT_PASS if report["passed"] else EXIT_FAIL
+
+
+def _report_worker_error(error: dict, as_json: bool) -> None:
+    """A worker error as the in-process CLI printed it: message, where, the user's frames."""
+    message = error.get("message", "")
+    if "filename" in error:  # errors in the user's code: where, and their frames only
+        where = f"{error['filename']}, line {error['lineno']}" if error.get("lineno") else error["filename"]
+        text = f"{message} ({where})" if where else message
+        _print_error(error["kind"], text, _frames_text(error.get("traceback") or []), as_json, error)
+    else:
+        _print_error(error.get("kind", "error"), message, "", as_json, error)
+
+
+def _frames_text(frames: list[dict]) -> str:
+    if len(frames) > MAX_TRACEBACK_FRAMES:
+        half = MAX_TRACEBACK_FRAMES // 2
+        skipped = len(frames) - 2 * half
+        frames = [*frames[:half], {"skipped": skipped}, *frames[-half:]]
+    lines = []
+    for f in frames:
+        if "skipped" in f:
+            lines.append(f"  [... {f['skipped']} more frames ...]")
+            continue
+        lines.append(f'  File "{f["filename"]}", line {f["lineno"]}, in {f["name"]}')
+        if f.get("line"):
+            lines.append(f"    {f['line']}")
+    return "\n".join(lines)
 
 
 def run_graph(args: argparse.Namespace) -> int:

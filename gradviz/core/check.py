@@ -188,8 +188,8 @@ def check_function(
     leaves = [args[j] for j in in_indices]
     start = time.perf_counter()
 
-    outputs, mutates = _forward(fn, args, filename)
-    out_infos = _output_infos(outputs, fn, filename)
+    outputs, mutates, undeclared = _forward(fn, args, filename)
+    out_infos = _output_infos(outputs, fn, filename, loaded)
     out_indices = [o.index for o in out_infos if o.requires_grad]
     # Like gradcheck: with no differentiable output, the numerical Jacobian must be all zero.
     zero_analytic = not out_indices
@@ -198,6 +198,7 @@ def check_function(
             o.index for o in out_infos if o.shape is not None and outputs[o.index].is_floating_point()
         ]
     _guard_size(outputs, out_indices, leaves, in_indices, inputs.names, settings)
+    noise = _forward_noise(fn, args, outputs, out_indices)
 
     rows = sum(outputs[i].numel() for i in out_indices)
     cols = sum(x.numel() for x in leaves)
@@ -235,6 +236,7 @@ def check_function(
         numerical_path=numerical_path,
     )
     result.warnings = _warnings(result, leaves, settings, zero_analytic)
+    result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
     if settings.all_checks:
         tracker.check_cancel()
         result.extra_checks = run_extra_checks(
@@ -255,8 +257,9 @@ def check_function(
     return result
 
 
-def _forward(fn: type, args: tuple, filename: str) -> tuple[tuple, bool]:
-    """One forward with autograd on; also tells whether it modified an input in place."""
+def _forward(fn: type, args: tuple, filename: str) -> tuple[tuple, bool, list[int]]:
+    """One forward with autograd on; also tells whether it modified an input in place, and
+    which modified inputs it did not declare with ``ctx.mark_dirty``."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     versions = [a._version if isinstance(a, torch.Tensor) else None for a in copies]
     try:
@@ -264,11 +267,17 @@ def _forward(fn: type, args: tuple, filename: str) -> tuple[tuple, bool]:
             outputs = call_apply(fn.apply, copies, clone=False)
     except (Exception, SystemExit) as exc:
         raise from_exception("forward", exc, filename, f"{fn.__name__}.forward") from None
-    mutates = any(isinstance(a, torch.Tensor) and a._version != v for a, v in zip(copies, versions))
-    return outputs, mutates
+    changed = [j for j, (a, v) in enumerate(zip(copies, versions)) if isinstance(a, torch.Tensor) and a._version != v]
+    # mark_dirty rebases a modified input onto the Function's own node; without it the input keeps its
+    # old one. Only inputs that need gradients matter: a buffer (running statistics) may change quietly.
+    nodes = {o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None}
+    undeclared = [j for j in changed if nodes and copies[j].requires_grad and copies[j].grad_fn not in nodes]
+    return outputs, bool(changed), undeclared
 
 
-def _output_infos(outputs: tuple, fn: type, filename: str) -> list[TensorInfo]:
+def _output_infos(
+    outputs: tuple, fn: type, filename: str, loaded: LoadedSource | None = None
+) -> list[TensorInfo]:
     infos = []
     for i, o in enumerate(outputs):
         if isinstance(o, torch.Tensor):
@@ -283,6 +292,7 @@ def _output_infos(outputs: tuple, fn: type, filename: str) -> list[TensorInfo]:
             f"{fn.__name__}.forward returned {type(outputs[0]).__name__ if outputs else 'nothing'}, "
             "not a tensor: forward must return a tensor or a tuple of tensors.",
             filename,
+            method_line(loaded, fn, "forward", last_return=True) if loaded else None,
         )
     return infos
 
@@ -346,6 +356,8 @@ def _backward_error(
     text = str(exc)
     kind = "gradient_count" if _COUNT.search(text) else "gradient_shape" if _SHAPE.search(text) else None
     if kind is None:
+        if error.lineno is None and loaded:  # e.g. a TypeError calling backward: point at its def
+            error.lineno = method_line(loaded, fn, "backward")
         return error
     error.kind = kind
     line = method_line(loaded, fn, "backward", last_return=True) if loaded else None
@@ -380,6 +392,47 @@ def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, fi
     except (Exception, SystemExit) as exc:
         context = f"{fn.__name__}.forward (on inputs perturbed by ±eps for finite differences)"
         raise from_exception("forward", exc, filename, context) from None
+
+
+def _forward_noise(fn, args, outputs, out_indices) -> float:
+    """Largest difference between the first forward and a second one on the same inputs.
+
+    A forward that draws random numbers (or reads changing state) makes finite differences
+    measure noise instead of slopes; one more forward is cheap next to the Jacobians.
+    """
+    try:
+        with torch.inference_mode():
+            again = call_apply(fn.apply, args, clone=True)
+        worst = 0.0
+        for i in out_indices:
+            a, b = outputs[i].detach(), again[i]
+            if not isinstance(b, torch.Tensor) or b.shape != a.shape or not a.is_floating_point():
+                continue
+            same = torch.isclose(a, b.to(a.dtype), rtol=0.0, atol=0.0, equal_nan=True)
+            if not bool(same.all()):
+                diff = torch.where(same, 0.0, (a - b).abs().nan_to_num(nan=float("inf")))
+                worst = max(worst, float(diff.max()))
+        return worst
+    except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
+        return 0.0
+
+
+def _forward_warnings(fn, names, undeclared, noise: float, settings: CheckSettings) -> list[str]:
+    warnings = []
+    for j in undeclared:
+        warnings.append(
+            f"{fn.__name__}.forward modifies its input {names[j]} in place without ctx.mark_dirty({names[j]}): "
+            f"autograd is not told, so gradients through earlier uses of {names[j]} would be wrong. "
+            f"Call ctx.mark_dirty({names[j]}) and return it, or work on a copy ({names[j]} = {names[j]}.clone())."
+        )
+    jacobian_noise = noise / (2 * settings.eps)
+    if noise > 0 and jacobian_noise > 0.1 * settings.atol:
+        warnings.append(
+            f"forward is not deterministic: finite differences are noise. Two forwards on the same inputs "
+            f"differ by up to {noise:.3g}, which is up to {jacobian_noise:.3g} in the numerical Jacobian "
+            f"(eps={settings.eps:g}). Fix the seed or remove the randomness before trusting this check."
+        )
+    return warnings
 
 
 def _warnings(result: CheckResult, leaves, settings: CheckSettings, zero_analytic: bool) -> list[str]:

@@ -6,6 +6,7 @@ user-code part of the traceback: PyTorch internals do not help someone fix a bac
 
 from __future__ import annotations
 
+import re
 import traceback
 from dataclasses import asdict, dataclass
 from types import TracebackType
@@ -110,8 +111,48 @@ def from_exception(kind: str, exc: BaseException, filename: str, context: str) -
     """Wrap an exception raised inside user code; ``context`` says what gradviz was doing."""
     frames = user_frames(exc.__traceback__, filename)
     lineno = frames[-1].lineno if frames else None
+    memory = out_of_memory(exc)
+    if memory:
+        return UserCodeError(kind, f"{context} ran out of memory: {memory}", filename, lineno, frames)
     if isinstance(exc, SystemExit):
-        detail = f"sys.exit({exc.code!r}), which would end gradviz itself"
+        detail = (
+            f"sys.exit({exc.code!r}): the Function's code ended the process "
+            "(gradviz stopped it there, so nothing was checked)"
+        )
     else:
         detail = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
     return UserCodeError(kind, f"{context} raised {detail}", filename, lineno, frames)
+
+
+_CPU_ALLOC = re.compile(r"you tried to allocate (\d+) bytes")
+_CUDA_ALLOC = re.compile(r"Tried to allocate ([\d.]+ [KMGTP]?i?B)")
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """What an allocation failure tried to allocate, in words; None for other exceptions.
+
+    Covers Python's MemoryError, torch's CPU allocator ("you tried to allocate N bytes") and
+    torch.OutOfMemoryError on CUDA ("Tried to allocate 2.00 GiB").
+    """
+    text = str(exc)
+    cpu = _CPU_ALLOC.search(text)
+    if cpu:
+        n = int(cpu.group(1))
+        return f"it tried to allocate {human_bytes(n)} ({n:,} bytes) at once, more than this machine can give."
+    if type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text:
+        cuda = _CUDA_ALLOC.search(text)
+        size = f"it tried to allocate {cuda.group(1)}" if cuda else "an allocation failed"
+        return f"{size} on the GPU ({type(exc).__name__})."
+    if isinstance(exc, MemoryError):
+        detail = f": {text}" if text else ""
+        return f"Python could not allocate the memory it asked for (MemoryError{detail})."
+    return None
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KB' (binary units, one decimal)."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TB"

@@ -310,3 +310,13 @@ def test_cuda_peaks_are_reported_and_fused_peaks_lower():
 def test_cuda_sweep_reports_peaks():
     rows = memory_sweep((1, 2), (4,), image=(3, 16, 16), device="cuda")
     assert all(r.unfused_peak_bytes > 0 and r.fused_peak_bytes > 0 for r in rows)
+
+
+def test_worker_memory_request_sweeps_only_stacks_that_fit(tmp_path):
+    """A small image allows fewer than 8 layers: the sweep stops there instead of failing."""
+    from gradviz.worker import handle_memory
+
+    options = {"layers": 2, "shape": [2, 3, 8, 8], "out_channels": 4, "kernel": 3}
+    payload = handle_memory({"id": 1, "options": options, "out_dir": str(tmp_path)}, channel=None)
+    assert payload["study"]["layers"] == 2
+    assert max(row["layers"] for row in payload["sweep"]) == 3  # 8 -> 6 -> 4 -> 2: three convs fit
