@@ -1,19 +1,28 @@
 """The graph panel: the backward graph of one forward, laid out by the core, and what each node
 keeps for backward.
 
-Custom Function nodes are large orange squares, built-in backward nodes small blue dots, leaves
-(AccumulateGrad) green diamonds labelled with the argument they accumulate into. Clicking a node
-lists its saved tensors; tensors a Function stored as plain ``ctx`` attributes are tinted and
-say why that matters. The step buttons walk the recorded backward in the order the engine ran it.
+Custom Function nodes are large orange squares (the code under test), built-in backward nodes
+small blue dots, leaves (AccumulateGrad) green diamonds named after the argument they
+accumulate into. Gradients flow from the outputs on top down to the leaves. Clicking a node lists
+its saved tensors; tensors a Function kept as plain ``ctx`` attributes are tinted, because
+PyTorch neither version-checks them nor shows them to saved-tensor hooks. The step buttons walk
+the recorded backward in the order the engine ran it.
+
+Positions come from the core; all this panel computes is display prep: label placement (a label
+is drawn only where it overlaps nothing, so a 200-node graph stays legible at every zoom), edge
+curves and text.
 """
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -21,53 +30,86 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-STYLE = {  # kind: (symbol, size in px, fill)
-    "custom": ("s", 26, "#e8710a"),
-    "builtin": ("o", 15, "#4a86c8"),
-    "leaf": ("d", 20, "#2e9e44"),
+KINDS = {  # kind: (symbol, size in px, fill, legend words)
+    "custom": ("s", 28, "#e8710a", "your Function"),
+    "builtin": ("o", 16, "#4a86c8", "built-in op"),
+    "leaf": ("d", 22, "#2e9e44", "input (leaf)"),
 }
-RING = "#d0021b"
-EDGE = "#8a8a8a"
+PRIORITY = {"custom": 0, "leaf": 1, "builtin": 2}  # who gets a label first when space is short
 INK = "#222"
+EDGE_COLOUR = "#9a9a9a"
+RING_COLOUR = "#d0021b"
+ERROR_COLOUR = "#b00020"
 CTX_TINT = QColor(255, 226, 168)
-LABEL_LIMIT = 120  # more nodes than this: label only custom nodes and leaves
+LABEL_FILL = (255, 255, 255, 215)  # labels sit on a white patch so crossing edges do not hide them
+LABEL_POINTS = 12
+MIN_SYMBOL_SCALE = 0.35  # symbols shrink with the zoom down to this fraction of their size
+GRID = 2  # px per cell of the label occupancy grid
+LABEL_MARGIN = 1  # px around a label's text
+RING_GAP = 8  # px between a selected node's symbol and its ring
+OVERLAY_GAP = 4  # px between the view's edge and the zoom hint
+MIN_CLEARANCE = 12  # px: a node closer than this to another gets no label
+EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 COLUMNS = ("name", "shape", "dtype", "bytes", "via", "role")
+CTX_MARK = " ⚠"
 CTX_TIP = (
-    "Stored as a plain ctx attribute, not with save_for_backward: PyTorch does not check it for "
-    "in-place changes (no version counter) and saved_tensors_hooks never see it."
+    "Kept as a plain ctx attribute (ctx.name = tensor), not with save_for_backward: it bypasses "
+    "saved_tensors_hooks (so memory tools and activation offloading never see it) and the version "
+    "check (an in-place change after forward goes unnoticed and backward silently uses the new values)."
 )
+FLAG_NOTES = {
+    "once_differentiable": "backward itself cannot be differentiated (no double backward)",
+    "mark_dirty": "forward modifies an input in place",
+    "mark_non_differentiable": "some outputs get no gradient",
+    "materialize_grads_off": "set_materialize_grads(False): backward may receive None gradients",
+}
 EMPTY_TEXT = "No graph yet: run a check to see the backward graph."
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
-def format_bytes(n: int) -> str:
+def format_bytes(n: int | float) -> str:
+    """Bytes in the biggest binary unit that keeps them at least 1: 1.9 KiB, 768 B."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:,.1f} {unit}"
-    return f"{n:,} B"
+    return f"{n:,.0f} B"
+
+
+def format_shape(shape: list | tuple | None) -> str:
+    if shape is None:
+        return "?"
+    return "×".join(str(d) for d in shape) or "scalar"
 
 
 def node_label(node: dict) -> str:
+    """The label under a node: PyTorch's node name, or for a leaf the argument it belongs to."""
     if node["kind"] == "leaf":
-        return f"{node.get('input_name') or 'leaf'} (leaf)"
+        name = node.get("input_name") or "leaf"
+        return f"{name} ({format_shape(node.get('shape'))})" if node.get("shape") is not None else name
     return node["name"]
 
 
-def _grad_text(grads: list) -> str:
-    parts = []
-    for g in grads:
-        if g is None:
-            parts.append("None")
-        else:
-            shape = "×".join(str(d) for d in g["shape"]) or "scalar"
-            norm = "nan" if g["norm"] is None else f"{g['norm']:.3g}"
-            parts.append(f"{shape} (norm {norm})")
-    return ", ".join(parts) or "-"
+def short_label(node: dict) -> str:
+    """What a label shrinks to when the full one does not fit: MulBackward0 -> Mul, a leaf's name."""
+    if node["kind"] == "leaf":
+        return node.get("input_name") or "leaf"
+    if node["kind"] == "custom" and node.get("class"):
+        return node["class"]
+    return _BACKWARD_SUFFIX.sub("", node["name"]) or node["name"]
+
+
+def _grad_text(g: dict | None) -> str:
+    if g is None:
+        return "None"
+    norm = "non-finite" if g.get("norm") is None else f"{g['norm']:.4g}"
+    return f"{format_shape(g.get('shape'))} (norm {norm})"
 
 
 class GraphPanel(QWidget):
@@ -78,239 +120,627 @@ class GraphPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._graph: dict | None = None
+        self._nodes: list[dict] = []
+        self._index: dict[int, int] = {}  # node id -> row in self._nodes
+        self._positions = np.zeros((0, 2))
         self._selected: int | None = None
-        self._step: int | None = None
-        self._labels: list[pg.TextItem] = []
-        self._flows: dict[int, dict] = {}
+        self._stepping = False  # a step button was used: nodes not run yet are drawn faded
+        self._fitted = False  # the view shows the whole graph; refit on resize until the user zooms
+        self._symbol_scale = 1.0
+        self._label_pool: list[pg.TextItem] = []
+        self._shown: dict[int, pg.TextItem] = {}  # node id -> its label on screen
+        self._build()
+        self.set_graph(None)
 
+    # building ---------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        font = self.font()
+        font.setPointSize(13)
         self.summary = QLabel(EMPTY_TEXT)
+        self.summary.setFont(font)
         self.summary.setWordWrap(True)
-        self.fit_button = QPushButton("Fit")
-        self.fit_button.setToolTip("Show the whole graph")
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
         self.prev_button = QPushButton("◀ Step")
         self.next_button = QPushButton("Step ▶")
-        for button, tip in ((self.prev_button, "previous"), (self.next_button, "next")):
-            button.setToolTip(f"Select the {tip} node in the order backward ran them")
+        for button, which in ((self.prev_button, "previous"), (self.next_button, "next")):
+            button.setToolTip(f"Select the {which} node in the order the recorded backward ran them")
         self.step_label = QLabel("")
+        font.setPointSize(12)
+        self.step_label.setFont(font)
+        self.fit_button = QPushButton("Fit")
+        self.fit_button.setToolTip("Show the whole graph (wheel: zoom, drag: pan)")
+        bar = QHBoxLayout()
+        bar.addWidget(self.prev_button)
+        bar.addWidget(self.next_button)
+        bar.addWidget(self.step_label, 1)
+        bar.addWidget(self.fit_button)
 
         self.plot = pg.PlotWidget(background="w")
         self.plot.hideAxis("left")
         self.plot.hideAxis("bottom")
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
-        self.edges = pg.PlotDataItem(pen=pg.mkPen(EDGE, width=1.5), connect="pairs")
-        self.nodes = pg.ScatterPlotItem(pxMode=True, hoverable=True, tip=None)
-        self.ring = pg.ScatterPlotItem(
-            pxMode=True, symbol="o", size=40, brush=None, pen=pg.mkPen(RING, width=3)
+        self.plot.disableAutoRange()
+        self.plot.setMinimumSize(240, 160)
+        self.edge_item = pg.PlotDataItem(pen=pg.mkPen(EDGE_COLOUR, width=1.5))
+        self.node_item = pg.ScatterPlotItem(pxMode=True, hoverable=True, tip=self._tip)
+        self.ring_item = pg.ScatterPlotItem(
+            pxMode=True, symbol="o", brush=None, pen=pg.mkPen(RING_COLOUR, width=3)
         )
-        for item, z in ((self.edges, 0), (self.nodes, 2), (self.ring, 3)):
+        for item, z in ((self.edge_item, 0), (self.node_item, 2), (self.ring_item, 3)):
             item.setZValue(z)
             self.plot.addItem(item)
+        # The legend is the plot's title and the zoom hint sits in the view's corner, so exports carry them.
+        legend = "&nbsp;&nbsp;&nbsp;".join(
+            f'<span style="color:{fill}; font-size:15pt">{glyph}</span>&nbsp;{words}'
+            for (_, _, fill, words), glyph in zip(KINDS.values(), "■●◆")
+        )
+        self.plot.setTitle(f"{legend}&nbsp;&nbsp;&nbsp;gradients flow ↓", color=INK, size="11pt")
+        self.label_hint = pg.TextItem("", color="#555", anchor=(0, 1), fill=pg.mkBrush(*LABEL_FILL))
+        hint_font = QFont(self.font())
+        hint_font.setPointSize(11)
+        self.label_hint.setFont(hint_font)
+        self.label_hint.setParentItem(self.plot.getViewBox())
+        self.label_hint.setZValue(10)
+        self._label_fonts = {kind: QFont(self.font()) for kind in KINDS}
+        for kind, label_font in self._label_fonts.items():
+            label_font.setPointSize(LABEL_POINTS + (1 if kind == "custom" else 0))
+            label_font.setBold(kind == "custom")
+        self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
 
         self.node_info = QLabel("")
+        font.setPointSize(12)
+        self.node_info.setFont(font)
         self.node_info.setWordWrap(True)
         self.node_info.setTextFormat(Qt.TextFormat.RichText)
         self.node_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.node_info.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.details = QTableWidget(0, len(COLUMNS))
+        self.details.setFont(font)
         self.details.setHorizontalHeaderLabels(list(COLUMNS))
         self.details.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.details.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.details.verticalHeader().hide()
         self.details.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.details.horizontalHeader().setStretchLastSection(True)
+        self.details.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
 
         side = QWidget()
         side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.setContentsMargins(4, 0, 0, 0)
         side_layout.addWidget(self.node_info)
         side_layout.addWidget(self.details, 1)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.plot)
-        splitter.addWidget(side)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.plot)
+        self.splitter.addWidget(side)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([500, 500])  # kept in proportion when first laid out: the table needs room
 
-        bar = QHBoxLayout()
-        for widget in (self.prev_button, self.step_label, self.next_button):
-            bar.addWidget(widget)
-        bar.addStretch(1)
-        bar.addWidget(self.fit_button)
+        self.message = QLabel(EMPTY_TEXT)
+        self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        font.setPointSize(14)
+        self.message.setFont(font)
+        self.message.setStyleSheet("background: white; padding: 16px")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.message)
+        self.stack.addWidget(self.splitter)
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.addWidget(self.summary)
         layout.addLayout(bar)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.stack, 1)
 
-        self.nodes.sigClicked.connect(self._on_clicked)
+        # Labels are placed after the view settles: a pan or zoom sends many range changes.
+        self._label_timer = QTimer(self)
+        self._label_timer.setSingleShot(True)
+        self._label_timer.setInterval(15)
+        self._label_timer.timeout.connect(self._place_labels)
+        view = self.plot.getViewBox()
+        view.sigRangeChanged.connect(self._label_timer.start)
+        view.sigResized.connect(self._on_resized)
+        view.sigRangeChangedManually.connect(self._on_user_zoom)
+        self.node_item.sigClicked.connect(self._on_clicked)
         self.fit_button.clicked.connect(self.fit_view)
         self.prev_button.clicked.connect(lambda: self.step(-1))
         self.next_button.clicked.connect(lambda: self.step(1))
-        self.set_graph(None)
 
     # public API -------------------------------------------------------------------------------
 
     def set_graph(self, graph: dict | None, error: str | None = None) -> None:
         """Draw ``graph``; with None, say why (``error``) or that there is nothing yet."""
         self._graph = graph
-        self._selected = self._step = None
-        self._flows = {f["node"]: f for f in (graph or {}).get("flows", [])}
-        for label in self._labels:
-            self.plot.removeItem(label)
-        self._labels = []
+        self._nodes = list((graph or {}).get("nodes") or [])
+        self._index = {node["id"]: k for k, node in enumerate(self._nodes)}
+        self._flows = {f["node"]: f for f in (graph or {}).get("flows") or []}
+        self._selected = None
+        self._stepping = False
         self.details.setRowCount(0)
         self.node_info.setText("")
-        self.ring.setData([])
-        has_graph = bool(graph and graph["nodes"])
+        self.ring_item.setData([])
+        has_graph = bool(self._nodes)
         for button in (self.prev_button, self.next_button, self.fit_button):
             button.setEnabled(has_graph)
+        self.step_label.setText("")
         if not has_graph:
-            self.nodes.setData([])
-            self.edges.setData([], [])
-            self.step_label.setText("")
-            self.summary.setText(f"Graph not available: {error}" if error else EMPTY_TEXT)
-            self.summary.setStyleSheet("color: #b00020" if error else "")
+            self._positions = np.zeros((0, 2))
+            self.node_item.setData([])
+            self.edge_item.setData([], [])
+            self._shown = {}
+            self._show_labels([])
+            self.label_hint.setText("")
+            self.label_hint.hide()
+            if error:
+                self.summary.setText("Graph not available (details below).")
+                self.message.setText(f"Graph not available\n\n{error}")
+            else:
+                self.summary.setText("Empty graph: nothing in it needs a gradient." if graph else EMPTY_TEXT)
+                self.message.setText(self.summary.text())
+            colour = f"color: {ERROR_COLOUR}" if error else ""
+            self.summary.setStyleSheet(colour)
+            self.message.setStyleSheet(f"background: white; padding: 16px; {colour}")
+            self.stack.setCurrentWidget(self.message)
             return
         self.summary.setStyleSheet("")
-        self._draw(graph)
         self.summary.setText(self._summary_text(graph))
-        first = next((n["id"] for n in graph["nodes"] if n["kind"] == "custom"), graph["nodes"][0]["id"])
-        self.select_node(first)
-        self.fit_view()
+        self.stack.setCurrentWidget(self.splitter)
+        self._prepare(graph)
+        # the first custom Function: its saved tensors are what a user came to see
+        first = next((n["id"] for n in self._nodes if n["kind"] == "custom"), self._nodes[0]["id"])
+        self._show_node(first)
+        self.fit_view()  # places the labels, the selected node's first
+        self.node_selected.emit(first)
 
     def select_node(self, node_id: int) -> None:
-        if self._graph is None or not 0 <= node_id < len(self._graph["nodes"]):
+        """Ring the node, list its saved tensors and gradients, and emit node_selected."""
+        if node_id not in self._index:
             return
+        self._show_node(node_id)
+        self._place_labels()
+        self.node_selected.emit(node_id)
+
+    def _show_node(self, node_id: int) -> None:
         self._selected = node_id
-        node = self._graph["nodes"][node_id]
-        self.ring.setData(pos=[self._positions[node_id]])
-        order = self._graph["backward_order"]
-        self._step = order.index(node_id) if node_id in order else None
-        self.step_label.setText(f"{self._step + 1}/{len(order)}" if self._step is not None else f"–/{len(order)}")
+        row = self._index[node_id]
+        node = self._nodes[row]
+        order = self._graph["backward_order"] if self._graph else []
+        flow = self._flows.get(node_id)
+        if flow is not None:
+            self.step_label.setText(f"step {flow['step'] + 1} of {len(order)}: {short_label(node)}")
+        else:
+            self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
         self.node_info.setText(self._info_html(node))
         self._fill_table(node)
-        self.node_selected.emit(node_id)
+        self._restyle_nodes()
 
     def selected_node(self) -> int | None:
         return self._selected
 
     def step(self, delta: int) -> None:
-        """Select the next (or previous) node in backward order."""
+        """Select the next (``delta`` 1) or previous (-1) node in the order backward ran them."""
         order = (self._graph or {}).get("backward_order") or []
         if not order:
             return
-        k = 0 if self._step is None else (self._step + delta) % len(order)
+        self._stepping = True
+        flow = self._flows.get(self._selected) if self._selected is not None else None
+        k = 0 if flow is None else min(max(flow["step"] + delta, 0), len(order) - 1)
         self.select_node(order[k])
 
     def fit_view(self) -> None:
-        """The whole graph, with room for the labels under the outermost nodes."""
-        if self._graph and self._graph["nodes"]:
-            (x0, y0), (x1, y1) = self._positions.min(axis=0), self._positions.max(axis=0)
-            width, height = max(x1 - x0, 1.0), max(y1 - y0, 1.0)
-            self.plot.getViewBox().setRange(
-                xRange=(x0 - 0.25 * width, x1 + 0.25 * width),
-                yRange=(y0 - 0.3 * height, y1 + 0.15 * height),
-                padding=0,
-            )
+        """The whole graph, with room in pixels for the labels around the outermost nodes."""
+        if not len(self._positions):
+            return
+        view = self.plot.getViewBox()
+        (x0, y0), (x1, y1) = self._positions.min(axis=0), self._positions.max(axis=0)
+        if x1 - x0 < 1e-9:
+            x0, x1 = x0 - 0.5, x1 + 0.5
+        if y1 - y0 < 1e-9:
+            y0, y1 = y0 - 0.5, y1 + 0.5
+        width, height = max(view.width(), 1.0), max(view.height(), 1.0)
+        side = min(self._widest_label / 2 + 14, width / 3)
+        top, bottom = min(30.0, height / 4), min(52.0, height / 4)
+        xs = (x1 - x0) / max(width - 2 * side, 1.0)  # data units per pixel
+        ys = (y1 - y0) / max(height - top - bottom, 1.0)
+        view.setRange(
+            xRange=(x0 - side * xs, x1 + side * xs), yRange=(y0 - bottom * ys, y1 + top * ys), padding=0
+        )
+        self._fitted = True
+        self._place_labels()
 
     def export_png(self, path: str) -> None:
-        """The graph and the selected node's table as one PNG."""
-        if not self.grab().save(str(path), "PNG"):
+        """The graph as drawn (legend, labels, selection ring), wide enough for a slide; without a
+        graph, the panel and its message."""
+        if self._nodes:
+            self._place_labels()
+            exporter = pyqtgraph.exporters.ImageExporter(self.plot.plotItem)
+            exporter.parameters()["width"] = EXPORT_WIDTH
+            image = exporter.export(toBytes=True)
+        else:
+            image = self.grab()
+        if not image.save(str(path), "PNG"):
             raise OSError(f"Could not write the PNG to {path}: check that the folder exists and is writable.")
 
     # drawing ----------------------------------------------------------------------------------
 
-    def _draw(self, graph: dict) -> None:
-        nodes = graph["nodes"]
-        positions = np.array([n.get("position") or (0.0, 0.0) for n in nodes], dtype=float)
-        positions = np.nan_to_num(positions)
+    def _prepare(self, graph: dict) -> None:
+        """Symbols, edges and label texts for a new graph; labels are placed per view afterwards."""
+        nodes = self._nodes
+        # a non-finite coordinate arrives as None (strict JSON): it becomes nan, then 0
+        positions = np.array([n.get("position") or (0.0, 0.0) for n in nodes], dtype=float).reshape(-1, 2)
+        positions = np.nan_to_num(positions, nan=0.0, posinf=0.0, neginf=0.0)
         self._positions = positions
-        spots = []
-        for node, pos in zip(nodes, positions):
-            symbol, size, fill = STYLE.get(node["kind"], STYLE["builtin"])
-            spots.append(
-                {
-                    "pos": pos,
-                    "symbol": symbol,
-                    "size": size,
-                    "brush": pg.mkBrush(fill),
-                    "pen": pg.mkPen(INK, width=1),
-                    "data": node["id"],
-                }
-            )
-        self.nodes.setData(spots)
-        edges = np.asarray(graph["edges"], dtype=int).reshape(-1, 2)
-        if len(edges):
-            ends = positions[edges.ravel()]
-            self.edges.setData(ends[:, 0], ends[:, 1])
-        else:
-            self.edges.setData([], [])
-        font = QFont()
-        font.setPointSize(11)
-        crowded = len(nodes) > LABEL_LIMIT
-        for node, pos in zip(nodes, positions):
-            if crowded and node["kind"] == "builtin":
-                continue
-            bold = node["kind"] == "custom"
-            label = pg.TextItem(node_label(node), color=INK, anchor=(0.5, -0.45))
-            label_font = QFont(font)
-            label_font.setBold(bold)
-            label.setFont(label_font)
-            label.setPos(*pos)
-            label.setZValue(4)
-            self.plot.addItem(label)
-            self._labels.append(label)
-
-    @staticmethod
-    def _summary_text(graph: dict) -> str:
-        counts = {kind: sum(n["kind"] == kind for n in graph["nodes"]) for kind in STYLE}
-        text = (
-            f"{len(graph['nodes'])} nodes ({counts['custom']} custom Function, {counts['builtin']} built-in, "
-            f"{counts['leaf']} leaves) · saved for backward: {format_bytes(graph['saved_bytes_unique'])} "
-            "(each storage once) · click a node"
+        kinds = [n["kind"] if n["kind"] in KINDS else "builtin" for n in nodes]
+        self._kinds = kinds
+        self._base_sizes = np.array([KINDS[k][1] for k in kinds], dtype=float)
+        self._symbol_scale = 1.0
+        self._brushes = {k: pg.mkBrush(v[2]) for k, v in KINDS.items()}
+        faded = {}
+        for kind, (_, _, fill, _) in KINDS.items():
+            colour = QColor(fill)
+            colour.setAlpha(55)
+            faded[kind] = pg.mkBrush(colour)
+        self._faded = faded
+        self._pen = pg.mkPen(INK, width=1)
+        self._faded_pen = pg.mkPen(200, 200, 200, width=1)
+        self.node_item.setData(
+            pos=positions,
+            symbol=[KINDS[k][0] for k in kinds],
+            size=self._base_sizes,
+            brush=[self._brushes[k] for k in kinds],
+            pen=self._pen,
+            data=[n["id"] for n in nodes],
         )
+        self._draw_edges(graph, positions)
+
+        # label texts and their sizes in px; TextItems are made only for the labels shown
+        self._texts: list[tuple[str, str]] = []
+        self._text_sizes = np.zeros((len(nodes), 2, 2))  # node, (full, short), (w, h)
+        for k, (node, kind) in enumerate(zip(nodes, kinds)):
+            metrics = self._metrics[kind]
+            texts = node_label(node), short_label(node)
+            self._texts.append(texts)
+            for j, text in enumerate(texts):
+                self._text_sizes[k, j] = (
+                    metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN + 2,
+                    metrics.height() + 2 * LABEL_MARGIN,
+                )
+        self._widest_label = float(min(self._text_sizes[:, 0, 0].max(initial=0.0), 320.0))
+        order = sorted(range(len(nodes)), key=lambda k: (PRIORITY.get(kinds[k], 2), positions[k, 1] * -1, k))
+        self._priority = order
+
+        # smallest gaps between layers and within a layer, for shrinking symbols when zoomed out
+        ys = np.unique(np.round(positions[:, 1], 9))
+        self._gap_y = float(np.diff(ys).min()) if len(ys) > 1 else math.inf
+        gaps = []
+        for y in ys:
+            xs = np.sort(positions[np.abs(positions[:, 1] - y) < 1e-9, 0])
+            if len(xs) > 1:
+                gaps.append(np.diff(xs).min())
+        self._gap_x = float(min(gaps)) if gaps else math.inf
+
+    def _draw_edges(self, graph: dict, positions: np.ndarray) -> None:
+        """Straight edges between adjacent layers; an edge that skips layers bows sideways so it
+        does not run through the nodes in between (the layout puts chains in one column)."""
+        edges = np.asarray(graph.get("edges") or [], dtype=int).reshape(-1, 2)
+        edges = edges[np.isin(edges, list(self._index)).all(axis=1)] if len(edges) else edges
+        if not len(edges):
+            self.edge_item.setData([], [])
+            return
+        rows = np.array([[self._index[a], self._index[b]] for a, b in edges.tolist()])
+        layers = np.unique(np.round(positions[:, 1], 9), return_inverse=True)[1].ravel()
+        gaps = np.diff(np.sort(positions[:, 0]))
+        gaps = gaps[gaps > 1e-9]
+        bow_unit = 0.5 * float(np.median(gaps)) if len(gaps) else 0.12
+        t = np.linspace(0.0, 1.0, 13)[:, None]
+        xs, ys, connect = [], [], []
+        for a, b in rows.tolist():
+            p, q = positions[a], positions[b]
+            span = abs(int(layers[a]) - int(layers[b]))
+            if span <= 1:
+                xs.append([p[0], q[0]])
+                ys.append([p[1], q[1]])
+                connect.append([True, False])
+                continue
+            side = np.sign(q[0] - p[0]) or (1.0 if (a + b) % 2 == 0 else -1.0)
+            mid = (p + q) / 2 + np.array([side * bow_unit * (0.6 + 0.2 * min(span, 5)), 0.0])
+            curve = (1 - t) ** 2 * p + 2 * (1 - t) * t * mid + t**2 * q  # quadratic Bezier
+            xs.append(curve[:, 0])
+            ys.append(curve[:, 1])
+            connect.append([True] * (len(t) - 1) + [False])
+        self.edge_item.setData(
+            np.concatenate(xs), np.concatenate(ys), connect=np.concatenate(connect).astype(bool)
+        )
+
+    def _restyle_nodes(self) -> None:
+        """Ring the selected node; while stepping, fade the nodes backward has not reached yet."""
+        if not self._nodes:
+            return
+        sizes = self._base_sizes * self._symbol_scale
+        self.node_item.setSize(sizes)
+        current = self._flows.get(self._selected) if self._selected is not None else None
+        if self._stepping and current is not None:
+            done = [
+                self._flows.get(n["id"], {}).get("step", math.inf) <= current["step"] for n in self._nodes
+            ]
+            self.node_item.setBrush(
+                [(self._brushes if d else self._faded)[k] for d, k in zip(done, self._kinds)]
+            )
+            self.node_item.setPen([self._pen if d else self._faded_pen for d in done])
+        else:
+            self.node_item.setBrush([self._brushes[k] for k in self._kinds])
+            self.node_item.setPen(self._pen)
+        if self._selected is not None:
+            row = self._index[self._selected]
+            self.ring_item.setData(pos=self._positions[row : row + 1], size=sizes[row] + 2 * RING_GAP)
+
+    def _place_labels(self) -> None:
+        """Label each node that stands clear of its neighbours, where the label overlaps no node and
+        no other label, in order of importance (the selected node, your Functions, leaves, built-ins):
+        full text, else the short one; below, right, left or above the node; else no label until
+        the user zooms in. A label beside a clump of nodes would name the wrong one."""
+        n = len(self._nodes)
+        view = self.plot.getViewBox()
+        width, height = view.width(), view.height()
+        self._shown = {}
+        if not n or width < 20 or height < 20:
+            self._show_labels([])
+            return
+        x0, x1 = view.viewRange()[0]
+        y0, y1 = view.viewRange()[1]
+        sx, sy = width / max(x1 - x0, 1e-12), height / max(y1 - y0, 1e-12)  # px per data unit
+        scale = min(self._gap_y * sy, self._gap_x * sx) / (KINDS["custom"][1] + 8)
+        scale = float(min(max(scale, MIN_SYMBOL_SCALE), 1.0))
+        if abs(scale - self._symbol_scale) > 0.02:
+            self._symbol_scale = scale
+            self._restyle_nodes()
+        px = (self._positions[:, 0] - x0) * sx
+        py = (y1 - self._positions[:, 1]) * sy
+        radius = self._base_sizes * self._symbol_scale / 2
+        inside = (px > -radius) & (px < width + radius) & (py > -radius) & (py < height + radius)
+        rows = np.flatnonzero(inside)
+
+        # clear of its neighbours: the nearest other node at least a symbol and a bit away
+        clear = np.zeros(n, dtype=bool)
+        if len(rows) == 1:
+            clear[rows] = True
+        elif len(rows) > 1:
+            p = np.stack([px[rows], py[rows]], axis=1)
+            d = np.hypot(*(p[:, None, :] - p[None, :, :]).transpose(2, 0, 1))
+            np.fill_diagonal(d, np.inf)
+            clear[rows] = d.min(axis=1) >= np.maximum(2 * radius[rows] + 2, MIN_CLEARANCE)
+
+        order = self._priority
+        if self._selected is not None:
+            chosen = self._index[self._selected]
+            order = [chosen, *(k for k in order if k != chosen)]
+        order = [k for k in order if clear[k]]
+        reserved: list[tuple[float, float, float, float]] = []
+        placed = self._fit_labels(order, rows, px, py, radius, width, height, reserved)
+        if len(placed) < n:  # the hint is needed: keep its corner free too
+            self.label_hint.setText(f"{n} nodes: zoom in (mouse wheel) to label the rest")
+            hint = self.label_hint.boundingRect()
+            self.label_hint.setPos(OVERLAY_GAP, height - OVERLAY_GAP)
+            reserved.append((OVERLAY_GAP, height - OVERLAY_GAP - hint.height(), hint.width(), hint.height()))
+            placed = self._fit_labels(order, rows, px, py, radius, width, height, reserved)
+            self.label_hint.setText(
+                f"{len(placed)} of {n} nodes labelled · zoom in (mouse wheel) to label the rest"
+            )
+        self.label_hint.setVisible(len(placed) < n)
+        self._show_labels([(k, j, x0 + cx / sx, y1 - cy / sy) for k, j, cx, cy in placed])
+
+    def _fit_labels(
+        self, order, rows, px, py, radius, width, height, reserved
+    ) -> list[tuple[int, int, float, float]]:
+        """Greedy placement on a pixel grid: (row, full 0 / short 1, centre x px, centre y px)."""
+        grid = np.zeros((int(height // GRID) + 2, int(width // GRID) + 2), dtype=bool)
+
+        def cells(left: float, top: float, right: float, bottom: float) -> tuple[slice, slice]:
+            return (
+                slice(max(int(top // GRID), 0), max(math.ceil(bottom / GRID), 0)),
+                slice(max(int(left // GRID), 0), max(math.ceil(right / GRID), 0)),
+            )
+
+        for left, top, w, h in reserved:
+            grid[cells(left, top, left + w, top + h)] = True
+        selected = self._index.get(self._selected, -1)
+        mark = radius + 1  # a node's own square on the grid; the selected one with its ring
+        if selected >= 0:
+            mark[selected] = radius[selected] + RING_GAP
+        for k in rows:
+            grid[cells(px[k] - mark[k], py[k] - mark[k], px[k] + mark[k], py[k] + mark[k])] = True
+        placed = []
+        for k in order:
+            cx, cy, r = px[k], py[k], mark[k] + GRID  # a grid cell clear of the node's own square
+            for j in (0, 1):
+                w, h = self._text_sizes[k, j]
+                spot = None
+                for left, top in (
+                    (cx - w / 2, cy + r),  # below
+                    (cx + r + 2, cy - h / 2),  # right
+                    (cx - r - 2 - w, cy - h / 2),  # left
+                    (cx - w / 2, cy - r - h),  # above
+                ):
+                    if left < 0 or top < 0 or left + w > width or top + h > height:
+                        continue
+                    area = cells(left, top, left + w, top + h)
+                    if not grid[area].any():
+                        grid[area] = True
+                        spot = (k, j, left + w / 2, top + h / 2)
+                        break
+                if spot:
+                    placed.append(spot)
+                    break
+        return placed
+
+    def _show_labels(self, placed: list[tuple[int, int, float, float]]) -> None:
+        """Put the placed labels on TextItems from a pool (made on first need) and hide the rest."""
+        while len(self._label_pool) < len(placed):
+            label = pg.TextItem("", color=INK, anchor=(0.5, 0.5), fill=pg.mkBrush(*LABEL_FILL))
+            label.textItem.document().setDocumentMargin(LABEL_MARGIN)
+            label.setZValue(4)
+            self.plot.addItem(label, ignoreBounds=True)
+            self._label_pool.append(label)
+        self._shown = {}
+        for label, (k, j, x, y) in zip(self._label_pool, placed):
+            label.setFont(self._label_fonts[self._kinds[k]])
+            label.setText(self._texts[k][j])
+            label.setPos(QPointF(x, y))
+            label.show()
+            self._shown[self._nodes[k]["id"]] = label
+        for label in self._label_pool[len(placed) :]:
+            label.hide()
+
+    def shown_labels(self) -> dict[int, pg.TextItem]:
+        """The labels on screen now, by node id (a node without one has no room at this zoom)."""
+        return dict(self._shown)
+
+    # text -------------------------------------------------------------------------------------
+
+    def _summary_text(self, graph: dict) -> str:
+        counts = {kind: sum(n["kind"] == kind for n in self._nodes) for kind in KINDS}
+        ctx = {
+            s["storage_id"]: s["bytes"]
+            for n in self._nodes
+            for s in n.get("saved") or []
+            if s["via"] == "ctx_attribute"
+        }
+        text = (
+            f"{len(self._nodes)} nodes ({counts['custom']} custom Function, {counts['builtin']} built-in, "
+            f"{counts['leaf']} leaves) · saved for backward: {format_bytes(graph.get('saved_bytes_unique', 0))}, "
+            "each storage once"
+        )
+        if ctx:
+            text += f" ({format_bytes(sum(ctx.values()))} as ctx attributes{CTX_MARK})"
         if graph.get("backward_error"):
-            text += f" · backward stopped: {graph['backward_error']}"
+            text += f" · the recorded backward stopped: {graph['backward_error'].splitlines()[0]}"
         return text
 
+    def _target_name(self, node_id: int, slot: int) -> str:
+        """Where slot ``slot`` of a node's gradients goes: the next node, named for a reader."""
+        edges = (self._graph or {}).get("edges") or []
+        slots = (self._graph or {}).get("edge_slots") or []
+        for (a, b), s in zip(edges, slots):
+            if a == node_id and s == slot and b in self._index:
+                return short_label(self._nodes[self._index[b]])
+        return f"slot {slot}"
+
     def _info_html(self, node: dict) -> str:
-        title = node["name"]
-        if node["kind"] == "custom" and node.get("class"):
-            title += f" — your Function <b>{node['class']}</b>"
+        title = f"<b>{node['name']}</b>"
+        if node["kind"] == "custom":
+            title += f" — your Function <b>{node.get('class') or '?'}</b>"
         elif node["kind"] == "leaf":
-            shape = "×".join(str(d) for d in node.get("shape") or []) or "scalar"
-            title += f" — accumulates into <b>{node.get('input_name') or 'a leaf'}</b> ({shape})"
-        lines = [f"<b>{title}</b>"]
-        if node.get("flags"):
-            lines.append("flags: " + ", ".join(node["flags"]))
+            name = node.get("input_name")
+            which = f"argument <b>{name}</b>" if name else "a leaf that is not an argument"
+            title += f" — accumulates the gradient of {which} ({format_shape(node.get('shape'))})"
+        lines = [title]
+        for flag in node.get("flags") or []:
+            note = FLAG_NOTES.get(flag, "")
+            lines.append(f"flag <b>{flag}</b>{': ' + note if note else ''}")
         flow = self._flows.get(node["id"])
+        order = (self._graph or {}).get("backward_order") or []
         if flow is not None:
+            lines.append(f"ran at backward step <b>{flow['step'] + 1}</b> of {len(order)}")
+            grads_in = ", ".join(_grad_text(g) for g in flow.get("grad_outputs") or []) or "none"
+            lines.append(f"gradient in: {grads_in}")
+            if flow.get("grad_inputs"):
+                outs = "; ".join(
+                    f"→ {self._target_name(node['id'], k)}: {_grad_text(g)}"
+                    for k, g in enumerate(flow["grad_inputs"])
+                )
+                lines.append(f"gradients out: {outs}")
+        elif (self._graph or {}).get("backward_error"):
             lines.append(
-                f"backward step {flow['step'] + 1}: gradient in {_grad_text(flow['grad_outputs'])}; "
-                f"out {_grad_text(flow['grad_inputs'])}"
+                f'<span style="color:{ERROR_COLOUR}">not reached: the recorded backward stopped</span>'
             )
-        saved = node["saved"]
+        else:
+            lines.append("did not run in the recorded backward")
+        saved = node.get("saved") or []
         if saved:
-            lines.append(f"keeps {len(saved)} tensor(s), {format_bytes(node['saved_bytes'])}")
-        elif node["kind"] != "leaf":
+            ctx = sum(s["via"] == "ctx_attribute" for s in saved)
+            extra = f", {ctx} as ctx attributes{CTX_MARK} (hover the rows)" if ctx else ""
+            lines.append(f"keeps {len(saved)} tensor(s), {format_bytes(node.get('saved_bytes', 0))}{extra}:")
+        elif node["kind"] == "leaf":
+            lines.append("keeps nothing for backward: it adds the gradient into the tensor's .grad")
+        else:
             lines.append("keeps no tensors for backward")
         return "<br>".join(lines)
 
     def _fill_table(self, node: dict) -> None:
-        saved = node["saved"]
+        saved = node.get("saved") or []
+        owners: dict[int, list[str]] = {}  # storage id -> the nodes that save it
+        for other in self._nodes:
+            for s in other.get("saved") or []:
+                owners.setdefault(s["storage_id"], []).append(f"{other['name']} (node {other['id']})")
+        names = {n.get("input_index"): n.get("input_name") for n in self._nodes if n["kind"] == "leaf"}
         self.details.setRowCount(len(saved))
         for row, entry in enumerate(saved):
-            shape = "×".join(str(d) for d in entry["shape"]) or "scalar"
-            via = entry["via"] + (" ⚠" if entry["via"] == "ctx_attribute" else "")
-            role = entry["role"] + (" (shared storage)" if entry.get("shared") else "")
-            values = (entry["name"], shape, entry["dtype"], format_bytes(entry["bytes"]), via, role)
+            ctx = entry["via"] == "ctx_attribute"
+            role = entry["role"]
+            argument = names.get(entry.get("input_index")) if role == "input" else None
+            if argument and argument != entry["name"]:
+                role += f" ({argument})"  # e.g. a view of the argument, saved under another name
+            if entry.get("shared"):
+                role += " · shared storage"
+            values = (
+                entry["name"] + (" (error)" if entry.get("error") else ""),
+                format_shape(entry["shape"]),
+                entry["dtype"],
+                format_bytes(entry["bytes"]),
+                entry["via"] + (CTX_MARK if ctx else ""),
+                role,
+            )
+            tips = []
+            if ctx:
+                tips.append(CTX_TIP)
+            if entry.get("shared"):
+                others = ", ".join(dict.fromkeys(owners.get(entry["storage_id"], [])))
+                tips.append(
+                    f"Shares its storage with another saved tensor, so its bytes count once. Saved by: {others}."
+                )
+            if entry.get("error"):
+                tips.append(f"Could not be unpacked normally: {entry['error']}")
             for column, value in enumerate(values):
                 item = QTableWidgetItem(value)
-                if entry["via"] == "ctx_attribute":
+                if column == 0:
+                    item.setData(Qt.ItemDataRole.UserRole, entry)
+                if ctx:
                     item.setBackground(QBrush(CTX_TINT))
-                    item.setToolTip(CTX_TIP)
-                elif entry.get("shared"):
-                    item.setToolTip("Shares its storage with another saved tensor: counted once.")
+                if entry.get("error"):
+                    item.setForeground(QBrush(QColor(ERROR_COLOUR)))
+                if entry.get("shared") and column in (3, 5):
+                    bold = item.font()
+                    bold.setBold(True)
+                    item.setFont(bold)
+                if tips:
+                    item.setToolTip("\n\n".join(tips))
                 self.details.setItem(row, column, item)
+
+    def _tip(self, x: float, y: float, data: int) -> str:
+        """Hover text of a node."""
+        if data not in self._index:
+            return ""
+        node = self._nodes[self._index[data]]
+        lines = [node_label(node), KINDS.get(node["kind"], KINDS["builtin"])[3]]
+        if node.get("saved"):
+            lines.append(f"keeps {len(node['saved'])} tensor(s), {format_bytes(node.get('saved_bytes', 0))}")
+        lines.append("click for details")
+        return "\n".join(lines)
+
+    # events -----------------------------------------------------------------------------------
 
     def _on_clicked(self, _item, points, *_args) -> None:
         if len(points):
             self.select_node(int(points[0].data()))
+
+    def _on_user_zoom(self, *_args) -> None:
+        self._fitted = False
+
+    def _on_resized(self, *_args) -> None:
+        if self._fitted:
+            self.fit_view()
+        else:
+            self._label_timer.start()
