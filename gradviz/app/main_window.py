@@ -444,7 +444,7 @@ class MainWindow(QMainWindow):
             self.loader.load(request, summary)
         self._start_waiting_work()
 
-    def _on_loaded(self, request: int, view: CheckView) -> None:
+    def _on_loaded(self, request: int, view: CheckView, prepared: dict) -> None:
         if request != self._request:
             return
         self.run_bar.set_running(False, "done")
@@ -452,7 +452,7 @@ class MainWindow(QMainWindow):
         self.worker.discard_results_before(request)
         if view.functions:
             self.picker.set_functions(view.functions, self.document.function or view.function)
-        self.jacobians.set_result(self.view)
+        self.jacobians.set_result(self.view, prepared)
         self.graph.set_graph(self._summary.get("graph"), self._summary.get("graph_error"))
         self._on_block_changed()
         if self.memory.result() is None and not self._memory_request:  # populate it once at launch

@@ -1,14 +1,16 @@
-"""Load a result's .npy arrays off the GUI thread, so a 2000x2000 result never freezes the window."""
+"""Load a result's .npy arrays and prepare its first images off the GUI thread, so a 2000x2000
+result never freezes the window."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QThreadPool, Signal
 
+from gradviz.app.panels.jacobian_panel import prepare_displays
 from gradviz.app.results import CheckView
 
 
 class ResultLoader(QObject):
-    loaded = Signal(int, object)  # request id, CheckView
+    loaded = Signal(int, object, object)  # request id, CheckView, prepared displays
     failed = Signal(int, str)  # request id, message
 
     def load(self, request: int, summary: dict) -> None:
@@ -20,4 +22,4 @@ class ResultLoader(QObject):
         except (OSError, ValueError, KeyError) as exc:
             self.failed.emit(request, f"Could not read the result files: {exc}")
             return
-        self.loaded.emit(request, view)
+        self.loaded.emit(request, view, prepare_displays(view))

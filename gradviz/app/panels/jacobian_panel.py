@@ -94,6 +94,24 @@ class _Display:
         return pool(source, self.factor, mean=kind in ("analytic", "numerical"))
 
 
+def first_block_index(view: CheckView) -> int:
+    """The block shown first: the first failing one, else the first."""
+    return next((k for k, b in enumerate(view.blocks) if not b.passed), 0)
+
+
+def prepare_displays(view: CheckView) -> dict[int, _Display]:
+    """Display prep of the block shown first, with its overview images made: safe to run on a
+    worker thread (numpy releases the GIL), so a 2000x2000 result reaches the screen without
+    a long pause in the event loop."""
+    if not view.blocks:
+        return {}
+    index = first_block_index(view)
+    display = _Display(view.blocks[index], view.tolerance["atol"])
+    for kind in ("analytic", "numerical", "error", "failing"):
+        display.image(kind, False)
+    return {index: display}
+
+
 def _max_abs_finite(a: np.ndarray) -> float:
     return float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))
 
@@ -294,10 +312,14 @@ class JacobianPanel(QWidget):
 
     # public API -------------------------------------------------------------------------------
 
-    def set_result(self, view: CheckView | None) -> None:
-        """Show a finished check (its first failing block); None clears the panel."""
+    def set_result(self, view: CheckView | None, prepared: dict[int, _Display] | None = None) -> None:
+        """Show a finished check (its first failing block); None clears the panel.
+
+        ``prepared``: display prep made off the GUI thread by ``prepare_displays``.
+        """
         self._view = view
         self._displays.clear()
+        self._displays.update(prepared or {})
         self._cell = None
         self.block_selector.blockSignals(True)
         self.block_selector.clear()
@@ -310,8 +332,7 @@ class JacobianPanel(QWidget):
         if view is None or not view.blocks:
             self._clear()
             return
-        first_failing = next((k for k, b in enumerate(view.blocks) if not b.passed), 0)
-        self.set_block(first_failing)
+        self.set_block(first_block_index(view))
 
     def set_block(self, index: int) -> None:
         """Show block ``index`` of the current result, keeping the highlighted cell if it fits."""
