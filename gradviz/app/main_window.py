@@ -25,6 +25,7 @@ from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
 from gradviz.app.panels.memory_panel import MemoryPanel
+from gradviz.app.panels.output_panel import OutputPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
@@ -88,6 +89,9 @@ class MainWindow(QMainWindow):
         self.jacobians = JacobianPanel()
         self.graph = GraphPanel()
         self.memory = MemoryPanel()
+        self.output = OutputPanel()
+        self._run_timer = QTimer(self, singleShot=True)
+        self._run_timer.timeout.connect(self._on_run_timeout)
         self._build_layout()
         self._build_actions()
         self._connect()
@@ -114,12 +118,17 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._add_dock("Functions", self.picker, Qt.DockWidgetArea.LeftDockWidgetArea)
         self._add_dock("Code", self.editor, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self._add_dock("Output", self.output, Qt.DockWidgetArea.LeftDockWidgetArea)
         self._add_dock("Autograd graph", self.graph, Qt.DockWidgetArea.BottomDockWidgetArea)
         self._add_dock("Memory: fused vs unfused conv-BN", self.memory, Qt.DockWidgetArea.RightDockWidgetArea)
         # the left column runs the full height; the bottom docks sit under the Jacobians only
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
         height = self.height()
-        self.resizeDocks([self.docks["Functions"], self.docks["Code"]], [250, height - 250], Qt.Orientation.Vertical)
+        self.resizeDocks(
+            [self.docks["Functions"], self.docks["Code"], self.docks["Output"]],
+            [250, height - 400, 110],
+            Qt.Orientation.Vertical,
+        )
         self.resizeDocks([self.docks["Code"]], [410], Qt.Orientation.Horizontal)
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resizeDocks([self.docks["Autograd graph"]], [int(height * 0.36)], Qt.Orientation.Vertical)
@@ -204,6 +213,7 @@ class MainWindow(QMainWindow):
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(self._on_failed)
         self.worker.crashed.connect(self._on_crashed)
+        self.worker.output.connect(self.output.append)
         self.loader.loaded.connect(self._on_loaded)
         self.loader.failed.connect(lambda request, message: self._on_failed(request, {"kind": "io", "message": message}))
         self.jacobians.block_changed.connect(self._on_block_changed)
@@ -390,14 +400,32 @@ class MainWindow(QMainWindow):
             self.banner.show_message("Starting the worker (importing torch)…", "idle")
             return
         self.editor.clear_error()
+        self.output.clear()
         self.run_bar.set_running(True)
+        settings = self.run_settings.to_dict()
+        timeout = settings.pop("timeout")  # the window's business: the core never sees it
         self._request = self.worker.submit(
             "check",
             source=self.editor.text(),
             filename=self.document.filename,
             function=self.document.function,
-            settings=self.run_settings.to_dict(),
+            settings=settings,
         )
+        if timeout > 0:
+            self._run_timer.start(timeout * 1000)
+
+    def _on_run_timeout(self) -> None:
+        if not (self.worker.busy and self.worker.running == self._request):
+            return
+        self.worker.cancel()  # emits failed(cancelled) for the request; say why instead
+        limit = self.run_settings.get("timeout")
+        message = (
+            f"The run did not finish within {limit} s and was stopped: an endless loop in forward or "
+            "backward? (Change the limit in the run bar's timeout box.)"
+        )
+        self.run_bar.set_running(False, "timed out")
+        self.banner.show_message("The run timed out", "error", message)
+        self.run_failed.emit(message)
 
     def request_memory(self, options: dict) -> None:
         """Measure the conv-BN study with these options; waits for a running check to finish."""
@@ -409,6 +437,7 @@ class MainWindow(QMainWindow):
 
     def cancel_run(self) -> None:
         self._pending_run = False
+        self._run_timer.stop()
         if self.worker.busy:
             self.worker.cancel()
         self.run_bar.set_running(False, "cancelled")
@@ -439,6 +468,7 @@ class MainWindow(QMainWindow):
             self.memory.set_result(summary)
             QTimer.singleShot(0, self.memory_shown.emit)
         elif request == self._request:
+            self._run_timer.stop()
             self._summary = summary
             self.run_bar.set_progress_text("loading result…")
             self.loader.load(request, summary)
@@ -469,6 +499,7 @@ class MainWindow(QMainWindow):
         self._start_waiting_work()
         if request != self._request:
             return
+        self._run_timer.stop()
         kind, message = error.get("kind", "error"), error.get("message", "")
         if kind == "cancelled":
             self.run_bar.set_running(False, "cancelled")
@@ -491,6 +522,7 @@ class MainWindow(QMainWindow):
         if request and request == self._memory_request:
             self.memory.set_error(message)
             return
+        self._run_timer.stop()
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
         self.run_failed.emit(message)

@@ -23,6 +23,7 @@ class RunValues:
     atol: float = 1e-5
     rtol: float = 1e-3
     seed: int = 0
+    timeout: int = 120  # seconds before a run is stopped as hung; 0: never (gradviz's, not the core's)
 
 
 class RunSettings(QObject):

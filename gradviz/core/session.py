@@ -52,6 +52,7 @@ _RUN_TYPES: dict[str, tuple[type, ...]] = {
     "atol": (int, float),
     "rtol": (int, float),
     "seed": (int,),
+    "timeout": (int,),
 }
 
 

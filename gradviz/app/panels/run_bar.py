@@ -76,6 +76,11 @@ class RunBar(QWidget):
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("seed for example_inputs")
+        self.timeout = QSpinBox()
+        self.timeout.setRange(0, 24 * 3600)
+        self.timeout.setSuffix(" s")
+        self.timeout.setSpecialValueText("none")
+        self.timeout.setToolTip("Stop a run that takes longer than this (an endless loop?); 0: never")
         self.run_button = QPushButton("▶ Run")
         self.run_button.setToolTip("Run forward, backward and finite differences (Ctrl+Enter)")
         self.cancel_button = QPushButton("Cancel")
@@ -95,6 +100,7 @@ class RunBar(QWidget):
             ("atol", self.tolerance["atol"]),
             ("rtol", self.tolerance["rtol"]),
             ("seed", self.seed),
+            ("timeout", self.timeout),
         ):
             layout.addWidget(QLabel(label))
             layout.addWidget(widget)
@@ -112,6 +118,7 @@ class RunBar(QWidget):
         for name, box in self.tolerance.items():
             box.valueChanged.connect(lambda value, name=name: settings.set(name, value))
         self.seed.valueChanged.connect(lambda value: settings.set("seed", value))
+        self.timeout.valueChanged.connect(lambda value: settings.set("timeout", value))
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
 
@@ -130,7 +137,7 @@ class RunBar(QWidget):
         self._show_settings()
 
     def _show_settings(self) -> None:
-        for name in ("device", "dtype", "eps", "atol", "rtol", "seed"):
+        for name in ("device", "dtype", "eps", "atol", "rtol", "seed", "timeout"):
             self._on_setting_changed(name)
 
     def _on_setting_changed(self, name: str) -> None:
@@ -145,9 +152,10 @@ class RunBar(QWidget):
         elif name in self.tolerance:
             with QSignalBlocker(self.tolerance[name]):
                 self.tolerance[name].setValue(value)
-        elif name == "seed":
-            with QSignalBlocker(self.seed):
-                self.seed.setValue(value)
+        elif name in ("seed", "timeout"):
+            box = getattr(self, name)
+            with QSignalBlocker(box):
+                box.setValue(value)
 
     # --- run state -----------------------------------------------------------------------
     def set_running(self, running: bool, message: str = "") -> None:

@@ -1,0 +1,42 @@
+"""What one process holds, read from /proc: open files, threads, child processes, resident memory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def open_files() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def threads() -> int:
+    return int(_status("Threads"))
+
+
+def rss_mib() -> float:
+    return int(_status("VmRSS").split()[0]) / 1024
+
+
+def children() -> int:
+    """Live (not zombie) processes whose parent is this one."""
+    me, count = str(os.getpid()), 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            count += 1
+    return count
+
+
+def snapshot() -> dict[str, float]:
+    return {"open files": open_files(), "threads": threads(), "workers": children(), "RSS MiB": rss_mib()}
+
+
+def _status(key: str) -> str:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return line.split(":", 1)[1].strip()
+    raise KeyError(key)
