@@ -137,3 +137,24 @@ def test_opening_a_py_file_never_runs_it(qtbot, main_window, tmp_path):
     window.open_file(Path(path))
     assert window.editor.text().startswith("open(") and not window.worker.busy
     assert not sentinel.exists()
+
+
+def test_unsaved_changes_prompt_on_open_and_on_close(qtbot, main_window, monkeypatch, tmp_path):
+    window = main_window
+    window.editor.editor.insertPlainText("# mine\n")
+    edited = window.editor.text()
+    answers = iter([QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel])
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or next(answers))
+    window.load_builtin("kill_head")  # Cancel: nothing replaced
+    assert window.editor.text() == edited and len(asked) == 1
+    window.close()  # Cancel: the window stays, the text too
+    assert window.isVisible() and window.editor.text() == edited and len(asked) == 2
+    saved = tmp_path / "kept.py"
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Save)
+    from PySide6.QtWidgets import QFileDialog
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(saved), ""))
+    window.load_builtin("kill_head")  # Save: written first, then replaced
+    assert saved.read_text(encoding="utf-8") == edited
+    assert window.document.builtin_name == "kill_head"
