@@ -11,9 +11,7 @@ from typing import Any
 
 import numpy as np
 
-
-def format_index(name: str, index: tuple[int, ...]) -> str:
-    return f"{name}[{','.join(str(v) for v in index)}]"
+from gradviz.core.indices import cell_index, cell_label
 
 
 @dataclass
@@ -42,9 +40,7 @@ class BlockView:
         return self.n_failing == 0
 
     def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        out_idx = tuple(int(v) for v in np.unravel_index(row, self.out_shape)) if self.out_shape else ()
-        in_idx = tuple(int(v) for v in np.unravel_index(col, self.in_shape)) if self.in_shape else ()
-        return out_idx, in_idx
+        return cell_index(row, col, self.out_shape, self.in_shape)
 
 
 @dataclass
@@ -109,9 +105,7 @@ class CheckView:
     def cell_label(self, block: BlockView, row: int, col: int) -> str:
         """``out0[3,1] / weight[2,0]``."""
         out_idx, in_idx = block.cell_index(row, col)
-        return (
-            f"{format_index(f'out{block.output}', out_idx)} / {format_index(self.input_name(block), in_idx)}"
-        )
+        return cell_label(block.output, out_idx, self.input_name(block), in_idx)
 
     def readout(self, block: BlockView, row: int, col: int) -> str:
         """The hover line: where the cell comes from, both values, the error and the rule."""

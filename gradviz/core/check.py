@@ -26,6 +26,7 @@ from gradviz.core.errors import (
 )
 from gradviz.core.extra_checks import ExtraCheck, run_extra_checks
 from gradviz.core.hints import diagnose
+from gradviz.core.indices import cell_label
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
     DEFAULT_CHUNK_BYTES,
@@ -103,10 +104,8 @@ class CheckResult:
 
     def cell_label(self, block: BlockComparison, row: int, col: int) -> str:
         """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
-        from gradviz.core.compare import format_index
-
         out_idx, in_idx = block.cell_index(row, col)
-        return f"{format_index(f'out{block.output}', out_idx)} / {format_index(self.inputs[block.input].name, in_idx)}"
+        return cell_label(block.output, out_idx, self.inputs[block.input].name, in_idx)
 
 
 def default_memory_limit() -> int:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from gradviz.core.indices import cell_index
+
 ROW_CHUNK_CELLS = 2**18  # 2 MB of float64 per temporary: the passes below stay in cache
 
 
@@ -55,18 +57,6 @@ class BlockComparison:
     def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """``(index into output i, index into input j)`` of Jacobian cell ``(row, col)``."""
         return cell_index(row, col, self.out_shape, self.in_shape)
-
-
-def cell_index(
-    row: int, col: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    out_idx = tuple(int(v) for v in np.unravel_index(row, out_shape)) if out_shape else ()
-    in_idx = tuple(int(v) for v in np.unravel_index(col, in_shape)) if in_shape else ()
-    return out_idx, in_idx
-
-
-def format_index(name: str, index: tuple[int, ...]) -> str:
-    return f"{name}[{','.join(str(v) for v in index)}]"
 
 
 def compare_block(

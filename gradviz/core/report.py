@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.core.check import CheckResult
-from gradviz.core.compare import format_index
+from gradviz.core.indices import cell_label
 
 
 def json_number(value: float) -> float | str:
@@ -77,7 +77,7 @@ def format_table(result: CheckResult) -> str:
             out_idx, in_idx = b.cell_index(r, c)
             a, n = b.analytic[r, c], b.numerical[r, c]
             worst = (
-                f"{format_index(f'out{b.output}', out_idx)} / {format_index(result.inputs[b.input].name, in_idx)}"
+                f"{cell_label(b.output, out_idx, result.inputs[b.input].name, in_idx)}"
                 f"  analytic {a:.6g}, numerical {n:.6g}"
             )
         shape = f"{b.shape[0]}x{b.shape[1]}"

@@ -263,3 +263,16 @@ def test_export_figures_writes_three_pngs(qtbot, main_window, tmp_path, monkeypa
     written = sorted(p.name for p in tmp_path.glob("*.png"))
     assert written == ["linear_graph.png", "linear_jacobians.png", "linear_memory.png"]
     assert all((tmp_path / name).stat().st_size > 5_000 for name in written)
+
+
+def test_export_to_a_missing_folder_says_so(qtbot, main_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    window = main_window
+    run_and_wait(qtbot, window)
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]))
+    missing = tmp_path / "no" / "such" / "folder"
+    assert window.export_figures(missing) == []
+    assert len(warnings) == 1 and str(missing) in warnings[0]
+    assert not missing.exists()

@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.figures import save_png
+
 KINDS = {  # kind: (symbol, size in px, fill, legend words)
     "custom": ("s", 28, "#e8710a", "your Function"),
     "builtin": ("o", 16, "#4a86c8", "built-in op"),
@@ -361,8 +363,7 @@ class GraphPanel(QWidget):
             image = exporter.export(toBytes=True)
         else:
             image = self.grab()
-        if not image.save(str(path), "PNG"):
-            raise OSError(f"Could not write the PNG to {path}: check that the folder exists and is writable.")
+        save_png(image, path)
 
     # drawing ----------------------------------------------------------------------------------
 

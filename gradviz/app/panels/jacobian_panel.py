@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.figures import save_png
 from gradviz.app.results import BlockView, CheckView
 
 TITLES = ("Analytic (backward)", "Numerical (finite diff.)", "Error |A − N|")
@@ -407,7 +408,7 @@ class JacobianPanel(QWidget):
         """The three plots and their colour bars as one PNG, wide enough for a slide."""
         exporter = pyqtgraph.exporters.ImageExporter(self.plots.scene())
         exporter.parameters()["width"] = EXPORT_WIDTH
-        exporter.export(path)
+        save_png(exporter.export(toBytes=True), path)
 
     # internals --------------------------------------------------------------------------------
 

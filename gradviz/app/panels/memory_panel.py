@@ -31,6 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.figures import save_png
+
 VARIANTS = ("unfused", "fused")
 BAR_LABELS = {"unfused": "unfused\nConv2d+BatchNorm2d", "fused": "fused\nFunction"}
 UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3))
@@ -398,8 +400,7 @@ class MemoryPanel(QWidget):
 
     def export_png(self, path: str) -> None:
         """Headline, bars, table and sweep as one PNG."""
-        if not self.plots_area.grab().save(str(path), "PNG"):
-            raise OSError(f"Could not write the PNG to {path}: check that the folder exists and is writable.")
+        save_png(self.plots_area.grab(), path)
 
     # drawing ----------------------------------------------------------------------------------
 
