@@ -23,10 +23,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gradviz.core.check import CheckSettings, check_function  # noqa: E402
+from gradviz.core.check import check_function  # noqa: E402
 from gradviz.core.inputs import prepare_inputs  # noqa: E402
-from gradviz.core.library import find_builtin  # noqa: E402
 from gradviz.core.loader import load_file  # noqa: E402
+from gradviz.schema.library import find_builtin  # noqa: E402
+from gradviz.schema.settings import CheckSettings  # noqa: E402
 
 CPU = torch.device("cpu")
 
@@ -103,9 +104,10 @@ def speed_case(fn, in_shape, w_shape, repeats: int) -> dict:
 MEMORY_CHILD = """
 import json, sys, torch
 sys.path.insert(0, {root!r})
-from gradviz.core.check import CheckSettings, check_function
+from gradviz.schema.settings import CheckSettings
+from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
-from gradviz.core.library import find_builtin
+from gradviz.schema.library import find_builtin
 from gradviz.core.loader import load_file
 fn = load_file(find_builtin("linear")).functions["LinearFunction"]
 torch.manual_seed(0)

@@ -110,7 +110,7 @@ def _launch_app(argv: list[str]) -> int:
 
 
 def run_list() -> int:
-    from gradviz.core.library import builtin_functions
+    from gradviz.schema.library import builtin_functions
 
     category = None
     for entry in builtin_functions():
@@ -123,8 +123,8 @@ def run_list() -> int:
 
 
 def run_memory(args: argparse.Namespace) -> int:
-    from gradviz.core.errors import GradvizError
     from gradviz.core.memory import conv_bn_study
+    from gradviz.schema.errors import GradvizError
 
     try:
         shape = tuple(int(v) for v in args.shape.split(","))
@@ -173,7 +173,7 @@ def _kib(n: float) -> str:
 
 
 def _resolve_file(name: str) -> Path:
-    from gradviz.core.library import find_builtin
+    from gradviz.schema.library import find_builtin
 
     path = Path(name)
     if path.exists() or path.suffix == ".py":
@@ -262,10 +262,10 @@ def _frames_text(frames: list[dict]) -> str:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    from gradviz.core.errors import GradvizError, UserCodeError
     from gradviz.core.graph import graph_of_source
     from gradviz.core.loader import load_file
     from gradviz.core.report import format_graph
+    from gradviz.schema.errors import GradvizError, UserCodeError
 
     try:
         with _user_output_to_stderr(args.json):

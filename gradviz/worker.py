@@ -129,11 +129,12 @@ def devices() -> list[dict[str, Any]]:
 
 
 def handle_check(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
-    from gradviz.core.check import CheckSettings, check_source
-    from gradviz.core.errors import GradvizError
+    from gradviz.core.check import check_source
     from gradviz.core.loader import load_file, load_source
     from gradviz.core.report import format_table, result_to_dict, save_blocks
     from gradviz.core.serialize import write_check_result
+    from gradviz.schema.errors import GradvizError
+    from gradviz.schema.settings import CheckSettings
 
     last = [0.0]
 
@@ -147,7 +148,7 @@ def handle_check(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
         loaded = load_file(request["path"])
     else:
         loaded = load_source(request["source"], request.get("filename") or "<editor>")
-    settings = CheckSettings(**request.get("settings", {}))
+    settings = CheckSettings.from_dict(request.get("settings", {}))
     result = check_source(loaded, request.get("function"), settings, progress=progress)
     summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else {}
     summary.setdefault("passed", result.passed)
@@ -169,8 +170,8 @@ def handle_check(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
 
 def _graph_or_error(loaded, request: dict[str, Any], settings) -> tuple[dict | None, str | None]:
     """The graph panel's data for the checked Function; a failure here never spoils the check."""
-    from gradviz.core.errors import GradvizError
     from gradviz.core.graph import graph_of_source
+    from gradviz.schema.errors import GradvizError
 
     try:
         graph = graph_of_source(
@@ -217,7 +218,7 @@ HANDLERS = {"check": handle_check, "memory": handle_memory}
 
 
 def serve(requests: IO[str], channel: Channel) -> None:
-    from gradviz.core.errors import GradvizError
+    from gradviz.schema.errors import GradvizError
 
     channel.send({"type": "ready", "pid": os.getpid(), "torch": _torch_version(), "devices": devices()})
     for line in requests:
@@ -257,7 +258,7 @@ def escaped_error(exc: BaseException, request: dict[str, Any]) -> dict[str, Any]
     place the core does not wrap) it names the line like any user-code error; otherwise it is
     a gradviz bug, or the machine running out of memory, and says so plainly.
     """
-    from gradviz.core.errors import from_exception, out_of_memory
+    from gradviz.schema.errors import from_exception, out_of_memory
 
     filename = _request_filename(request)
     tb, outermost = exc.__traceback__, None

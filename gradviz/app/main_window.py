@@ -34,8 +34,8 @@ from gradviz.app.result_loader import ResultLoader
 from gradviz.app.results import CheckView
 from gradviz.app.state import RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
-from gradviz.core.library import find_builtin, function_names, resources_dir
-from gradviz.core.session import SUFFIX, Session, SessionError, load_session, save_session
+from gradviz.schema.library import find_builtin, function_names, resources_dir
+from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
 
 DEFAULT_EXAMPLE = "linear"
 DEFAULT_SIZE = (1680, 1020)  # shrunk to the screen, never below MIN_SIZE

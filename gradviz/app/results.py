@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from gradviz.core.indices import cell_index, cell_label
+from gradviz.schema.indices import cell_index, cell_label
 
 
 @dataclass

@@ -7,7 +7,6 @@ keeps every cell, so a failure can be shown instead of summarised.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -15,21 +14,11 @@ from typing import Any
 
 import torch
 
-from gradviz.core.compare import BlockComparison, Tolerance, compare_block
-from gradviz.core.errors import (
-    Cancelled,
-    GradvizError,
-    SettingsError,
-    SizeLimitError,
-    UserCodeError,
-    from_exception,
-)
+from gradviz.core.compare import BlockComparison, compare_block
 from gradviz.core.extra_checks import ExtraCheck, run_extra_checks
 from gradviz.core.hints import diagnose
-from gradviz.core.indices import cell_label
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
-    DEFAULT_CHUNK_BYTES,
     CancelFn,
     Progress,
     ProgressFn,
@@ -38,36 +27,20 @@ from gradviz.core.jacobian import (
     numerical_jacobian,
 )
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
+from gradviz.schema.errors import (
+    Cancelled,
+    GradvizError,
+    SizeLimitError,
+    UserCodeError,
+    from_exception,
+)
+from gradviz.schema.indices import cell_label
+from gradviz.schema.settings import CheckSettings, default_memory_limit
 
 FLOAT32_ADVICE = (
     "Inputs are float32: central differences with eps={eps:g} keep only a few correct digits, so "
     "cells may fail even for a correct backward. gradcheck's advice: use float64 (--dtype float64)."
 )
-
-
-@dataclass
-class CheckSettings:
-    """What the run bar (or the command line) sets."""
-
-    device: str = "cpu"
-    dtype: str = "float64"
-    eps: float = 1e-6
-    atol: float = 1e-5
-    rtol: float = 1e-3
-    seed: int = 0
-    max_jacobian_bytes: int | None = None  # None: two Jacobians may take a quarter of RAM
-    all_checks: bool = False  # also reentrancy, undefined/zero output grads, double backward
-    nondet_tol: float = 0.0
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES
-
-    def tolerance(self) -> Tolerance:
-        return Tolerance(self.eps, self.atol, self.rtol)
-
-    def validate(self) -> None:
-        if not self.eps > 0:
-            raise SettingsError(f"eps must be positive, got {self.eps}.")
-        if self.atol < 0 or self.rtol < 0:
-            raise SettingsError(f"atol and rtol must be >= 0, got atol={self.atol}, rtol={self.rtol}.")
 
 
 @dataclass
@@ -106,14 +79,6 @@ class CheckResult:
         """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
         out_idx, in_idx = block.cell_index(row, col)
         return cell_label(block.output, out_idx, self.inputs[block.input].name, in_idx)
-
-
-def default_memory_limit() -> int:
-    """A quarter of physical RAM: room for both Jacobians and everything else."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
-    except (ValueError, OSError, AttributeError):
-        return 4 * 2**30
 
 
 def check_source(

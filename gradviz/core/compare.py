@@ -13,19 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from gradviz.core.indices import cell_index
+from gradviz.schema.indices import cell_index
+from gradviz.schema.settings import Tolerance
 
 ROW_CHUNK_CELLS = 2**18  # 2 MB of float64 per temporary: the passes below stay in cache
-
-
-@dataclass
-class Tolerance:
-    eps: float = 1e-6
-    atol: float = 1e-5
-    rtol: float = 1e-3
-
-    def bound(self, numerical: np.ndarray | float) -> np.ndarray | float:
-        return self.atol + self.rtol * np.abs(numerical)
 
 
 @dataclass

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.autograd.function import BackwardCFunction, once_differentiable
 
-from gradviz.core.errors import from_exception
+from gradviz.schema.errors import from_exception
 
 __all__ = [
     "GradSummary",

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from gradviz.core.errors import SettingsError, UserCodeError
+from gradviz.schema.errors import SettingsError, UserCodeError
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 

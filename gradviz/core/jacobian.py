@@ -17,13 +17,13 @@ import numpy as np
 import torch
 from torch._vmap_internals import _vmap
 
-from gradviz.core.errors import Cancelled
+from gradviz.schema.errors import Cancelled
+from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
 
 ProgressFn = Callable[[int, int], None]
 CancelFn = Callable[[], bool]
 BlockKey = tuple[int, int]
 
-DEFAULT_CHUNK_BYTES = 8 * 2**20  # small chunks stay in cache: measured faster than 32 MiB
 
 
 @dataclass

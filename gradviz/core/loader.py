@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from gradviz.core.errors import Frame, UserCodeError, from_exception
+from gradviz.schema.errors import Frame, UserCodeError, from_exception
 
 
 @dataclass

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradviz.core.errors import SettingsError
+from gradviz.schema.errors import SettingsError
 
 EPS = 1e-3  # the tutorial's batch-norm eps, used by both variants
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -294,8 +294,8 @@ class ConvBNStudy:
 @cache
 def fused_function() -> type[torch.autograd.Function]:
     """The built-in FusedConvBN2DFunction, loaded the way a user's file is."""
-    from gradviz.core.library import find_builtin
     from gradviz.core.loader import load_file
+    from gradviz.schema.library import find_builtin
 
     path = find_builtin("fused_conv_bn")
     if path is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.core.check import CheckResult
-from gradviz.core.indices import cell_label
+from gradviz.schema.indices import cell_label
 
 
 def json_number(value: float) -> float | str:

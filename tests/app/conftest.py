@@ -15,10 +15,11 @@ if not os.environ.get("DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"):
 def make_check_view(tmp_path):
     """CheckView of a built-in example (by name) or of source text, computed by gradviz.core."""
     from gradviz.app.results import CheckView
-    from gradviz.core.check import CheckSettings, check_source
-    from gradviz.core.library import find_builtin
+    from gradviz.core.check import check_source
     from gradviz.core.loader import load_file, load_source
     from gradviz.core.serialize import write_check_result
+    from gradviz.schema.library import find_builtin
+    from gradviz.schema.settings import CheckSettings
 
     counter = iter(range(10_000))
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from PySide6.QtCore import Qt
 
-from gradviz.core.library import find_builtin
+from gradviz.schema.library import find_builtin
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CASES = [

@@ -21,8 +21,8 @@ from gradviz.app.panels.graph_panel import (
     node_label,
 )
 from gradviz.core.graph import graph_from_outputs, graph_of_source
-from gradviz.core.library import find_builtin
 from gradviz.core.loader import load_file
+from gradviz.schema.library import find_builtin
 from tests.app.conftest import ARTIFACTS
 
 BUILTINS = ("linear", "fused_conv_bn", "abs_product", "kill_head", "mul_constant_lazy_grads")

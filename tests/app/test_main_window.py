@@ -11,8 +11,8 @@ import pytest
 import torch
 from PySide6.QtCore import Qt
 
-from gradviz.core.library import builtin_functions, find_builtin
 from gradviz.core.loader import choose_function, load_file
+from gradviz.schema.library import builtin_functions, find_builtin
 from tests.app.conftest import ARTIFACTS, ROOT
 
 RUN_TIMEOUT = 60_000

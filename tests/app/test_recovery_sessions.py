@@ -12,8 +12,8 @@ from pathlib import Path
 from PySide6.QtWidgets import QMessageBox
 
 from gradviz.app.recovery import RECOVERY_ENV
-from gradviz.core.library import find_builtin
-from gradviz.core.session import load_session
+from gradviz.schema.library import find_builtin
+from gradviz.schema.session import load_session
 from tests.app.conftest import ROOT
 
 MARKER = "# typed just before the crash: keep me"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradviz.core.check import CheckSettings, check_source
-from gradviz.core.library import CATEGORIES, builtin_functions
+from gradviz.core.check import check_source
 from gradviz.core.loader import choose_function, load_file
+from gradviz.schema.library import CATEGORIES, builtin_functions
+from gradviz.schema.settings import CheckSettings
 
 ENTRIES = builtin_functions()
 CPU = torch.device("cpu")

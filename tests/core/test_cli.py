@@ -163,8 +163,8 @@ def test_memory_bad_arguments_exit_two(args):
 
 def _real_graph_names(name: str) -> list[str]:
     """Names of every node reachable from the real outputs of the built-in example, via torch."""
-    from gradviz.core.library import find_builtin
     from gradviz.core.loader import choose_function, load_file
+    from gradviz.schema.library import find_builtin
 
     loaded = load_file(find_builtin(name))
     torch.manual_seed(0)

@@ -232,7 +232,7 @@ def test_runner_restarts_a_dead_worker(write_source):
     ],
 )
 def test_out_of_memory_is_named_with_its_size(exc, expected):
-    from gradviz.core.errors import from_exception
+    from gradviz.schema.errors import from_exception
 
     error = from_exception("forward", exc, "f.py", "Square.forward")
     assert error.message.startswith("Square.forward ran out of memory: ") and expected in error.message

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from gradviz.core.check import CheckSettings, check_function
-from gradviz.core.compare import Tolerance, compare_block
-from gradviz.core.errors import SizeLimitError
+from gradviz.core.check import check_function
+from gradviz.core.compare import compare_block
 from gradviz.core.inputs import prepare_inputs
+from gradviz.schema.errors import SizeLimitError
+from gradviz.schema.settings import CheckSettings, Tolerance
 from tests.core.functions import SinCos, inputs_for
 
 CPU = torch.device("cpu")

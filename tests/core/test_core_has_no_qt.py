@@ -18,7 +18,7 @@ for info in pkgutil.iter_modules(gradviz.core.__path__):
     importlib.import_module(f"gradviz.core.{info.name}")
 from gradviz.core.check import check_source
 from gradviz.core.loader import load_file
-from gradviz.core.library import find_builtin
+from gradviz.schema.library import find_builtin
 assert check_source(load_file(find_builtin("linear"))).passed
 print("ok")
 """

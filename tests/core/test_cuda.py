@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from gradviz.core.check import CheckSettings, check_source
-from gradviz.core.library import builtin_functions
+from gradviz.core.check import check_source
 from gradviz.core.loader import load_file
+from gradviz.schema.library import builtin_functions
+from gradviz.schema.settings import CheckSettings
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible to torch")
 

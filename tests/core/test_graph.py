@@ -13,8 +13,8 @@ from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 from gradviz.core.graph import GraphModel, extract_graph, graph_from_outputs, make_grad_outputs
-from gradviz.core.library import builtin_functions
 from gradviz.core.loader import choose_function, load_file
+from gradviz.schema.library import builtin_functions
 
 CPU = torch.device("cpu")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -565,7 +565,7 @@ def test_backward_error_names_the_function():
 
 
 def test_forward_error_is_a_user_code_error():
-    from gradviz.core.errors import UserCodeError
+    from gradviz.schema.errors import UserCodeError
 
     with pytest.raises(UserCodeError) as info:
         extract_graph(SaveInput, (leaf(2), leaf(2)))

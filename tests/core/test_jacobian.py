@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradviz.core.check import CheckSettings, check_function
-from gradviz.core.errors import Cancelled
+from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
 from gradviz.core.jacobian import Progress, analytical_jacobian, numerical_jacobian
+from gradviz.schema.errors import Cancelled
+from gradviz.schema.settings import CheckSettings
 from tests.core.functions import CORRECT, ItemScale, SinCos, inputs_for
 
 CPU = torch.device("cpu")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradviz.core.check import CheckSettings, check_source
-from gradviz.core.errors import SettingsError, UserCodeError
+from gradviz.core.check import check_source
 from gradviz.core.loader import choose_function, load_file, load_source
+from gradviz.schema.errors import SettingsError, UserCodeError
+from gradviz.schema.settings import CheckSettings
 
 HEADER = """
 import torch

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from gradviz.core import memory
-from gradviz.core.errors import SettingsError
 from gradviz.core.memory import conv_bn_study, expected_saved_difference, memory_sweep, saved_bytes
+from gradviz.schema.errors import SettingsError
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -31,8 +31,8 @@ def direct_count(fn, *args) -> tuple[int, int]:
 
 
 def fused_function():
-    from gradviz.core.library import find_builtin
     from gradviz.core.loader import load_file
+    from gradviz.schema.library import find_builtin
 
     return load_file(find_builtin("fused_conv_bn")).functions["FusedConvBN2DFunction"]
 

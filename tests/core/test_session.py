@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gradviz.core.session import VERSION, Session, SessionError, load_session, save_session
+from gradviz.schema.session import VERSION, Session, SessionError, load_session, save_session
 
 
 def full_session() -> Session:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.core.library import CATEGORIES, builtin_functions
+from gradviz.schema.library import CATEGORIES, builtin_functions
 
 RECENT_GROUP = "Recent files"
 PATH_ROLE = Qt.ItemDataRole.UserRole

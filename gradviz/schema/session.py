@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gradviz.core.errors import GradvizError
+from gradviz.schema.errors import GradvizError
 
 FORMAT = "gradviz-session"
 VERSION = 1

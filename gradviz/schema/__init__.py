@@ -1,0 +1,1 @@
+"""The torch-free, Qt-free model every front-end shares: settings, results, errors, sessions."""
