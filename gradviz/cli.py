@@ -20,6 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gradviz import __version__
+from gradviz.schema.settings import CheckSettings
+
+DEFAULTS = CheckSettings()
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TRACEBACK_FRAMES = 12  # a RecursionError has a thousand identical frames: show both ends
@@ -39,17 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--function", help="which Function to check when the file defines several")
     check.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     check.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    check.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default: 1e-6)")
-    check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default: 1e-5)")
-    check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default: 1e-3)")
-    check.add_argument("--seed", type=int, default=0, help="seed for example_inputs (default: 0)")
+    check.add_argument("--eps", type=float, default=DEFAULTS.eps, help=f"finite-difference step (default: {DEFAULTS.eps:g})")
+    check.add_argument("--atol", type=float, default=DEFAULTS.atol, help=f"absolute tolerance (default: {DEFAULTS.atol:g})")
+    check.add_argument("--rtol", type=float, default=DEFAULTS.rtol, help=f"relative tolerance (default: {DEFAULTS.rtol:g})")
+    check.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"seed for example_inputs (default: {DEFAULTS.seed})")
     check.add_argument(
         "--max-memory-mb", type=float, help="refuse Jacobians larger than this (default: RAM/4)"
     )
     check.add_argument(
-        "--all-checks",
+        "--jacobian-only",
         action="store_true",
-        help="also check reentrancy, undefined and zero output gradients, and double backward",
+        help="compare the Jacobians only: skip gradcheck's other default checks (reentrancy, backward "
+        "multiplied by grad_output, undefined output gradients)",
+    )
+    check.add_argument(
+        "--all-checks", action="store_true", help="also check double backward (gradgradcheck)"
     )
     check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -182,41 +189,43 @@ def _resolve_file(name: str) -> Path:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from gradviz.schema.errors import GradvizError
+    from gradviz.schema.settings import check_timeout, memory_limit_bytes
+    from gradviz.schema.source_files import check_source_file
     from gradviz.worker_runner import WorkerStartError, run_request
 
-    if args.timeout is not None and not args.timeout > 0:
-        _print_error("settings", f"--timeout must be positive, got {args.timeout:g}.", "", args.json, None)
+    if not _stdout_usable(args.json):
         return EXIT_ERROR
-    path = _resolve_file(args.file).resolve()
     try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        error = {"kind": "import", "message": f"Cannot read {path}: {exc.strerror or exc}", "filename": str(path)}
-        _report_worker_error({**error, "lineno": None, "traceback": []}, args.json)
+        timeout = check_timeout(args.timeout)
+        settings = CheckSettings(
+            device=args.device,
+            dtype=args.dtype,
+            eps=args.eps,
+            atol=args.atol,
+            rtol=args.rtol,
+            seed=args.seed,
+            max_jacobian_bytes=memory_limit_bytes(args.max_memory_mb) if args.max_memory_mb is not None else None,
+            jacobian_only=args.jacobian_only,
+            all_checks=args.all_checks,
+            nondet_tol=args.nondet_tol,
+        )
+        settings.validate()
+        path = check_source_file(_resolve_file(args.file)).resolve()
+    except GradvizError as exc:
+        _report_worker_error(exc.to_dict(), args.json)
         return EXIT_ERROR
-    settings = {
-        "device": args.device,
-        "dtype": args.dtype,
-        "eps": args.eps,
-        "atol": args.atol,
-        "rtol": args.rtol,
-        "seed": args.seed,
-        "max_jacobian_bytes": int(args.max_memory_mb * 2**20) if args.max_memory_mb else None,
-        "all_checks": args.all_checks,
-        "nondet_tol": args.nondet_tol,
-    }
     request = {
         "path": str(path),
         "function": args.function,
-        "settings": settings,
+        "settings": settings.to_dict(),
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
         "save": args.save,  # the worker runs in our working directory
     }
     try:
-        reply = run_request("check", request, timeout=args.timeout, output=sys.stderr)
+        reply = run_request("check", request, timeout=timeout, output=sys.stderr)
     except WorkerStartError as exc:
         _print_error("worker", str(exc), "", args.json, None)
         return EXIT_ERROR
@@ -227,11 +236,32 @@ def run_check(args: argparse.Namespace) -> int:
         _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
         return EXIT_ERROR
     report = reply.result["report"]
-    if args.json:
-        print(json.dumps(report, allow_nan=False))
-    else:
-        print(reply.result["table"])
+    text = json.dumps(report, allow_nan=False) if args.json else reply.result["table"]
+    if not _write_stdout(text):
+        return EXIT_ERROR
     return EXIT_PASS if report["passed"] else EXIT_FAIL
+
+
+def _stdout_usable(as_json: bool) -> bool:
+    """A closed stdout cannot carry a verdict: say so before doing any work."""
+    if sys.stdout is None:
+        _print_error("output", "Standard output is closed, so the verdict cannot be printed.", "", False, None)
+        return False
+    return True
+
+
+def _write_stdout(text: str) -> bool:
+    """Print the verdict; a full or broken stdout is an error (exit 2), never a silent pass."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout = None  # nothing more to flush at exit
+        _print_error("output", f"Cannot write the result to standard output: {reason}.", "", False, None)
+        return False
+    return True
 
 
 def _report_worker_error(error: dict, as_json: bool) -> None:
@@ -239,7 +269,7 @@ def _report_worker_error(error: dict, as_json: bool) -> None:
     message = error.get("message", "")
     if "filename" in error:  # errors in the user's code: where, and their frames only
         where = f"{error['filename']}, line {error['lineno']}" if error.get("lineno") else error["filename"]
-        text = f"{message} ({where})" if where else message
+        text = f"{message} ({where})" if where and where not in message else message
         _print_error(error["kind"], text, _frames_text(error.get("traceback") or []), as_json, error)
     else:
         _print_error(error.get("kind", "error"), message, "", as_json, error)

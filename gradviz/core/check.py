@@ -1,25 +1,28 @@
 """One gradient check from start to end: inputs, forward, both Jacobians, the verdict.
 
-This is what the CLI prints and the app draws. It mirrors
-``torch.autograd.gradcheck(..., check_undefined_grad=False, check_batched_grad=False)`` but
-keeps every cell, so a failure can be shown instead of summarised.
+This is what the CLI prints and the app draws. The verdict is
+``torch.autograd.gradcheck(...)``'s with its defaults: the Jacobian comparison plus the checks
+gradcheck also runs by default (reentrancy, backward multiplied by grad_output, undefined
+output gradients), in gradcheck's order; every cell is kept, so a failure can be shown instead of
+summarised. ``jacobian_only`` drops the other checks; ``all_checks`` adds double backward.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from gradviz.core.compare import BlockComparison, compare_block
-from gradviz.core.extra_checks import ExtraCheck, run_extra_checks
+from gradviz.core import checks
+from gradviz.core.compare import compare_block
 from gradviz.core.hints import diagnose
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
     CancelFn,
+    Jacobian,
     Progress,
     ProgressFn,
     analytical_jacobian,
@@ -34,51 +37,20 @@ from gradviz.schema.errors import (
     UserCodeError,
     from_exception,
 )
-from gradviz.schema.indices import cell_label
-from gradviz.schema.settings import CheckSettings, default_memory_limit
+from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult, TensorInfo
+from gradviz.schema.settings import CheckSettings, Tolerance, default_memory_limit
+from gradviz.schema.units import format_bytes
 
 FLOAT32_ADVICE = (
-    "Inputs are float32: central differences with eps={eps:g} keep only a few correct digits, so "
-    "cells may fail even for a correct backward. gradcheck's advice: use float64 (--dtype float64)."
+    "Inputs are {dtype}: central differences with eps={eps:g} keep only a few correct digits, so "
+    "cells may fail even for a correct backward. gradcheck's advice: use float64."
 )
 
 
-@dataclass
-class TensorInfo:
-    index: int
-    name: str
-    shape: tuple[int, ...] | None  # None for a non-tensor argument or output
-    dtype: str | None
-    requires_grad: bool = False  # inputs: Jacobian columns computed; outputs: differentiable
+class NothingToCheck(GradvizError):
+    """Every Jacobian block has zero cells: there is no verdict to give."""
 
-
-@dataclass
-class CheckResult:
-    function: str
-    device: str
-    dtype: str
-    inputs: list[TensorInfo]
-    outputs: list[TensorInfo]
-    blocks: list[BlockComparison]
-    settings: CheckSettings
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-    extra_checks: list[ExtraCheck] = field(default_factory=list)
-    analytic_path: str = "batched"  # "batched" (one vmapped backward per chunk) or "loop"
-    numerical_path: str = "batched"
-
-    @property
-    def passed(self) -> bool:
-        return all(b.passed for b in self.blocks) and not any(c.failed for c in self.extra_checks)
-
-    def block(self, output: int, input: int) -> BlockComparison:
-        return next(b for b in self.blocks if b.output == output and b.input == input)
-
-    def cell_label(self, block: BlockComparison, row: int, col: int) -> str:
-        """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
-        out_idx, in_idx = block.cell_index(row, col)
-        return cell_label(block.output, out_idx, self.inputs[block.input].name, in_idx)
+    kind = "nothing_to_check"
 
 
 def check_source(
@@ -139,89 +111,163 @@ def check_function(
     cancel: CancelFn | None = None,
     notes: list[str] | None = None,
 ) -> CheckResult:
-    """Both Jacobians of ``fn.apply`` at ``inputs`` and their elementwise comparison."""
+    """Both Jacobians of ``fn.apply`` at ``inputs``, their comparison, and gradcheck's other checks."""
     settings = settings or CheckSettings()
     settings.validate()
-    filename = (
-        loaded.filename
-        if loaded
-        else getattr(fn.forward, "__code__", None) and fn.forward.__code__.co_filename
-    )
-    filename = filename or "<source>"
+    code = _CodeFiles(fn, loaded)
     args, in_indices = inputs.args, inputs.grad_indices
     leaves = [args[j] for j in in_indices]
     start = time.perf_counter()
 
-    outputs, mutates, undeclared = _forward(fn, args, filename)
-    out_infos = _output_infos(outputs, fn, filename, loaded)
+    outputs, mutates, undeclared = _forward(fn, args, code)
+    out_infos = _output_infos(outputs, fn, code, loaded)
     out_indices = [o.index for o in out_infos if o.requires_grad]
-    # Like gradcheck: with no differentiable output, the numerical Jacobian must be all zero.
+    # Like gradcheck: with no differentiable output, the numerical Jacobian must be exactly zero.
     zero_analytic = not out_indices
     if zero_analytic:
-        out_indices = [
-            o.index for o in out_infos if o.shape is not None and outputs[o.index].is_floating_point()
-        ]
+        out_indices = [o.index for o in out_infos if o.shape is not None and outputs[o.index].is_floating_point()]
+    empty = _empty_blocks(outputs, out_indices, args, in_indices, inputs.names)
     _guard_size(outputs, out_indices, leaves, in_indices, inputs.names, settings)
     noise = _forward_noise(fn, args, outputs, out_indices)
 
     rows = sum(outputs[i].numel() for i in out_indices)
     cols = sum(x.numel() for x in leaves)
-    tracker = Progress(rows * (not zero_analytic) + cols, progress, cancel)
-    path = "none"
-    if zero_analytic:
-        analytic = {(i, j): None for i in out_indices for j in in_indices}
-    else:
-        analytic, path = _analytic(
-            fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, filename
-        )
-    t_analytic = time.perf_counter()
-    numerical, numerical_path = _numerical(
-        fn, args, out_indices, in_indices, settings, mutates, tracker, filename
-    )
+    passes = 1 if zero_analytic else (2 if settings.jacobian_only else 3)  # reentrancy: a second pass
+    tracker = Progress(rows * (passes - 1) + cols, progress, cancel)
+    # gradcheck's order: numerical first, then the analytic rows twice through the same graph
+    numerical = _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, code)
     t_numerical = time.perf_counter()
+    analytic = second = None
+    if not zero_analytic:
+        analytic = _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, code)
+        if not settings.jacobian_only:
+            second = _second_pass(fn, outputs, out_indices, leaves, in_indices, settings, analytic, tracker)
+    t_analytic = time.perf_counter()
 
-    tol = settings.tolerance()
-    blocks = []
-    for (i, j), n in numerical.items():
-        a = analytic[i, j] if analytic[i, j] is not None else n * 0.0
-        block = compare_block(i, j, tuple(outputs[i].shape), tuple(args[j].shape), a, n, tol)
-        block.hints = diagnose(block, inputs.names[j])
-        blocks.append(block)
+    blocks = _compare(numerical, analytic, outputs, args, inputs.names, settings, zero_analytic)
     result = CheckResult(
         function=fn.__name__,
-        device=str(args[in_indices[0]].device),
-        dtype=str(args[in_indices[0]].dtype).removeprefix("torch."),
+        device=str(leaves[0].device),
+        dtype=str(leaves[0].dtype).removeprefix("torch."),
         inputs=_input_infos(inputs),
         outputs=out_infos,
         blocks=blocks,
         settings=settings,
         notes=(notes or []) + inputs.notes,
-        analytic_path=path,
-        numerical_path=numerical_path,
+        analytic_path=analytic.path if analytic else "none",
+        numerical_path=numerical.path,
     )
-    result.warnings = _warnings(result, leaves, settings, zero_analytic)
+    result.warnings = _warnings(result, leaves, settings, zero_analytic, empty)
+    result.warnings += [j.note for j in (numerical, analytic) if j is not None and j.note]
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
-    if settings.all_checks:
+    if not zero_analytic:
         tracker.check_cancel()
-        result.extra_checks = run_extra_checks(
-            fn,
-            args,
-            in_indices,
-            eps=settings.eps,
-            atol=settings.atol,
-            rtol=settings.rtol,
-            nondet_tol=settings.nondet_tol,
+        result.checks = _other_checks(
+            fn, args, outputs, out_indices, in_indices, inputs.names, settings, analytic, second
         )
     end = time.perf_counter()
     result.seconds = {
-        "analytic": t_analytic - start,
-        "numerical": t_numerical - t_analytic,
+        "numerical": t_numerical - start,
+        "analytic": t_analytic - t_numerical,
         "total": end - start,
     }
     return result
 
 
-def _forward(fn: type, args: tuple, filename: str) -> tuple[tuple, bool, list[int]]:
+class _CodeFiles:
+    """The files whose frames count as the user's: the loaded source and the Function's own module."""
+
+    def __init__(self, fn: type, loaded: LoadedSource | None) -> None:
+        own = _source_file(fn)
+        self.main = loaded.filename if loaded else own or "<source>"
+        self.also = {own} if own else set()
+
+    def error(self, kind: str, exc: BaseException, context: str) -> UserCodeError:
+        return from_exception(kind, exc, self.main, context, also=self.also)
+
+
+def _source_file(fn: type) -> str | None:
+    try:
+        return inspect.getsourcefile(fn.forward) or fn.forward.__code__.co_filename
+    except (TypeError, AttributeError):
+        return None
+
+
+def _compare(
+    numerical: Jacobian,
+    analytic: Jacobian | None,
+    outputs: tuple,
+    args: tuple,
+    names: list[str],
+    settings: CheckSettings,
+    zero_analytic: bool,
+) -> list[BlockComparison]:
+    """Every block compared as gradcheck compares it (zero tolerance where the Jacobian must be 0)."""
+    tol = Tolerance(settings.eps, 0.0, 0.0) if zero_analytic else settings.tolerance()
+    blocks = []
+    for (i, j), n in numerical.blocks.items():
+        a = analytic.blocks[i, j] if analytic else n * 0.0
+        dtype = torch.promote_types(args[j].dtype, outputs[i].dtype)
+        block = compare_block(
+            i, j, tuple(outputs[i].shape), tuple(args[j].shape), a, n, tol, compute_dtype=dtype
+        )
+        block.hints = diagnose(block, names[j])
+        blocks.append(block)
+    return blocks
+
+
+def _second_pass(fn, outputs, out_indices, leaves, in_indices, settings, first: Jacobian, tracker) -> Any:
+    """The analytic Jacobian again through the same graph, for the reentrancy check.
+
+    A failure here is the check's finding (gradcheck raises there too), not an error of the run.
+    """
+    try:
+        return analytical_jacobian(
+            outputs,
+            out_indices,
+            leaves,
+            in_indices,
+            chunk_bytes=settings.chunk_bytes,
+            progress=tracker,
+            batched=first.path == "batched",
+        )
+    except Cancelled:
+        raise
+    except Exception as exc:
+        return exc
+
+
+def _other_checks(
+    fn, args, outputs, out_indices, in_indices, names, settings, first: Jacobian, second
+) -> list[CheckOutcome]:
+    """gradcheck's default checks after the Jacobian (unless jacobian_only), then double backward."""
+    found = []
+    leaf_names = [names[j] for j in in_indices]
+    if not settings.jacobian_only:
+        shapes = {(i, j): (tuple(outputs[i].shape), tuple(args[j].shape)) for i in out_indices for j in in_indices}
+        if isinstance(second, Exception):
+            found.append(
+                CheckOutcome(
+                    checks.REENTRANT,
+                    checks.FAILED,
+                    f"a second backward through the same graph raised {type(second).__name__}: {second}",
+                )
+            )
+        else:
+            found.append(checks.check_reentrant(first, second, shapes, names, settings.nondet_tol))
+        differentiable = [outputs[i] for i in out_indices]
+        found.append(
+            checks.check_multiplied_by_grad_output(differentiable, [args[j] for j in in_indices], leaf_names)
+        )
+        found.append(checks.check_undefined_output_grads(fn, args, in_indices, leaf_names))
+    if settings.all_checks:
+        found.append(
+            checks.check_double_backward(fn, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol)
+        )
+    return found
+
+
+def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int]]:
     """One forward with autograd on; also tells whether it modified an input in place, and
     which modified inputs it did not declare with ``ctx.mark_dirty``."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -230,7 +276,7 @@ def _forward(fn: type, args: tuple, filename: str) -> tuple[tuple, bool, list[in
         with torch.enable_grad():
             outputs = call_apply(fn.apply, copies, clone=False)
     except (Exception, SystemExit) as exc:
-        raise from_exception("forward", exc, filename, f"{fn.__name__}.forward") from None
+        raise code.error("forward", exc, f"{fn.__name__}.forward") from None
     changed = [j for j, (a, v) in enumerate(zip(copies, versions)) if isinstance(a, torch.Tensor) and a._version != v]
     # mark_dirty rebases a modified input onto the Function's own node; without it the input keeps its
     # old one. Only inputs that need gradients matter: a buffer (running statistics) may change quietly.
@@ -239,26 +285,53 @@ def _forward(fn: type, args: tuple, filename: str) -> tuple[tuple, bool, list[in
     return outputs, bool(changed), undeclared
 
 
-def _output_infos(
-    outputs: tuple, fn: type, filename: str, loaded: LoadedSource | None = None
-) -> list[TensorInfo]:
+def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
+    """What forward returned; outputs gradviz cannot compare (complex, sparse, meta) are refused."""
+    line = method_line(loaded, fn, "forward", last_return=True) if loaded else None
+
+    def refuse(message: str) -> UserCodeError:
+        return UserCodeError("bad_output", f"{fn.__name__}.forward {message}", code.main, line)
+
     infos = []
     for i, o in enumerate(outputs):
-        if isinstance(o, torch.Tensor):
-            infos.append(
-                TensorInfo(i, f"out{i}", tuple(o.shape), str(o.dtype).removeprefix("torch."), o.requires_grad)
-            )
-        else:
+        if not isinstance(o, torch.Tensor):
             infos.append(TensorInfo(i, f"out{i}", None, None, False))
+            continue
+        if o.is_meta:
+            raise refuse(f"returned a meta tensor as output {i}: it has no values to compare.")
+        if o.layout != torch.strided:
+            raise refuse(
+                f"returned a {str(o.layout).removeprefix('torch.')} tensor as output {i}; gradviz (like "
+                "gradcheck) compares dense outputs. Return out.to_dense() to check it."
+            )
+        if o.is_complex():
+            raise refuse(
+                f"returned a complex tensor as output {i}; gradviz checks real outputs. Return "
+                "torch.view_as_real(out) to check its real and imaginary parts."
+            )
+        infos.append(TensorInfo(i, f"out{i}", tuple(o.shape), str(o.dtype).removeprefix("torch."), o.requires_grad))
     if all(info.shape is None for info in infos):
-        raise UserCodeError(
-            "bad_output",
-            f"{fn.__name__}.forward returned {type(outputs[0]).__name__ if outputs else 'nothing'}, "
-            "not a tensor: forward must return a tensor or a tuple of tensors.",
-            filename,
-            method_line(loaded, fn, "forward", last_return=True) if loaded else None,
+        raise refuse(
+            f"returned {type(outputs[0]).__name__ if outputs else 'nothing'}, not a tensor: forward must "
+            "return a tensor or a tuple of tensors."
         )
     return infos
+
+
+def _empty_blocks(outputs, out_indices, args, in_indices, names) -> list[str]:
+    """Blocks with no cells (an output or input with 0 elements); all of them: nothing to check."""
+    empty = [
+        f"out{i} / {names[j]}"
+        for i in out_indices
+        for j in in_indices
+        if outputs[i].numel() == 0 or args[j].numel() == 0
+    ]
+    if out_indices and len(empty) == len(out_indices) * len(in_indices):
+        raise NothingToCheck(
+            f"Nothing to check: every Jacobian block has 0 cells ({', '.join(empty)}): an input or output has "
+            "0 elements. Give example_inputs non-empty tensors."
+        )
+    return empty
 
 
 def _input_infos(inputs: PreparedInputs) -> list[TensorInfo]:
@@ -282,26 +355,18 @@ def _guard_size(outputs, out_indices, leaves, in_indices, names, settings: Check
         return
     biggest = max(in_indices, key=lambda j: leaves[in_indices.index(j)].numel())
     raise SizeLimitError(
-        f"The two Jacobians would take {_human_bytes(needed)} ({rows:,} output elements × {cols:,} input "
-        f"elements × 8 bytes × 2), more than the limit of {_human_bytes(limit)}. Shrink the inputs in "
+        f"The two Jacobians would take {format_bytes(needed)} ({rows:,} output elements × {cols:,} input "
+        f"elements × 8 bytes × 2), more than the limit of {format_bytes(limit)}. Shrink the inputs in "
         f"example_inputs (the largest is {names[biggest]} with {leaves[in_indices.index(biggest)].numel():,} "
         "elements), mark inputs you do not need with requires_grad=False, or raise the limit (--max-memory-mb)."
     )
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TB"
 
 
 _COUNT = re.compile(r"returned an incorrect number of gradients")
 _SHAPE = re.compile(r"returned an invalid gradient at index (\d+)")
 
 
-def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, filename):
+def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, code) -> Jacobian:
     try:
         return analytical_jacobian(
             outputs, out_indices, leaves, in_indices, chunk_bytes=settings.chunk_bytes, progress=tracker
@@ -309,14 +374,12 @@ def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, l
     except GradvizError:
         raise
     except (Exception, SystemExit) as exc:
-        raise _backward_error(fn, exc, loaded, filename) from None
+        raise _backward_error(fn, exc, loaded, code) from None
 
 
-def _backward_error(
-    fn: type, exc: BaseException, loaded: LoadedSource | None, filename: str
-) -> UserCodeError:
+def _backward_error(fn: type, exc: BaseException, loaded: LoadedSource | None, code: _CodeFiles) -> UserCodeError:
     """Name the problem; engine-side checks point at backward's return statement."""
-    error = from_exception("backward", exc, filename, f"{fn.__name__}.backward")
+    error = code.error("backward", exc, f"{fn.__name__}.backward")
     text = str(exc)
     kind = "gradient_count" if _COUNT.search(text) else "gradient_shape" if _SHAPE.search(text) else None
     if kind is None:
@@ -338,8 +401,7 @@ def _backward_error(
     return error
 
 
-def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, filename):
-    """Numerical blocks and the path that ran."""
+def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, code) -> Jacobian:
     try:
         return numerical_jacobian(
             fn.apply,
@@ -351,11 +413,13 @@ def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, fi
             chunk_bytes=settings.chunk_bytes,
             progress=tracker,
         )
-    except (GradvizError, Cancelled):
+    except (GradvizError, Cancelled) as exc:
+        if isinstance(exc, UserCodeError) and exc.filename == "<source>":
+            exc.filename = code.main  # a refusal raised by gradviz itself about the user's forward
         raise
     except (Exception, SystemExit) as exc:
         context = f"{fn.__name__}.forward (on inputs perturbed by ±eps for finite differences)"
-        raise from_exception("forward", exc, filename, context) from None
+        raise code.error("forward", exc, context) from None
 
 
 def _forward_noise(fn, args, outputs, out_indices) -> float:
@@ -365,7 +429,7 @@ def _forward_noise(fn, args, outputs, out_indices) -> float:
     measure noise instead of slopes; one more forward is cheap next to the Jacobians.
     """
     try:
-        with torch.inference_mode():
+        with torch.no_grad():
             again = call_apply(fn.apply, args, clone=True)
         worst = 0.0
         for i in out_indices:
@@ -399,18 +463,21 @@ def _forward_warnings(fn, names, undeclared, noise: float, settings: CheckSettin
     return warnings
 
 
-def _warnings(result: CheckResult, leaves, settings: CheckSettings, zero_analytic: bool) -> list[str]:
+def _warnings(result: CheckResult, leaves, settings: CheckSettings, zero_analytic: bool, empty: list[str]) -> list[str]:
     warnings = []
-    if any(x.dtype != torch.float64 for x in leaves):
-        warnings.append(FLOAT32_ADVICE.format(eps=settings.eps))
+    low = sorted({str(x.dtype).removeprefix("torch.") for x in leaves if x.dtype != torch.float64})
+    if low:
+        warnings.append(FLOAT32_ADVICE.format(dtype=" and ".join(low), eps=settings.eps))
     for b in result.blocks:
         if b.n_nonfinite:
             warnings.append(
                 f"Block out{b.output} / {result.inputs[b.input].name}: {b.n_nonfinite} cell(s) are NaN or Inf "
-                "in the analytic or numerical Jacobian; they count as failing."
+                "in the analytic or numerical Jacobian; they fail unless both are the same infinity."
             )
+    if empty:
+        warnings.append(f"Nothing to check in {', '.join(empty)}: 0 elements.")
     if zero_analytic:
         warnings.append(
-            "No output is differentiable, so the numerical Jacobian must be zero (as gradcheck requires)."
+            "No output is differentiable, so the numerical Jacobian must be exactly zero (as gradcheck requires)."
         )
     return warnings

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradviz.core.compare import BlockComparison
 from gradviz.schema.indices import format_index
+from gradviz.schema.results import BlockComparison
 
 # Hints look at small blocks only; beyond this the extra passes would cost more than they help.
 MAX_HINT_CELLS = 4_000_000

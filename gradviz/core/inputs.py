@@ -62,7 +62,12 @@ def resolve_dtype(name: str) -> torch.dtype:
 def prepare_inputs(
     raw: Any, device: torch.device, dtype: torch.dtype, names: list[str], filename: str = "<source>"
 ) -> PreparedInputs:
-    """Copy every tensor to ``device``; floating tensors also to ``dtype``."""
+    """Fresh copies of every tensor on ``device``; floating tensors also in ``dtype``.
+
+    Only dense differentiable inputs get Jacobian columns. Other tensor arguments (a sparse
+    adjacency matrix, an integer index, a complex filter) pass through with their layout and
+    strides; a differentiable one that cannot be perturbed element by element is refused.
+    """
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
     if isinstance(raw, list):
@@ -74,28 +79,17 @@ def prepare_inputs(
             filename,
         )
     notes: list[str] = []
-    args = []
-    for j, a in enumerate(raw):
-        if isinstance(a, torch.Tensor):
-            if a.is_complex():
-                raise UserCodeError(
-                    "example_inputs",
-                    f"Input {j} ({names[j]}) is complex; gradviz checks real tensors.",
-                    filename,
-                )
-            target = dtype if a.is_floating_point() else a.dtype
-            leaf = a.detach().to(device=device, dtype=target, copy=True).contiguous()
-            leaf.requires_grad_(a.requires_grad and a.is_floating_point())
-            args.append(leaf)
-        else:
-            args.append(a)
+    args = [
+        _prepare_tensor(a, j, names[j], device, dtype, notes, filename) if isinstance(a, torch.Tensor) else a
+        for j, a in enumerate(raw)
+    ]
     prepared = PreparedInputs(tuple(args), names, notes)
     if not prepared.grad_indices:
-        floats = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+        floats = [j for j, a in enumerate(args) if _differentiable_kind(a)]
         if not floats:
             raise UserCodeError(
                 "example_inputs",
-                "No floating-point tensor among the inputs, so there is nothing to differentiate.",
+                "No dense floating-point tensor among the inputs, so there is nothing to differentiate.",
                 filename,
             )
         for j in floats:
@@ -104,4 +98,60 @@ def prepare_inputs(
         notes.append(
             f"No input had requires_grad=True, so every floating-point input was checked ({listed})."
         )
+        prepared = PreparedInputs(tuple(args), names, notes)
     return prepared
+
+
+def _differentiable_kind(a: Any) -> bool:
+    """A tensor gradviz can give Jacobian columns: dense, strided, real floating point."""
+    return (
+        isinstance(a, torch.Tensor)
+        and a.layout == torch.strided
+        and a.is_floating_point()
+        and not a.is_meta
+        and not a.is_nested
+    )
+
+
+def _prepare_tensor(
+    a: torch.Tensor, j: int, name: str, device: torch.device, dtype: torch.dtype, notes: list[str], filename: str
+) -> torch.Tensor:
+    def refuse(why: str) -> UserCodeError:
+        return UserCodeError("example_inputs", f"Input {j} ({name}) {why}", filename)
+
+    if a.is_meta:
+        raise refuse(
+            "is a meta tensor: it has a shape but no values, so there is nothing to evaluate. "
+            "Create it on a real device (example_inputs receives the device to use)."
+        )
+    wants_grad = a.requires_grad
+    if a.layout != torch.strided or a.is_nested:
+        if wants_grad:
+            kind = "nested" if a.is_nested else str(a.layout).removeprefix("torch.")
+            raise refuse(
+                f"is a {kind} tensor that requires grad: gradviz computes Jacobian columns for dense "
+                f"inputs only. Pass {name}.to_dense() to check its gradient, or requires_grad=False if "
+                "it is fixed data (an adjacency matrix, say)."
+            )
+        target = dtype if a.is_floating_point() else a.dtype
+        return a.detach().to(device=device, dtype=target).clone()
+    if a.is_complex():
+        if wants_grad:
+            raise refuse(
+                "is complex and requires grad; gradviz checks real inputs. Pass torch.view_as_real(...) "
+                "and rebuild the complex tensor inside forward."
+            )
+        return a.detach().to(device=device, copy=True)
+    target = dtype if a.is_floating_point() else a.dtype
+    # copy=True keeps the strides of a non-overlapping tensor (a transposed weight stays transposed)
+    leaf = a.detach().to(device=device, dtype=target, copy=True)
+    overlapping = any(st == 0 and sz > 1 for st, sz in zip(a.stride(), a.shape))
+    if wants_grad and a.is_floating_point():
+        if overlapping:
+            leaf = leaf.contiguous()
+            notes.append(
+                f"{name} was an expanded tensor (elements sharing memory); gradviz checked a contiguous copy, "
+                "since perturbing one shared element would move several (gradcheck refuses such inputs)."
+            )
+        leaf.requires_grad_(True)
+    return leaf

@@ -19,6 +19,10 @@ from pathlib import Path
 import torch
 
 from gradviz.schema.errors import Frame, UserCodeError, from_exception
+from gradviz.schema.source_files import read_source_text
+
+
+MAX_QUOTED_LINE = 120  # characters of a bad line quoted in a syntax error
 
 
 @dataclass
@@ -47,28 +51,19 @@ class LoadedSource:
 
 
 def read_source(path: str | Path) -> str:
-    """Read a user file as UTF-8, with an error that says what is wrong with it."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UserCodeError("import", f"Cannot read {path}: {exc.strerror or exc}", str(path)) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise UserCodeError(
-            "import",
-            f"The file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}). "
-            "Save it as UTF-8 and try again.",
-            str(path),
-            line,
-        ) from None
+    """Read a user file as UTF-8, refusing directories, FIFOs, devices and huge files first."""
+    return read_source_text(path)
 
 
 def load_file(path: str | Path) -> LoadedSource:
+    """Load a file with its own folder first on ``sys.path``, as ``python file.py`` would, so a
+    file that imports its sibling modules (the user's package) works wherever gradviz started."""
     path = Path(path).resolve()
-    return load_source(read_source(path), str(path))
+    source = read_source(path)
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return load_source(source, str(path))
 
 
 def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
@@ -84,6 +79,15 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
         code = compile(source, filename, "exec")
     except SyntaxError as exc:
         raise _syntax_error(exc, filename) from None
+    except ValueError as exc:  # NUL bytes in the source
+        raise UserCodeError("syntax", f"The source cannot be compiled: {exc}.", filename) from None
+    except (RecursionError, MemoryError):
+        raise UserCodeError(
+            "syntax",
+            "The source is nested too deeply for Python's compiler (an expression or block thousands of "
+            "levels deep). Split it into smaller pieces.",
+            filename,
+        ) from None
 
     module = types.ModuleType(f"gradviz_user_{uuid.uuid4().hex[:12]}")
     module.__file__ = filename
@@ -93,18 +97,13 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     except (Exception, SystemExit) as exc:
         raise from_exception("import", exc, filename, "Running the file") from None
 
-    functions = {
-        name: obj
-        for name, obj in module.__dict__.items()
-        if isinstance(obj, type)
-        and issubclass(obj, torch.autograd.Function)
-        and obj.__module__ == module.__name__
-    }
+    functions = find_functions(module)
     if not functions:
         raise UserCodeError(
             "no_function",
-            "No torch.autograd.Function subclass is defined in this source. Define a class with "
-            "static forward(ctx, ...) and backward(ctx, ...) methods.",
+            "No torch.autograd.Function subclass is defined or imported in this source. Define a class "
+            "with static forward(ctx, ...) and backward(ctx, ...) methods, or import yours "
+            "(from mypackage.ops import MyFunction).",
             filename,
         )
     example_inputs = module.__dict__.get("example_inputs")
@@ -114,6 +113,28 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
         )
     default = module.__dict__.get("FUNCTION")
     return LoadedSource(filename, source, module, functions, example_inputs, default)
+
+
+# Abstract bases a file may import along with its Function: never something to check.
+_BASES = (torch.autograd.Function, torch.autograd.function.InplaceFunction, torch.autograd.function.NestedIOFunction)
+
+
+def find_functions(module: types.ModuleType) -> dict[str, type[torch.autograd.Function]]:
+    """Every concrete Function the module defines or imports: its own first, then imported ones.
+
+    A user's Function usually lives in their package; a file that imports it and defines
+    ``example_inputs`` is the normal case, so imported Functions count too.
+    """
+    found = {
+        name: obj
+        for name, obj in module.__dict__.items()
+        if isinstance(obj, type)
+        and issubclass(obj, torch.autograd.Function)
+        and obj not in _BASES
+        and obj.forward is not torch.autograd.Function.forward
+    }
+    own = {n: f for n, f in found.items() if f.__module__ == module.__name__}
+    return {**own, **{n: f for n, f in found.items() if n not in own}}
 
 
 def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch.autograd.Function]:
@@ -133,12 +154,23 @@ def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch
     return loaded.functions[name]
 
 
-def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
-    """Names of forward's parameters after ctx, for labels such as ``weight[2,0]``."""
+def uses_setup_context(fn: type[torch.autograd.Function]) -> bool:
+    """PyTorch >= 2.0 style: ``forward(x, ...)`` without ctx, plus ``setup_context(ctx, inputs, output)``."""
+    return getattr(fn, "setup_context", None) is not torch.autograd.Function.setup_context
+
+
+def forward_parameters(fn: type[torch.autograd.Function]) -> list[inspect.Parameter]:
+    """forward's parameters that ``apply`` fills: all of them, less ctx in the classic style."""
     try:
-        params = list(inspect.signature(fn.forward).parameters.values())[1:]
+        params = list(inspect.signature(fn.forward).parameters.values())
     except (TypeError, ValueError):
-        params = []
+        return []
+    return params if uses_setup_context(fn) else params[1:]
+
+
+def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
+    """Names of the arguments of ``apply``, for labels such as ``weight[2,0]``."""
+    params = forward_parameters(fn)
     names = []
     for j in range(count):
         if j < len(params) and params[j].kind in (params[j].POSITIONAL_ONLY, params[j].POSITIONAL_OR_KEYWORD):
@@ -149,11 +181,10 @@ def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
 
 
 def required_arguments(fn: type[torch.autograd.Function]) -> list[str]:
-    """forward's positional parameters without defaults (after ctx)."""
-    params = list(inspect.signature(fn.forward).parameters.values())[1:]
+    """forward's positional parameters without defaults (after ctx, in the classic style)."""
     return [
         p.name
-        for p in params
+        for p in forward_parameters(fn)
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
     ]
 
@@ -162,7 +193,7 @@ def method_line(loaded: LoadedSource, fn: type, method: str, *, last_return: boo
     """Line of ``fn.method``'s def (or its last return) in the user's source, found by parsing."""
     try:
         tree = ast.parse(loaded.source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == fn.__name__:
@@ -178,7 +209,11 @@ def method_line(loaded: LoadedSource, fn: type, method: str, *, last_return: boo
 
 def _syntax_error(exc: SyntaxError, filename: str) -> UserCodeError:
     text = (exc.text or "").rstrip("\n")
-    frames = [Frame(filename, exc.lineno or 0, "<module>", text.strip())]
+    if len(text) > MAX_QUOTED_LINE:
+        text = text[: MAX_QUOTED_LINE - 1] + "…"
+    if not exc.lineno:  # e.g. NUL bytes: the compiler names no line
+        return UserCodeError("syntax", f"Syntax error: {exc.msg}.", filename)
+    frames = [Frame(filename, exc.lineno, "<module>", text.strip())]
     col = f", column {exc.offset}" if exc.offset else ""
     message = f"Syntax error: {exc.msg} (line {exc.lineno}{col})"
     if text.strip():

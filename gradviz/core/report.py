@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gradviz.core.check import CheckResult
 from gradviz.schema.indices import cell_label
+from gradviz.schema.results import CheckResult
 
 
 def json_number(value: float) -> float | str:
@@ -48,7 +48,7 @@ def result_to_dict(result: CheckResult) -> dict:
             }
             for b in result.blocks
         ],
-        "checks": [c.to_dict() for c in result.extra_checks],
+        "checks": [c.to_dict() for c in result.checks],
         "warnings": result.warnings,
         "notes": result.notes,
         "paths": {"analytic": result.analytic_path, "numerical": result.numerical_path},
@@ -84,9 +84,9 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"{name:<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
         lines.extend(f"    hint: {h}" for h in b.hints)
     lines.append("")
-    for c in result.extra_checks:
-        lines.append(f"{c.name:<24} {c.status:<26} {c.detail}")
-    if result.extra_checks:
+    for c in result.checks:
+        lines.append(f"{c.name:<26} {c.status:<7} {c.detail}")
+    if result.checks:
         lines.append("")
     for w in result.warnings:
         lines.append(f"warning: {w}")
@@ -94,7 +94,7 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"note: {note}")
     total = sum(b.n_failing for b in result.blocks)
     cells = sum(b.analytic.size for b in result.blocks)
-    failed_checks = [c.name for c in result.extra_checks if c.failed]
+    failed_checks = [c.name for c in result.checks if c.failed]
     if result.passed:
         verdict = "PASSED"
     elif total:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gradviz.core.check import CheckResult
 from gradviz.core.report import result_to_dict
+from gradviz.schema.results import CheckResult
 
 ARRAYS = ("analytic", "numerical", "error", "failing")
 

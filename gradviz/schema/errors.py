@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from types import TracebackType
+
+from gradviz.schema.units import format_bytes
 
 
 class GradvizError(Exception):
@@ -98,19 +101,27 @@ class UserCodeError(GradvizError):
         }
 
 
-def user_frames(tb: TracebackType | None, filename: str) -> list[Frame]:
-    """Frames of ``tb`` that belong to the user's file, outermost first."""
+def user_frames(tb: TracebackType | None, filenames: str | Collection[str]) -> list[Frame]:
+    """Frames of ``tb`` that belong to the user's file(s), outermost first."""
+    files = {filenames} if isinstance(filenames, str) else set(filenames)
     frames = []
     for summary in traceback.extract_tb(tb):
-        if summary.filename == filename:
+        if summary.filename in files:
             frames.append(Frame(summary.filename, summary.lineno or 0, summary.name, summary.line or ""))
     return frames
 
 
-def from_exception(kind: str, exc: BaseException, filename: str, context: str) -> UserCodeError:
-    """Wrap an exception raised inside user code; ``context`` says what gradviz was doing."""
-    frames = user_frames(exc.__traceback__, filename)
+def from_exception(
+    kind: str, exc: BaseException, filename: str, context: str, *, also: Collection[str] = ()
+) -> UserCodeError:
+    """Wrap an exception raised inside user code; ``context`` says what gradviz was doing.
+
+    ``also`` names more files of the user's (the module an imported Function lives in); the
+    error points at the innermost frame in any of them.
+    """
+    frames = user_frames(exc.__traceback__, {filename, *also})
     lineno = frames[-1].lineno if frames else None
+    filename = frames[-1].filename if frames else filename
     memory = out_of_memory(exc)
     if memory:
         return UserCodeError(kind, f"{context} ran out of memory: {memory}", filename, lineno, frames)
@@ -138,7 +149,7 @@ def out_of_memory(exc: BaseException) -> str | None:
     cpu = _CPU_ALLOC.search(text)
     if cpu:
         n = int(cpu.group(1))
-        return f"it tried to allocate {human_bytes(n)} ({n:,} bytes) at once, more than this machine can give."
+        return f"it tried to allocate {format_bytes(n)} ({n:,} bytes) at once, more than this machine can give."
     if type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text:
         cuda = _CUDA_ALLOC.search(text)
         size = f"it tried to allocate {cuda.group(1)}" if cuda else "an allocation failed"
@@ -147,12 +158,3 @@ def out_of_memory(exc: BaseException) -> str | None:
         detail = f": {text}" if text else ""
         return f"Python could not allocate the memory it asked for (MemoryError{detail})."
     return None
-
-
-def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KB' (binary units, one decimal)."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TB"

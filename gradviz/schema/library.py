@@ -78,7 +78,7 @@ def function_names(source: str) -> list[str]:
     """
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     names = []
     for node in tree.body:

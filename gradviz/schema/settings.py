@@ -12,8 +12,6 @@ import os
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-import numpy as np
-
 from gradviz.schema.errors import SettingsError
 
 DTYPES = ("float64", "float32")
@@ -29,8 +27,9 @@ class Tolerance:
     atol: float = 1e-5
     rtol: float = 1e-3
 
-    def bound(self, numerical: np.ndarray | float) -> np.ndarray | float:
-        return self.atol + self.rtol * np.abs(numerical)
+    def bound(self, numerical: Any) -> Any:
+        """The allowed |a - n| for numerical value(s) ``numerical`` (a float or an array)."""
+        return self.atol + self.rtol * abs(numerical)
 
 
 @dataclass

@@ -223,7 +223,7 @@ def test_runner_restarts_a_dead_worker(write_source):
 @pytest.mark.parametrize(
     "exc, expected",
     [
-        (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8000000000000 bytes."), "7.3 TB"),
+        (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8000000000000 bytes."), "7.3 TiB"),
         (MemoryError(), "MemoryError"),
         (
             type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 ..."),

@@ -32,12 +32,17 @@ def test_failing_mask_is_torch_isclose_rule():
     )
 
 
-def test_non_finite_cells_fail_even_when_equal():
-    a = np.array([[1.0, np.inf], [np.nan, 2.0]])
-    n = np.array([[1.0, np.inf], [0.0, 2.0]])
-    block = compare_block(0, 0, (2,), (2,), a, n, Tolerance())
-    np.testing.assert_array_equal(block.failing, [[False, True], [True, False]])
-    assert block.n_nonfinite == 2 and block.max_abs_error == np.inf
+def test_non_finite_cells_follow_torch_isclose():
+    """NaN fails, even against NaN; equal infinities pass (as in gradcheck's allclose); a lone one fails."""
+    a = np.array([[1.0, np.inf, np.nan], [np.nan, 2.0, -np.inf]])
+    n = np.array([[1.0, np.inf, np.nan], [0.0, 2.0, np.inf]])
+    tol = Tolerance()
+    block = compare_block(0, 0, (2,), (3,), a, n, tol)
+    expected = ~torch.isclose(torch.from_numpy(a), torch.from_numpy(n), rtol=tol.rtol, atol=tol.atol).numpy()
+    np.testing.assert_array_equal(block.failing, expected)
+    assert block.failing.sum() == 3 and not block.failing[0, 1]
+    assert block.n_nonfinite == 4 and block.max_abs_error == np.inf
+    assert block.error[0, 1] == 0 and block.error[0, 2] == np.inf
 
 
 def test_cell_index_maps_to_torch_jacobian_layout():
@@ -85,5 +90,5 @@ def test_size_guard_refuses_before_allocating_and_says_how_big():
         check_function(Double, prepared, CheckSettings(max_jacobian_bytes=100 * 2**20))
     message = info.value.message
     assert "90,000 output elements × 90,000 input elements" in message
-    assert "120.7 GB" in message or "GB" in message
-    assert "big" in message and "100.0 MB" in message
+    assert "GiB" in message
+    assert "big" in message and "100.0 MiB" in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -59,10 +60,8 @@ def test_both_jacobians_match_torch(fn):
         )
 
 
-@pytest.mark.parametrize("fn", CORRECT, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("chunk_bytes", [1, 256, 1 << 20])
-def test_batched_and_looped_paths_and_chunks_agree(fn, chunk_bytes):
-    args = inputs_for(fn)
+def jacobians_both_ways(fn, args, chunk_bytes=1 << 20):
+    """Analytic and numerical blocks by the batched and the looped path: (a_batched, a_loop, n_batched, n_loop)."""
     prepared = prepare_inputs(args, CPU, torch.float64, ["x"] * len(args))
     leaves = [prepared.args[j] for j in prepared.grad_indices]
     call = [a.clone() if isinstance(a, torch.Tensor) else a for a in prepared.args]
@@ -70,34 +69,27 @@ def test_batched_and_looped_paths_and_chunks_agree(fn, chunk_bytes):
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     out_idx = [i for i, o in enumerate(outputs) if o.requires_grad]
     mutates = fn.__name__ == "InPlaceDouble"
-
-    a_batched, _ = analytical_jacobian(
-        outputs, out_idx, leaves, prepared.grad_indices, chunk_bytes=chunk_bytes
+    grads = prepared.grad_indices
+    a_batched = analytical_jacobian(outputs, out_idx, leaves, grads, chunk_bytes=chunk_bytes)
+    a_loop = analytical_jacobian(outputs, out_idx, leaves, grads, batched=False)
+    n_batched = numerical_jacobian(
+        fn.apply, prepared.args, out_idx, grads, eps=1e-6, clone_inputs=mutates, chunk_bytes=chunk_bytes
     )
-    a_loop, path = analytical_jacobian(outputs, out_idx, leaves, prepared.grad_indices, batched=False)
-    n_batched, _ = numerical_jacobian(
-        fn.apply,
-        prepared.args,
-        out_idx,
-        prepared.grad_indices,
-        eps=1e-6,
-        clone_inputs=mutates,
-        chunk_bytes=chunk_bytes,
-    )
-    n_loop, _ = numerical_jacobian(
-        fn.apply, prepared.args, out_idx, prepared.grad_indices, eps=1e-6, clone_inputs=mutates, batched=False
-    )
-    assert path == "loop"
-    for key in a_loop:
-        torch.testing.assert_close(torch.from_numpy(a_batched[key]), torch.from_numpy(a_loop[key]))
-        torch.testing.assert_close(
-            torch.from_numpy(n_batched[key]), torch.from_numpy(n_loop[key]), rtol=1e-7, atol=1e-8
-        )
+    n_loop = numerical_jacobian(fn.apply, prepared.args, out_idx, grads, eps=1e-6, clone_inputs=mutates, batched=False)
     # the inputs are exactly as they were: perturbations are restored bit for bit
-    for j in prepared.grad_indices:
-        assert torch.equal(
-            prepared.args[j], prepare_inputs(args, CPU, torch.float64, ["x"] * len(args)).args[j]
-        )
+    for j in grads:
+        assert torch.equal(prepared.args[j], prepare_inputs(args, CPU, torch.float64, ["x"] * len(args)).args[j])
+    return a_batched, a_loop, n_batched, n_loop
+
+
+@pytest.mark.parametrize("fn", CORRECT, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("chunk_bytes", [1, 256, 1 << 20])
+def test_batched_and_looped_paths_are_bitwise_equal(fn, chunk_bytes):
+    a_batched, a_loop, n_batched, n_loop = jacobians_both_ways(fn, inputs_for(fn), chunk_bytes)
+    assert a_loop.path == n_loop.path == "loop"
+    for key in a_loop.blocks:
+        np.testing.assert_array_equal(a_batched.blocks[key], a_loop.blocks[key])
+        np.testing.assert_array_equal(n_batched.blocks[key], n_loop.blocks[key])
 
 
 def test_backward_that_cannot_batch_falls_back_to_loop():
@@ -117,7 +109,8 @@ def test_progress_reaches_total_and_cancel_stops_between_chunks():
     prepared = prepare_inputs(args, CPU, torch.float64, ["x", "s", "y"])
     check_function(SinCos, prepared, CheckSettings(chunk_bytes=64), progress=lambda d, t: seen.append((d, t)))
     total = seen[-1][1]
-    assert seen[-1][0] == total == 2 * 5 + 5 + 5  # rows of both outputs + columns of both inputs
+    # rows of both outputs, twice (the reentrancy check's second pass), + columns of both inputs
+    assert seen[-1][0] == total == 2 * (2 * 5) + 5 + 5
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
     calls = []

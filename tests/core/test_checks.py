@@ -1,4 +1,4 @@
-"""--all-checks: each extra check agrees with the part of gradcheck/gradgradcheck it mirrors."""
+"""gradcheck's checks besides the Jacobian: each agrees with the part of gradcheck/gradgradcheck it mirrors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 from gradviz.core.check import check_function
-from gradviz.core.extra_checks import DECLARED, FAILED, PASSED
+from gradviz.schema.results import DECLARED, FAILED, PASSED
 from gradviz.core.inputs import prepare_inputs
 from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions
@@ -72,7 +72,7 @@ class Cube(Function):
 def run_checks(fn, *args):
     prepared = prepare_inputs(args, CPU, torch.float64, [f"in{j}" for j in range(len(args))])
     result = check_function(fn, prepared, CheckSettings(all_checks=True))
-    return {c.name: c for c in result.extra_checks}, result
+    return {c.name: c for c in result.checks}, result
 
 
 def x():
@@ -106,7 +106,7 @@ def test_undefined_grad_not_handled_fails_like_gradcheck():
 
 def test_zero_output_grad_giving_nonzero_fails_like_gradcheck():
     checks, _ = run_checks(Offset, x())
-    assert checks["zero_output_grads"].status == FAILED
+    assert checks["multiplied_by_grad_output"].status == FAILED
     assert not gradcheck(Offset, x(), check_undefined_grad=True)
 
 
@@ -124,9 +124,9 @@ def test_double_backward_agrees_with_gradgradcheck(entry):
     raw = loaded.example_inputs(CPU, torch.float64)
     prepared = prepare_inputs(raw, CPU, torch.float64, ["a"] * len(raw))
     result = check_function(fn, prepared, CheckSettings(all_checks=True))
-    status = {c.name: c.status for c in result.extra_checks}
+    status = {c.name: c.status for c in result.checks}
     expected = torch.autograd.gradgradcheck(
         fn.apply, prepared.args, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False
     )
     assert status["double_backward"] == (PASSED if expected else FAILED)
-    assert status["reentrant"] == status["undefined_output_grads"] == status["zero_output_grads"] == PASSED
+    assert status["reentrant"] == status["undefined_output_grads"] == status["multiplied_by_grad_output"] == PASSED

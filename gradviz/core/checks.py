@@ -1,0 +1,182 @@
+"""gradcheck's checks besides the Jacobian comparison, each reported on its own.
+
+By default ``torch.autograd.gradcheck`` also fails a backward that is not reentrant (two passes
+through the same graph differ), one that is not multiplied by grad_output (zero output
+gradients must give zero input gradients) and one that mishandles undefined output gradients.
+gradviz runs the same checks by default, so its verdict is gradcheck's; ``--all-checks`` adds
+double backward (``gradgradcheck``). A backward decorated ``@once_differentiable`` has declared
+it has no double backward, which is reported as such rather than as a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from gradviz.core.jacobian import Jacobian, call_apply
+from gradviz.schema.indices import cell_label
+from gradviz.schema.results import DECLARED, FAILED, PASSED, CheckOutcome
+
+REENTRANT = "reentrant"
+GRAD_OUTPUT = "multiplied_by_grad_output"
+UNDEFINED = "undefined_output_grads"
+DOUBLE_BACKWARD = "double_backward"
+
+
+def check_reentrant(
+    first: Jacobian,
+    second: Jacobian,
+    shapes: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]],
+    names: Sequence[str],
+    nondet_tol: float,
+) -> CheckOutcome:
+    """Two backward passes through the same graph must agree within ``nondet_tol`` (gradcheck's rule)."""
+    worst, where = 0.0, None
+    for key, a in first.blocks.items():
+        if not a.size:
+            continue
+        b = second.blocks[key]
+        same = (a == b) | (np.isnan(a) & np.isnan(b))  # equal infinities and NaN in both: no difference
+        with np.errstate(invalid="ignore"):
+            diff = np.nan_to_num(np.where(same, 0.0, np.abs(a - b)), nan=np.inf)
+        flat = int(np.argmax(diff))
+        value = float(diff.flat[flat])
+        if value > worst:
+            worst, where = value, (key, *np.unravel_index(flat, a.shape))
+    if where is None or not worst > nondet_tol:
+        return CheckOutcome(REENTRANT, PASSED, f"two backward passes agree (max difference {worst:.3g}).")
+    (i, j), r, c = where
+    out_shape, in_shape = shapes[i, j]
+    out_idx = tuple(int(v) for v in np.unravel_index(r, out_shape)) if out_shape else ()
+    in_idx = tuple(int(v) for v in np.unravel_index(c, in_shape)) if in_shape else ()
+    label = cell_label(i, out_idx, names[j], in_idx)
+    return CheckOutcome(
+        REENTRANT,
+        FAILED,
+        f"backward is not reentrant: two passes through the same graph differ by up to {worst:.3g} at "
+        f"{label} (first {first.blocks[i, j][r, c]:.6g}, then {second.blocks[i, j][r, c]:.6g}; "
+        f"nondet_tol={nondet_tol:g}). A random or stateful backward (one that changes what it saved on ctx) "
+        "does this.",
+    )
+
+
+def check_multiplied_by_grad_output(
+    outputs: Sequence[torch.Tensor], leaves: Sequence[torch.Tensor], names: Sequence[str]
+) -> CheckOutcome:
+    """Zero grad_output for every output must give zero (or no) input gradients."""
+    try:
+        grads = torch.autograd.grad(
+            list(outputs), list(leaves), [torch.zeros_like(o) for o in outputs], allow_unused=True
+        )
+    except Exception as exc:
+        return CheckOutcome(
+            GRAD_OUTPUT, FAILED, f"backward raised {type(exc).__name__} with zero output gradients: {exc}"
+        )
+    problem = _nonzero_gradient(grads, names)
+    if problem:
+        return CheckOutcome(
+            GRAD_OUTPUT,
+            FAILED,
+            f"backward is not multiplied by grad_output: with grad_output = 0 for every output it returned "
+            f"{problem}. Every gradient a backward returns must scale with grad_output.",
+        )
+    return CheckOutcome(GRAD_OUTPUT, PASSED, "zero output gradients give zero input gradients.")
+
+
+def check_undefined_output_grads(
+    fn: type[torch.autograd.Function], args: Sequence, leaves_at: Sequence[int], names: Sequence[str]
+) -> CheckOutcome:
+    """Undefined gradients for all outputs (and for each one alone) must give zero or no gradients.
+
+    As gradcheck does it: a fresh forward per case, ``UndefinedGrad`` on the outputs concerned,
+    zeros for the others.
+    """
+    count = len(_forward_for_grads(fn, args, leaves_at)[0])
+    cases: list[tuple[str, set[int]]] = [("every output", set(range(count)))]
+    if count > 1:
+        cases += [(f"output {k} alone", {k}) for k in range(count)]
+    for label, undefined in cases:
+        outputs, leaves = _forward_for_grads(fn, args, leaves_at)
+        wrapped = [torch._C._functions.UndefinedGrad()(o) if k in undefined else o for k, o in enumerate(outputs)]
+        try:
+            grads = torch.autograd.grad(
+                wrapped, leaves, [torch.zeros_like(o) for o in wrapped], allow_unused=True
+            )
+        except Exception as exc:
+            return CheckOutcome(
+                UNDEFINED,
+                FAILED,
+                f"backward raised {type(exc).__name__} when the gradient of {label} was undefined (None): {exc}. "
+                "With ctx.set_materialize_grads(False) a backward must handle None grad_outputs.",
+            )
+        problem = _nonzero_gradient(grads, names)
+        if problem:
+            return CheckOutcome(
+                UNDEFINED,
+                FAILED,
+                f"with the gradient of {label} undefined (None), backward returned {problem}; "
+                "it must return zero or None there.",
+            )
+    return CheckOutcome(UNDEFINED, PASSED, "undefined output gradients give zero or no input gradients.")
+
+
+def _forward_for_grads(fn, args: Sequence, leaves_at: Sequence[int]) -> tuple[list[torch.Tensor], list]:
+    """A fresh graph: the differentiable outputs of a forward on copies, and the copies to differentiate."""
+    call = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    leaves = [call[j] for j in leaves_at]
+    with torch.enable_grad():
+        outputs = call_apply(fn.apply, call, clone=False)
+    return [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad], leaves
+
+
+def _nonzero_gradient(grads: Sequence[torch.Tensor | None], names: Sequence[str]) -> str | None:
+    """'a non-zero gradient for x (largest |value| 2 at x[1,0])', or None when all are zero."""
+    for g, name in zip(grads, names):
+        if g is None:
+            continue
+        dense = g.to_dense() if g.layout != torch.strided else g
+        if bool(dense.eq(0).all()):
+            continue
+        magnitude = dense.detach().abs().nan_to_num(nan=float("inf"))
+        flat = int(magnitude.argmax())
+        index = tuple(int(v) for v in np.unravel_index(flat, tuple(dense.shape))) if dense.dim() else ()
+        value = float(dense.reshape(-1)[flat])
+        where = f"{name}[{','.join(str(v) for v in index)}]"
+        return f"a non-zero gradient for {name} (largest {value:.6g} at {where})"
+    return None
+
+
+def is_once_differentiable(fn: type[torch.autograd.Function]) -> bool:
+    """once_differentiable wraps backward with functools.wraps, which leaves __wrapped__."""
+    backward = fn.backward
+    wrapped = getattr(backward, "__wrapped__", None)
+    return wrapped is not None and backward.__code__.co_filename.endswith("function.py")
+
+
+def check_double_backward(fn, args, *, eps: float, atol: float, rtol: float) -> CheckOutcome:
+    """gradgradcheck, unless the backward is declared @once_differentiable."""
+    if is_once_differentiable(fn):
+        return CheckOutcome(DOUBLE_BACKWARD, DECLARED, "backward is decorated with @once_differentiable.")
+
+    def apply(*a):
+        return call_apply(fn.apply, a, clone=True)
+
+    try:
+        ok = torch.autograd.gradgradcheck(apply, args, eps=eps, atol=atol, rtol=rtol, raise_exception=True)
+    except Exception as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "once_differentiable" in str(exc):
+            return CheckOutcome(DOUBLE_BACKWARD, DECLARED, message)
+        return CheckOutcome(
+            DOUBLE_BACKWARD,
+            FAILED,
+            f"gradgradcheck: {message} If double backward is not meant to work, decorate backward with "
+            "@once_differentiable to declare it.",
+        )
+    return CheckOutcome(
+        DOUBLE_BACKWARD,
+        PASSED if ok else FAILED,
+        "gradgradcheck passed." if ok else "gradgradcheck failed.",
+    )

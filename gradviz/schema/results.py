@@ -1,0 +1,105 @@
+"""What a check found, as plain data: NumPy arrays and dataclasses, never torch objects.
+
+The core fills these, the CLI prints them, the worker writes them to disk and every front-end
+reads them back; one definition serves all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from gradviz.schema.indices import cell_index, cell_label
+from gradviz.schema.settings import CheckSettings
+
+PASSED, FAILED, DECLARED = "passed", "failed", "not supported (declared)"
+
+
+@dataclass
+class TensorInfo:
+    index: int
+    name: str
+    shape: tuple[int, ...] | None  # None for a non-tensor argument or output
+    dtype: str | None
+    requires_grad: bool = False  # inputs: Jacobian columns computed; outputs: differentiable
+
+
+@dataclass
+class BlockComparison:
+    """One (output i, input j) block: both Jacobians, |a - n|, the failing mask and a summary."""
+
+    output: int
+    input: int
+    out_shape: tuple[int, ...]
+    in_shape: tuple[int, ...]
+    analytic: np.ndarray
+    numerical: np.ndarray
+    error: np.ndarray
+    failing: np.ndarray
+    max_abs_error: float
+    n_failing: int
+    n_nonfinite: int
+    worst: tuple[int, int] | None
+    hints: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.analytic.shape
+
+    @property
+    def passed(self) -> bool:
+        return self.n_failing == 0
+
+    def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(index into output i, index into input j)`` of Jacobian cell ``(row, col)``."""
+        return cell_index(row, col, self.out_shape, self.in_shape)
+
+
+@dataclass
+class CheckOutcome:
+    """One of gradcheck's checks besides the Jacobian comparison, with a sentence of detail."""
+
+    name: str
+    status: str  # PASSED, FAILED or DECLARED (double backward of a @once_differentiable backward)
+    detail: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status != FAILED
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAILED
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "passed": self.passed}
+
+
+@dataclass
+class CheckResult:
+    function: str
+    device: str
+    dtype: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    blocks: list[BlockComparison]
+    settings: CheckSettings
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    checks: list[CheckOutcome] = field(default_factory=list)
+    analytic_path: str = "batched"  # "batched" (one vmapped backward per chunk) or "loop"
+    numerical_path: str = "batched"
+
+    @property
+    def passed(self) -> bool:
+        return all(b.passed for b in self.blocks) and not any(c.failed for c in self.checks)
+
+    def block(self, output: int, input: int) -> BlockComparison:
+        return next(b for b in self.blocks if b.output == output and b.input == input)
+
+    def cell_label(self, block: BlockComparison, row: int, col: int) -> str:
+        """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
+        out_idx, in_idx = block.cell_index(row, col)
+        return cell_label(block.output, out_idx, self.inputs[block.input].name, in_idx)
