@@ -21,7 +21,6 @@ import torch
 from gradviz.schema.errors import Frame, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
 
-
 MAX_QUOTED_LINE = 120  # characters of a bad line quoted in a syntax error
 
 

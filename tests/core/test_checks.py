@@ -10,10 +10,10 @@ from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 from gradviz.core.check import check_function
-from gradviz.schema.results import DECLARED, FAILED, PASSED
 from gradviz.core.inputs import prepare_inputs
 from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions
+from gradviz.schema.results import DECLARED, FAILED, PASSED
 from gradviz.schema.settings import CheckSettings
 
 CPU = torch.device("cpu")
