@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -184,3 +185,29 @@ def test_jacobians_are_pytorchs(path):
                 f"{label}: analytic differs from torch.autograd.functional.jacobian\n{m}"
             ),
         )
+
+
+def forward_parameter_names(fn: type[torch.autograd.Function]) -> list[str] | None:
+    """Names of apply's positional arguments as forward declares them (None for ``*args``)."""
+    params = list(inspect.signature(fn.forward).parameters.values())
+    takes_ctx = (
+        fn.setup_context is torch.autograd.Function.setup_context
+    )  # no setup_context: forward(ctx, ...)
+    params = params[1:] if takes_ctx else params
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return [p.name for p in params]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_inputs_are_named_as_in_forward(path):
+    """Cell labels (``out0[2] / x[1]``) use forward's own parameter names."""
+    _, fn, _ = pytorch(path)
+    expected = forward_parameter_names(fn)
+    run = default_run(path)
+    if expected is None or run.result is None:
+        return
+    names = [info.name for info in run.result.inputs]
+    assert names == expected[: len(names)], (
+        f"gradviz labels the inputs {names}, forward names them {expected}"
+    )
