@@ -1,0 +1,1 @@
+"""Functions that corpus files import from a sibling package, as a project would."""
