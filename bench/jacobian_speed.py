@@ -1,7 +1,9 @@
 """Speed and memory of gradviz's Jacobians against torch.autograd.gradcheck, measured in one run.
 
 Prints three things (targets from issue 2):
-  1. gradcheck slow-mode seconds / gradviz seconds for both Jacobians (target >= 10x),
+  1. gradcheck slow-mode seconds / gradviz seconds, like for like: gradviz's default verdict
+     (Jacobians + reentrancy + grad_output + undefined grads) against gradcheck's defaults, and
+     gradviz --jacobian-only against gradcheck with check_undefined_grad=False (target >= 10x),
   2. gradviz numerical seconds / (2 * input elements * one forward) (target <= 1.5),
   3. peak RSS of a check whose two Jacobians take ~1 GB (target <= 2x their size + overhead).
 
@@ -57,7 +59,7 @@ def forward_seconds(fn, args, calls: int = 300) -> float:
     return statistics.median(samples)
 
 
-def speed_case(fn, in_shape, w_shape, repeats: int) -> dict:
+def speed_case(fn, in_shape, w_shape, repeats: int, *, jacobian_only: bool) -> dict:
     torch.manual_seed(0)
     args = (
         torch.randn(*in_shape, dtype=torch.float64, requires_grad=True),
@@ -72,28 +74,29 @@ def speed_case(fn, in_shape, w_shape, repeats: int) -> dict:
             atol=1e-5,
             rtol=1e-3,
             raise_exception=False,
-            check_undefined_grad=False,
-            check_batched_grad=False,
+            check_undefined_grad=not jacobian_only,
             fast_mode=False,
         )
 
     def ours():
         prepared = prepare_inputs(args, CPU, torch.float64, ["input", "weight"])
-        return check_function(fn, prepared, CheckSettings())
+        return check_function(fn, prepared, CheckSettings(jacobian_only=jacobian_only))
 
     ours()  # warm-up: vmap's first call compiles its batching rules
     gradcheck()
     t_gradcheck = best_of(repeats, gradcheck)
     results = [ours() for _ in range(repeats)]
-    both = min(r.seconds["analytic"] + r.seconds["numerical"] for r in results)
+    total = min(r.seconds["total"] for r in results)
+    jacobians = min(r.seconds["analytic"] + r.seconds["numerical"] for r in results)
     numerical = min(r.seconds["numerical"] for r in results)
     t_forward = forward_seconds(fn, args)
     elements = sum(a.numel() for a in args)
     return {
         "case": f"LinearFunction {in_shape[0]}x{in_shape[1]} / {w_shape[0]}x{w_shape[1]}",
         "gradcheck_s": t_gradcheck,
-        "gradviz_s": both,
-        "ratio_vs_gradcheck": t_gradcheck / both,
+        "gradviz_s": total,
+        "jacobians_s": jacobians,
+        "ratio_vs_gradcheck": t_gradcheck / total,
         "numerical_s": numerical,
         "forward_s": t_forward,
         "numerical_vs_blackbox": numerical / (2 * elements * t_forward),
@@ -144,14 +147,17 @@ def main() -> None:
     options = parser.parse_args()
     fn = linear_function()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("\n1-2. Both Jacobians, float64, CPU (best of", options.repeats, "runs)")
-    for in_shape, w_shape in (((20, 20), (30, 20)), ((64, 64), (64, 64))):
-        r = speed_case(fn, in_shape, w_shape, options.repeats)
-        print(
-            f"  {r['case']:<34} gradcheck {r['gradcheck_s']:.3f} s  gradviz {r['gradviz_s']:.4f} s  "
-            f"ratio {r['ratio_vs_gradcheck']:.1f}x (target >= 10)  "
-            f"numerical/black-box {r['numerical_vs_blackbox']:.2f} (target <= 1.5)  [{r['paths']}]"
-        )
+    print("\n1-2. Whole check, float64, CPU (best of", options.repeats, "runs)")
+    for jacobian_only, title in ((False, "default verdict vs gradcheck()"), (True, "--jacobian-only vs gradcheck(check_undefined_grad=False)")):
+        print(f"  {title}")
+        for in_shape, w_shape in (((20, 20), (30, 20)), ((64, 64), (64, 64))):
+            r = speed_case(fn, in_shape, w_shape, options.repeats, jacobian_only=jacobian_only)
+            print(
+                f"    {r['case']:<34} gradcheck {r['gradcheck_s']:.3f} s  gradviz {r['gradviz_s']:.4f} s "
+                f"(Jacobians {r['jacobians_s']:.4f} s)  "
+                f"ratio {r['ratio_vs_gradcheck']:.1f}x (target >= 10)  "
+                f"numerical/black-box {r['numerical_vs_blackbox']:.2f} (target <= 1.5)  [{r['paths']}]"
+            )
     if not options.quick:
         print("\n3. Peak RSS, two Jacobians of ~1 GB together")
         m = memory_case(64, 80)

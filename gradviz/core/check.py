@@ -67,8 +67,16 @@ def check_source(
     fn = choose_function(loaded, function)
     device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
     prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
+    name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
     return check_function(
-        fn, prepared, settings, loaded=loaded, progress=progress, cancel=cancel, notes=list(loaded.notes)
+        fn,
+        prepared,
+        settings,
+        loaded=loaded,
+        progress=progress,
+        cancel=cancel,
+        notes=list(loaded.notes),
+        name=name,
     )
 
 
@@ -110,8 +118,12 @@ def check_function(
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
     notes: list[str] | None = None,
+    name: str | None = None,
 ) -> CheckResult:
-    """Both Jacobians of ``fn.apply`` at ``inputs``, their comparison, and gradcheck's other checks."""
+    """Both Jacobians of ``fn.apply`` at ``inputs``, their comparison, and gradcheck's other checks.
+
+    ``name`` is what the user calls the Function (a factory-made class may have another __name__).
+    """
     settings = settings or CheckSettings()
     settings.validate()
     code = _CodeFiles(fn, loaded)
@@ -126,6 +138,12 @@ def check_function(
     zero_analytic = not out_indices
     if zero_analytic:
         out_indices = [o.index for o in out_infos if o.shape is not None and outputs[o.index].is_floating_point()]
+        if not out_indices:
+            raise NothingToCheck(
+                f"Nothing to check: {fn.__name__}.forward returns no floating-point tensor (only "
+                f"{', '.join(sorted({o.dtype or 'non-tensor' for o in out_infos}))} outputs), so there is no "
+                "Jacobian to compare."
+            )
     empty = _empty_blocks(outputs, out_indices, args, in_indices, inputs.names)
     _guard_size(outputs, out_indices, leaves, in_indices, inputs.names, settings)
     noise = _forward_noise(fn, args, outputs, out_indices)
@@ -146,7 +164,7 @@ def check_function(
 
     blocks = _compare(numerical, analytic, outputs, args, inputs.names, settings, zero_analytic)
     result = CheckResult(
-        function=fn.__name__,
+        function=name or fn.__name__,
         device=str(leaves[0].device),
         dtype=str(leaves[0].dtype).removeprefix("torch."),
         inputs=_input_infos(inputs),
@@ -162,9 +180,7 @@ def check_function(
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
     if not zero_analytic:
         tracker.check_cancel()
-        result.checks = _other_checks(
-            fn, args, outputs, out_indices, in_indices, inputs.names, settings, analytic, second
-        )
+        result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
     end = time.perf_counter()
     result.seconds = {
         "numerical": t_numerical - start,
@@ -217,12 +233,14 @@ def _compare(
 
 
 def _second_pass(fn, outputs, out_indices, leaves, in_indices, settings, first: Jacobian, tracker) -> Any:
-    """The analytic Jacobian again through the same graph, for the reentrancy check.
+    """The analytic rows again through the same graph, compared on the fly with the first pass.
 
-    A failure here is the check's finding (gradcheck raises there too), not an error of the run.
+    Returns the ReentrancyMeter, or the exception the second pass raised: that is the check's
+    finding (gradcheck raises there too), not an error of the run.
     """
+    meter = checks.ReentrancyMeter(first, in_indices)
     try:
-        return analytical_jacobian(
+        analytical_jacobian(
             outputs,
             out_indices,
             leaves,
@@ -230,15 +248,17 @@ def _second_pass(fn, outputs, out_indices, leaves, in_indices, settings, first: 
             chunk_bytes=settings.chunk_bytes,
             progress=tracker,
             batched=first.path == "batched",
+            visit=meter,
         )
     except Cancelled:
         raise
     except Exception as exc:
         return exc
+    return meter
 
 
 def _other_checks(
-    fn, args, outputs, out_indices, in_indices, names, settings, first: Jacobian, second
+    fn, args, outputs, out_indices, in_indices, names, settings, second
 ) -> list[CheckOutcome]:
     """gradcheck's default checks after the Jacobian (unless jacobian_only), then double backward."""
     found = []
@@ -254,7 +274,7 @@ def _other_checks(
                 )
             )
         else:
-            found.append(checks.check_reentrant(first, second, shapes, names, settings.nondet_tol))
+            found.append(second.outcome(shapes, names, settings.nondet_tol))
         differentiable = [outputs[i] for i in out_indices]
         found.append(
             checks.check_multiplied_by_grad_output(differentiable, [args[j] for j in in_indices], leaf_names)

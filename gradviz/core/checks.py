@@ -25,41 +25,56 @@ UNDEFINED = "undefined_output_grads"
 DOUBLE_BACKWARD = "double_backward"
 
 
-def check_reentrant(
-    first: Jacobian,
-    second: Jacobian,
-    shapes: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]],
-    names: Sequence[str],
-    nondet_tol: float,
-) -> CheckOutcome:
-    """Two backward passes through the same graph must agree within ``nondet_tol`` (gradcheck's rule)."""
-    worst, where = 0.0, None
-    for key, a in first.blocks.items():
-        if not a.size:
-            continue
-        b = second.blocks[key]
-        same = (a == b) | (np.isnan(a) & np.isnan(b))  # equal infinities and NaN in both: no difference
-        with np.errstate(invalid="ignore"):
-            diff = np.nan_to_num(np.where(same, 0.0, np.abs(a - b)), nan=np.inf)
-        flat = int(np.argmax(diff))
-        value = float(diff.flat[flat])
-        if value > worst:
-            worst, where = value, (key, *np.unravel_index(flat, a.shape))
-    if where is None or not worst > nondet_tol:
-        return CheckOutcome(REENTRANT, PASSED, f"two backward passes agree (max difference {worst:.3g}).")
-    (i, j), r, c = where
-    out_shape, in_shape = shapes[i, j]
-    out_idx = tuple(int(v) for v in np.unravel_index(r, out_shape)) if out_shape else ()
-    in_idx = tuple(int(v) for v in np.unravel_index(c, in_shape)) if in_shape else ()
-    label = cell_label(i, out_idx, names[j], in_idx)
-    return CheckOutcome(
-        REENTRANT,
-        FAILED,
-        f"backward is not reentrant: two passes through the same graph differ by up to {worst:.3g} at "
-        f"{label} (first {first.blocks[i, j][r, c]:.6g}, then {second.blocks[i, j][r, c]:.6g}; "
-        f"nondet_tol={nondet_tol:g}). A random or stateful backward (one that changes what it saved on ctx) "
-        "does this.",
-    )
+class ReentrancyMeter:
+    """Compares a second pass of analytic rows, chunk by chunk, with the first pass.
+
+    Used as ``analytical_jacobian(..., visit=meter)``: nothing of the second pass is stored, so
+    the check costs one more pass of backward calls but no second Jacobian of memory.
+    """
+
+    def __init__(self, first: Jacobian, in_indices: Sequence[int]) -> None:
+        self.first, self.in_indices = first, list(in_indices)
+        self.worst = 0.0
+        self.where: tuple[int, int, int, int] | None = None  # output, input, row, column
+        self.values: tuple[float, float] = (0.0, 0.0)
+
+    def __call__(self, i: int, r0: int, r1: int, rows: list[np.ndarray]) -> None:
+        for j, b in zip(self.in_indices, rows):
+            a = self.first.blocks[i, j][r0:r1]
+            if not a.size or torch.equal(torch.from_numpy(a), torch.from_numpy(b)):
+                continue  # a deterministic backward: bit for bit the same (the common case)
+            same = (a == b) | (np.isnan(a) & np.isnan(b))  # equal infinities, NaN in both: no difference
+            with np.errstate(invalid="ignore"):
+                diff = np.nan_to_num(np.where(same, 0.0, np.abs(a - b)), nan=np.inf)
+            flat = int(np.argmax(diff))
+            if diff.flat[flat] > self.worst:
+                r, c = np.unravel_index(flat, a.shape)
+                self.worst = float(diff.flat[flat])
+                self.where = (i, j, r0 + int(r), int(c))
+                self.values = (float(a[r, c]), float(b[r, c]))
+
+    def outcome(
+        self,
+        shapes: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]],
+        names: Sequence[str],
+        nondet_tol: float,
+    ) -> CheckOutcome:
+        """gradcheck's rule: fail when two passes differ by more than ``nondet_tol`` anywhere."""
+        if self.where is None or not self.worst > nondet_tol:
+            return CheckOutcome(REENTRANT, PASSED, f"two backward passes agree (max difference {self.worst:.3g}).")
+        i, j, r, c = self.where
+        out_shape, in_shape = shapes[i, j]
+        out_idx = tuple(int(v) for v in np.unravel_index(r, out_shape)) if out_shape else ()
+        in_idx = tuple(int(v) for v in np.unravel_index(c, in_shape)) if in_shape else ()
+        first, second = self.values
+        return CheckOutcome(
+            REENTRANT,
+            FAILED,
+            f"backward is not reentrant: two passes through the same graph differ by up to {self.worst:.3g} "
+            f"at {cell_label(i, out_idx, names[j], in_idx)} (first {first:.6g}, then {second:.6g}; "
+            f"nondet_tol={nondet_tol:g}). A random or stateful backward (one that changes what it saved on "
+            "ctx) does this.",
+        )
 
 
 def check_multiplied_by_grad_output(

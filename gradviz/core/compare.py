@@ -47,15 +47,17 @@ def compare_block(
     for r0 in range(0, rows, step):
         a = a_all[r0 : r0 + step].to(compute_dtype)
         n = n_all[r0 : r0 + step].to(compute_dtype)
-        close = torch.isclose(a, n, rtol=tol.rtol, atol=tol.atol)
-        e = (a - n).abs_()
-        nonfinite = ~(torch.isfinite(a) & torch.isfinite(n))
+        e = (a - n).abs_()  # NaN or Inf here exactly when a or n is not finite (or a - n overflows)
+        f = f_all[r0 : r0 + step]
+        torch.le(e, n.abs().mul_(tol.rtol).add_(tol.atol), out=f)  # isclose's rule; NaN compares False
+        f.logical_not_()
+        nonfinite = ~torch.isfinite(e)
         if bool(nonfinite.any()):
             n_nonfinite += int(nonfinite.count_nonzero())
+            equal = a == n  # among non-finite cells only equal infinities are close (torch.isclose)
+            f.logical_and_(~nonfinite).logical_or_(nonfinite & ~equal)
             # a NaN or a lone infinity is the worst kind of failure; equal infinities are no error
-            e.masked_fill_(nonfinite & close, 0.0).masked_fill_(nonfinite & ~close, math.inf)
-        f = f_all[r0 : r0 + step]
-        torch.logical_not(close, out=f)
+            e.masked_fill_(nonfinite & equal, 0.0).masked_fill_(nonfinite & ~equal, math.inf)
         e_all[r0 : r0 + step].copy_(e)
         n_failing += int(f.count_nonzero())
         if e.numel():

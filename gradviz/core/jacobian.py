@@ -79,9 +79,9 @@ def chunk_length(bytes_per_item: int, count: int, chunk_bytes: int) -> int:
     return int(max(1, min(count, chunk_bytes // max(1, bytes_per_item))))
 
 
-def _fill_rows(target: np.ndarray, r0: int, grads: torch.Tensor | None, rows: int) -> None:
-    """Copy ``rows`` gradient rows into ``target[r0:r0 + rows]``; None (input unused) is zeros."""
-    view = torch.from_numpy(target)[r0 : r0 + rows]
+def _fill_rows(target: np.ndarray, at: int, grads: torch.Tensor | None, rows: int) -> None:
+    """Copy ``rows`` gradient rows into ``target[at:at + rows]``; None (input unused) is zeros."""
+    view = torch.from_numpy(target)[at : at + rows]
     if grads is None:
         view.zero_()
     else:
@@ -89,6 +89,8 @@ def _fill_rows(target: np.ndarray, r0: int, grads: torch.Tensor | None, rows: in
 
 
 # --- analytic: rows from the user's backward ------------------------------------------------
+
+RowVisitor = Callable[[int, int, int, list[np.ndarray]], None]
 
 
 def analytical_jacobian(
@@ -100,37 +102,46 @@ def analytical_jacobian(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     progress: Progress | None = None,
     batched: bool = True,
+    visit: RowVisitor | None = None,
 ) -> Jacobian:
     """Rows of every block from vector-Jacobian products through the user's backward.
 
     The batched path (``is_grads_batched``) is used where the backward runs under vmap and its
     first chunk agrees with plain backward calls; otherwise one backward per row, like gradcheck.
+    With ``visit``, nothing is kept: each chunk of rows goes to ``visit(i, r0, r1, rows_per_input)``
+    in a reused buffer (a second pass compared on the fly costs no second Jacobian of memory).
     """
     progress = progress or Progress(0)
-    blocks = {
-        (i, j): np.empty((outputs[i].numel(), x.numel()))
-        for i in out_indices
-        for j, x in zip(in_indices, inputs)
-    }
+    blocks: dict[BlockKey, np.ndarray] = {}
     in_numel = sum(x.numel() for x in inputs)
     path, note = ("batched" if batched else "loop"), None
     for i in out_indices:
         out = outputs[i]
-        targets = [blocks[i, j] for j in in_indices]
         rows = out.numel()
         k = chunk_length((rows + in_numel) * out.element_size(), rows, chunk_bytes)
+        if visit is None:
+            for j, x in zip(in_indices, inputs):
+                blocks[i, j] = np.empty((rows, x.numel()))
+        else:
+            buffers = [np.empty((k, x.numel())) for x in inputs]
         for r0 in range(0, rows, k):
             progress.check_cancel()
             r1 = min(rows, r0 + k)
+            if visit is None:
+                chunk = [blocks[i, j][r0:r1] for j in in_indices]
+            else:
+                chunk = [b[: r1 - r0] for b in buffers]
             done = False
             if path == "batched":
-                done = _batched_rows(out, inputs, r0, r1, targets)
+                done = _batched_rows(out, inputs, r0, r1, chunk)
                 if done and r0 == 0:
-                    note = _disagreement_with_loop(out, inputs, targets, r0, r1, progress)
+                    note = _disagreement_with_loop(out, inputs, chunk, r0, r1, progress)
                     done = note is None
                 path = "batched" if done else "loop"
             if not done:
-                vjp_rows(out, inputs, range(r0, r1), targets, progress)
+                vjp_rows(out, inputs, range(r0, r1), chunk, progress, at=range(r1 - r0))
+            if visit is not None:
+                visit(i, r0, r1, chunk)
             progress.advance(r1 - r0)
     return Jacobian(blocks, path, note)
 
@@ -143,17 +154,17 @@ def _basis(out: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
 
 
 def _batched_rows(
-    out: torch.Tensor, inputs: Sequence[torch.Tensor], r0: int, r1: int, targets: list[np.ndarray]
+    out: torch.Tensor, inputs: Sequence[torch.Tensor], r0: int, r1: int, chunk: list[np.ndarray]
 ) -> bool:
-    """Rows r0..r1 from one vmapped backward into ``targets``; False where it does not batch."""
+    """Rows r0..r1 from one vmapped backward into ``chunk`` (row 0 = row r0); False where it does not batch."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # vmap's "no batching rule, falling back" performance notes
             grads = torch.autograd.grad(
                 (out,), inputs, (_basis(out, r0, r1),), retain_graph=True, allow_unused=True, is_grads_batched=True
             )
-        for target, g in zip(targets, grads):
-            _fill_rows(target, r0, g, r1 - r0)
+        for target, g in zip(chunk, grads):
+            _fill_rows(target, 0, g, r1 - r0)
     except Exception:
         return False  # this backward does not run under vmap; rows one by one instead
     return True
@@ -189,21 +200,21 @@ def vjp_rows(
 def _disagreement_with_loop(
     out: torch.Tensor,
     inputs: Sequence[torch.Tensor],
-    targets: list[np.ndarray],
+    chunk: list[np.ndarray],
     r0: int,
     r1: int,
     progress: Progress,
 ) -> str | None:
-    """Compare the first and last batched rows with plain backward calls; None when they agree.
+    """Compare the chunk's first and last batched rows with plain backward calls; None when they agree.
 
     A backward can run under vmap yet compute something else there (it reads the batch size,
     calls ``.item()`` through a fallback, keeps state): gradcheck's plain calls are the reference.
     """
     probe = sorted({r0, r1 - 1})
-    plain = [np.empty((len(probe), t.shape[1])) for t in targets]
+    plain = [np.empty((len(probe), t.shape[1])) for t in chunk]
     vjp_rows(out, inputs, probe, plain, progress, at=range(len(probe)))
-    for target, ref in zip(targets, plain):
-        batched = target[probe]
+    for target, ref in zip(chunk, plain):
+        batched = target[[r - r0 for r in probe]]
         if not _same_values(batched, ref):
             worst = float(np.nanmax(np.abs(batched - ref), initial=0.0))
             return (

@@ -29,10 +29,7 @@ def gradcheck_verdict(name: str) -> bool:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         args = loaded.example_inputs(torch.device("cpu"), torch.float64)
-    return torch.autograd.gradcheck(
-        fn.apply, args, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False,
-        check_undefined_grad=False, check_batched_grad=False,
-    )
+    return torch.autograd.gradcheck(fn.apply, args, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False)
 
 
 def test_gui_process_does_not_import_torch():
@@ -113,6 +110,38 @@ def test_error_in_backward_names_the_line(qtbot, main_window):
     line = next(k for k, text in enumerate(window.editor.text().splitlines(), 1) if "weigth" in text)
     assert window.editor.editor.error_line == line
     assert "NameError" in window.editor.message.text()
+
+
+IGNORES_GRAD_OUTPUT = '''
+import torch
+from torch.autograd import Function
+
+class SumOfSquares(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x * x).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x  # never multiplied by g: right Jacobian (one row, g = 1), wrong backward
+
+def example_inputs(device, dtype):
+    return (torch.randn(5, device=device, dtype=dtype, requires_grad=True),)
+'''
+
+
+def test_banner_names_a_failing_check_beside_a_passing_jacobian(qtbot, main_window):
+    window = main_window
+    window.editor.set_text(IGNORES_GRAD_OUTPUT)
+    run_and_wait(qtbot, window)
+    assert not window.view.passed and all(b.passed for b in window.view.blocks)
+    assert window.banner.state == "failed" and "multiplied_by_grad_output" in window.banner.headline.text()
+    details = window.banner.details.text()
+    assert "✗ <b>multiplied_by_grad_output</b>: backward is not multiplied by grad_output" in details
+    assert "✗ <b>undefined_output_grads</b>" in details  # undefined grads arrive as zeros: the same bug
+    assert details.endswith("✓ reentrant")  # passing checks share one line
 
 
 HANG = '''

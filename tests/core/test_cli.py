@@ -206,3 +206,44 @@ def test_graph_text_and_errors(write_source):
     assert broken.returncode == 2
     assert "NameError" in broken.stderr and "line" in broken.stderr
     assert "Traceback (most recent call last)" not in broken.stderr
+
+
+REAL_WORLD = ROOT / "tests" / "real_world"
+
+
+def test_a_function_imported_from_a_sibling_package_is_found_from_any_directory(tmp_path):
+    """The file's own folder is on sys.path (as for ``python file.py``), wherever gradviz starts."""
+    out = gradviz("check", str(REAL_WORLD / "realpkg_cube.py"), "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["function"] == "MyCube" and report["passed"]
+    # setup_context style: forward(x) has no ctx, so the input is named x, not shifted by one
+    assert [i["name"] for i in report["inputs"]] == ["x"]
+
+
+def test_function_flag_finds_an_imported_function_by_name(write_source):
+    source = SQUARE + "\nfrom torch.nn.modules._functions import BackwardHookFunction  # noqa: F401\n"
+    path = write_source(source)
+    out = gradviz("check", str(path), "--function", "BackwardHookFunction", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["function"] == "BackwardHookFunction"
+    listed = gradviz("check", str(path), "--function", "Nope")
+    assert listed.returncode == 2
+    # its own Function first, then the imported one
+    assert "this source defines Square, BackwardHookFunction" in listed.stderr
+
+
+def test_default_checks_are_named_lines_and_jacobian_only_drops_them(write_source):
+    # a backward that ignores grad_output of a scalar output: the Jacobian is right (one row, g = 1)
+    source = SQUARE.replace("return x * x", "return (x * x).sum()").replace("return 2 * x * g", "return 2 * x")
+    path = write_source(source)
+    out = gradviz("check", str(path), "--json")
+    assert out.returncode == 1
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert list(checks) == ["reentrant", "multiplied_by_grad_output", "undefined_output_grads"]
+    assert not checks["multiplied_by_grad_output"]["passed"]
+    assert "x[" in checks["multiplied_by_grad_output"]["detail"]  # which input, where, the value
+    table = gradviz("check", str(path))
+    assert "multiplied_by_grad_output  failed" in table.stdout
+    only = gradviz("check", str(path), "--jacobian-only", "--json")
+    assert only.returncode == 0 and json.loads(only.stdout)["checks"] == []

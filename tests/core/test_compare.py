@@ -92,3 +92,15 @@ def test_size_guard_refuses_before_allocating_and_says_how_big():
     assert "90,000 output elements × 90,000 input elements" in message
     assert "GiB" in message
     assert "big" in message and "100.0 MiB" in message
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(("atol", "rtol"), [(1e-5, 1e-3), (0.0, 0.0), (1e-2, 0.0)])
+def test_mask_equals_isclose_on_a_mix_of_special_values(dtype, atol, rtol):
+    rng = np.random.default_rng(1)
+    pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, 1.0 + 1e-4, 1e308, -1e308])
+    a = np.where(rng.random((50, 40)) < 0.5, rng.choice(pool, (50, 40)), rng.normal(size=(50, 40)))
+    n = np.where(rng.random((50, 40)) < 0.5, rng.choice(pool, (50, 40)), a + rng.normal(scale=1e-3, size=(50, 40)))
+    block = compare_block(0, 0, (50,), (40,), a, n, Tolerance(atol=atol, rtol=rtol), compute_dtype=dtype)
+    ta, tn = torch.from_numpy(a).to(dtype), torch.from_numpy(n).to(dtype)
+    np.testing.assert_array_equal(block.failing, ~torch.isclose(ta, tn, rtol=rtol, atol=atol).numpy())

@@ -51,9 +51,16 @@ class VerdictBanner(QWidget):
         lines = []
         for w in view.warnings:
             lines.append(f"⚠ {escape(w)}")
-        for c in view.checks:
-            mark = {"passed": "✓", "failed": "✗"}.get(c["status"], "–")
-            lines.append(f"{mark} {escape(c['name'])}: {escape(c['detail'])}")
+        for c in view.checks:  # failed checks with their detail, the others on one line
+            if c["status"] == "failed":
+                lines.append(f"✗ <b>{escape(c['name'])}</b>: {escape(c['detail'])}")
+        quiet = [c for c in view.checks if c["status"] != "failed"]
+        if quiet:
+            marks = {"passed": "✓"}
+            lines.append(
+                " · ".join(f"{marks.get(c['status'], '–')} {escape(c['name'])}" for c in quiet)
+                + ("" if all(c["status"] == "passed" for c in quiet) else "  (– declared unsupported)")
+            )
         if block is not None:
             for h in block.hints:
                 lines.append(f"<b>Hint</b> ({escape(view.block_title(block))}): {escape(h)}")
