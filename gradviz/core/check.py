@@ -288,8 +288,9 @@ def _other_checks(
 
 
 def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int]]:
-    """One forward with autograd on; also tells whether it modified an input in place, and
-    which modified inputs it did not declare with ``ctx.mark_dirty``."""
+    """One forward with autograd on; also tells whether later forwards need fresh copies of the
+    inputs (it modified one in place, or returned one, as ``mark_dirty`` requires), and which
+    modified inputs it did not declare with ``ctx.mark_dirty``."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     versions = [a._version if isinstance(a, torch.Tensor) else None for a in copies]
     try:
@@ -302,7 +303,8 @@ def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list
     # old one. Only inputs that need gradients matter: a buffer (running statistics) may change quietly.
     nodes = {o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None}
     undeclared = [j for j in changed if nodes and copies[j].requires_grad and copies[j].grad_fn not in nodes]
-    return outputs, bool(changed), undeclared
+    returned = any(o is c for o in outputs for c in copies if isinstance(c, torch.Tensor))
+    return outputs, bool(changed) or returned, undeclared
 
 
 def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
@@ -449,11 +451,11 @@ def _forward_noise(fn, args, outputs, out_indices) -> float:
     measure noise instead of slopes; one more forward is cheap next to the Jacobians.
     """
     try:
-        with torch.no_grad():
+        with torch.enable_grad():  # as the first forward ran: copies require grad like the inputs
             again = call_apply(fn.apply, args, clone=True)
         worst = 0.0
         for i in out_indices:
-            a, b = outputs[i].detach(), again[i]
+            a, b = outputs[i].detach(), again[i].detach() if isinstance(again[i], torch.Tensor) else again[i]
             if not isinstance(b, torch.Tensor) or b.shape != a.shape or not a.is_floating_point():
                 continue
             same = torch.isclose(a, b.to(a.dtype), rtol=0.0, atol=0.0, equal_nan=True)

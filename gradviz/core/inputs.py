@@ -80,7 +80,9 @@ def prepare_inputs(
         )
     notes: list[str] = []
     args = [
-        _prepare_tensor(a, j, names[j], device, dtype, notes, filename) if isinstance(a, torch.Tensor) else a
+        _prepare_tensor(a, j, names[j], device, dtype, notes, filename)
+        if isinstance(a, torch.Tensor)
+        else _prepare_container(a, j, names[j], device, dtype, filename)
         for j, a in enumerate(raw)
     ]
     prepared = PreparedInputs(tuple(args), names, notes)
@@ -111,6 +113,31 @@ def _differentiable_kind(a: Any) -> bool:
         and not a.is_meta
         and not a.is_nested
     )
+
+
+def _prepare_container(value: Any, j: int, name: str, device: torch.device, dtype: torch.dtype, filename: str) -> Any:
+    """Tensors inside a list, tuple or dict argument: moved like any fixed tensor argument.
+
+    autograd does not look inside containers passed to ``apply``, so a tensor in one that
+    requires grad would never get a gradient: refused, as gradcheck cannot check it either.
+    """
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad:
+            raise UserCodeError(
+                "example_inputs",
+                f"Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd does "
+                "not track tensors inside containers passed to apply, so it would never get a gradient. Pass it "
+                "as its own argument, or set requires_grad=False if it is fixed data.",
+                filename,
+            )
+        target = dtype if value.is_floating_point() else value.dtype
+        return value.detach().to(device=device, dtype=target).clone()
+    if isinstance(value, list | tuple):
+        items = [_prepare_container(v, j, name, device, dtype, filename) for v in value]
+        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    if isinstance(value, dict):
+        return {k: _prepare_container(v, j, name, device, dtype, filename) for k, v in value.items()}
+    return value
 
 
 def _prepare_tensor(

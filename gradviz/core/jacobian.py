@@ -289,15 +289,17 @@ def numerical_jacobian(
     (``"batched"``); otherwise each column costs two forwards (``"loop"``). ``clone_inputs``
     gives each forward fresh copies, for Functions that modify an input. Perturbed values are
     computed as gradcheck computes them (``x ± eps`` in the input's dtype) and every element is
-    restored to its exact original value. Forwards run in no-grad mode, not inference mode, so a
-    forward that turns grad mode on inside works as it does under gradcheck.
+    restored to its exact original value. Plain forwards run as gradcheck runs them: grad mode on
+    and the arguments requiring grad as given (copies included), so a forward that reads
+    ``ctx.needs_input_grad`` or ``requires_grad`` computes what it computes under gradcheck; the
+    batched forward runs without autograd and is checked against plain ones.
     """
     progress = progress or Progress(0)
     path, note = ("batched" if batched else "loop"), None
     blocks: dict[BlockKey, np.ndarray] = {}
-    with torch.no_grad():
+    with torch.enable_grad():
         reference = tuple(
-            o.clone() if isinstance(o, torch.Tensor) else o for o in call_apply(apply, args, clone=True)
+            o.detach().clone() if isinstance(o, torch.Tensor) else o for o in call_apply(apply, args, clone=True)
         )
         for j in in_indices:
             columns = _ColumnFiller(apply, args, j, reference, out_indices, eps, clone_inputs)
@@ -365,11 +367,11 @@ class _ColumnFiller:
             try:
                 outputs = call_apply(self.apply, self.args, clone=self.clone_inputs)
                 for i in self.out_indices:
-                    diffs[i][k].copy_(self._output(outputs, i, c).reshape(-1))
+                    diffs[i][k].copy_(self._output(outputs, i, c).detach().reshape(-1))
                 perturb.set(c, minus[k])
                 outputs = call_apply(self.apply, self.args, clone=self.clone_inputs)
                 for i in self.out_indices:
-                    diffs[i][k].sub_(self._output(outputs, i, c).reshape(-1))
+                    diffs[i][k].sub_(self._output(outputs, i, c).detach().reshape(-1))
             finally:
                 perturb.set(c, original[k])
         return diffs
@@ -410,11 +412,13 @@ class _ColumnFiller:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                outs = _vmap(forward_one)(stacked)
+                with torch.no_grad():  # cheap; the guard catches a forward that depends on grad mode
+                    outs = _vmap(forward_one)(stacked)
             diffs = {}
             for i, o in zip(self.out_indices, outs):
                 if o.shape[1:] != self.reference[i].shape or o.dtype != self.reference[i].dtype:
                     return None  # the loop gives the precise error
+                o = o.detach()
                 diffs[i] = (o[:k] - o[k:]).reshape(k, -1)
         except Exception:
             return None

@@ -1,0 +1,87 @@
+"""Patterns found beyond issue 9's list, each held to gradcheck.
+
+- A forward that reads ``ctx.needs_input_grad`` (or ``requires_grad``) computes something else
+  when its inputs are copies that do not require grad: gradviz's forwards must see the inputs as
+  gradcheck shows them (grad mode on, copies requiring grad like the originals).
+- A forward that returns its input (``mark_dirty``) must get fresh copies for every perturbed
+  forward, or autograd refuses the in-place use of a leaf.
+- Tensors requiring grad inside a list argument are invisible to autograd: refused clearly
+  (gradcheck raises an IndexError there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.autograd import Function
+
+from gradviz.core.check import check_function
+from gradviz.core.inputs import prepare_inputs
+from gradviz.schema.errors import UserCodeError
+from gradviz.schema.settings import CheckSettings
+from tests.core.test_aliasing import gradcheck_verdict
+from tests.real_world.oracle import numerical_jacobian as central_differences
+
+CPU = torch.device("cpu")
+
+
+class BiasOnlyWhenNeeded(Function):
+    """Adds the bias only when autograd will ask for its gradient (seen in hand-written linear layers)."""
+
+    @staticmethod
+    def forward(ctx, x, b):
+        out = x * 2
+        if ctx.needs_input_grad[1]:
+            out = out + b
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g, g
+
+
+class DoubledInPlace(Function):
+    """mark_dirty: doubles its input in place and returns it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g
+
+
+def inputs(*shapes):
+    g = torch.Generator().manual_seed(5)
+    return tuple(torch.rand(*s, generator=g, dtype=torch.float64).requires_grad_() for s in shapes)
+
+
+@pytest.mark.parametrize(("fn", "shapes"), [(BiasOnlyWhenNeeded, [(3,), (3,)]), (DoubledInPlace, [(4,)])])
+def test_verdict_warnings_and_numerical_jacobian_match_gradcheck(fn, shapes):
+    args = inputs(*shapes)
+    prepared = prepare_inputs(args, CPU, torch.float64, [f"in{j}" for j in range(len(args))])
+    result = check_function(fn, prepared, CheckSettings())
+    assert result.passed == gradcheck_verdict(fn, inputs(*shapes)) is True
+    assert not any("not deterministic" in w for w in result.warnings)
+    expected = central_differences(fn, inputs(*shapes))
+    for b in result.blocks:
+        np.testing.assert_allclose(b.numerical, expected[b.output, b.input], rtol=1e-9, atol=1e-9)
+
+
+def test_a_tensor_requiring_grad_inside_a_list_is_refused():
+    x, y = inputs((3,), (3,))
+    with pytest.raises(UserCodeError, match="inside containers passed to apply") as info:
+        prepare_inputs((x, [y]), CPU, torch.float64, ["x", "others"])
+    assert info.value.kind == "example_inputs" and "Input 1 (others)" in info.value.message
+
+
+def test_fixed_tensors_inside_a_list_are_moved_to_the_run_dtype():
+    x = inputs((3,))[0]
+    fixed = [torch.ones(3, dtype=torch.float32), {"idx": torch.arange(3)}]
+    prepared = prepare_inputs((x, fixed), CPU, torch.float64, ["x", "extra"])
+    moved = prepared.args[1]
+    assert moved[0].dtype == torch.float64 and moved[1]["idx"].dtype == torch.int64
+    assert moved[0] is not fixed[0]
