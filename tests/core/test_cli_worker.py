@@ -75,7 +75,7 @@ def test_timeout_is_no_limit_on_a_quick_check(write_source):
 @pytest.mark.parametrize("value", ["0", "-1"])
 def test_timeout_must_be_positive(write_source, value):
     out = gradviz("check", str(write_source(SQUARE)), "--timeout", value)
-    assert out.returncode == 2 and out.stderr.startswith("gradviz: error: --timeout must be positive")
+    assert out.returncode == 2 and out.stderr.startswith("gradviz: error: timeout must be positive")
 
 
 EXITS = {

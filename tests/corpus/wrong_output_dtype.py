@@ -1,6 +1,7 @@
-"""forward returns an integer tensor: nothing is differentiable.
+"""forward returns only an integer tensor: there is no Jacobian to compare.
 
-Expected: exit 0, message "No output is differentiable".
+Expected: exit 2, kind nothing_to_check, message "Nothing to check" (gradcheck passes this
+vacuously; gradviz says there was nothing to check rather than PASSED).
 """
 
 import torch
