@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gradviz.worker_runner import Reply, WorkerRunner  # noqa: E402
+from gradviz.worker.client import Reply, WorkerClient  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 DEFAULT_TIMEOUT = 20.0
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     cuda = has_cuda()
     passed = failed = skipped = restarts = 0
     started = time.monotonic()
-    runner = WorkerRunner(output=None)  # the corpus prints megabytes: counted, not shown
+    runner = WorkerClient(output=None)  # the corpus prints megabytes: counted, not shown
     try:
         runner.start()
         print(f"{'case':<28} {'expected':<22} {'got':<22} {'seconds':>8}")

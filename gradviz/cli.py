@@ -3,10 +3,11 @@
 Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed
 (130: interrupted with Ctrl+C).
 
-``gradviz check`` runs the user's code in a worker process (``gradviz.worker_runner``), as the
-app does: an endless loop can be stopped with ``--timeout``, and ``sys.exit``, ``os._exit``,
-``abort()`` or a segfault inside the Function end the worker, never the check, so they are
-reported as errors and can never read as a pass. What the Function prints goes to stderr.
+``gradviz check`` and ``gradviz graph`` run the user's code in the worker (``gradviz.worker``),
+as the app does: an endless loop is stopped at ``--timeout``, and ``sys.exit``, ``os._exit``,
+``abort()`` or a segfault inside the Function end only the process running it, so they are
+reported as errors naming the line and can never read as a pass. What the Function prints
+goes to stderr.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from gradviz import __version__
@@ -83,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--function", help="which Function to use when the file defines several")
     graph.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     graph.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    graph.add_argument("--seed", type=int, default=0, help="seed for example_inputs (default: 0)")
+    graph.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"seed for example_inputs (default: {DEFAULTS.seed})")
     graph.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    graph.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="stop the Function's code after this long (default: no limit)"
+    )
 
     commands.add_parser("list", help="list the built-in example Functions")
     app = commands.add_parser("app", help="start the desktop app (the default)")
@@ -189,16 +191,10 @@ def _resolve_file(name: str) -> Path:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from gradviz.schema.errors import GradvizError
-    from gradviz.schema.settings import check_timeout, memory_limit_bytes
-    from gradviz.schema.source_files import check_source_file
-    from gradviz.worker_runner import WorkerStartError, run_request
+    from gradviz.schema.settings import memory_limit_bytes
 
-    if not _stdout_usable(args.json):
-        return EXIT_ERROR
-    try:
-        timeout = check_timeout(args.timeout)
-        settings = CheckSettings(
+    def settings() -> CheckSettings:
+        return CheckSettings(
             device=args.device,
             dtype=args.dtype,
             eps=args.eps,
@@ -210,36 +206,68 @@ def run_check(args: argparse.Namespace) -> int:
             all_checks=args.all_checks,
             nondet_tol=args.nondet_tol,
         )
-        settings.validate()
-        path = check_source_file(_resolve_file(args.file)).resolve()
-    except GradvizError as exc:
-        _report_worker_error(exc.to_dict(), args.json)
-        return EXIT_ERROR
-    request = {
-        "path": str(path),
-        "function": args.function,
-        "settings": settings.to_dict(),
+
+    extra = {
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
         "save": args.save,  # the worker runs in our working directory
     }
-    try:
-        reply = run_request("check", request, timeout=timeout, output=sys.stderr)
-    except WorkerStartError as exc:
-        _print_error("worker", str(exc), "", args.json, None)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("gradviz: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    if not reply.ok:
-        _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
+    reply = _run_in_worker("check", args, settings, extra)
+    if reply is None:
         return EXIT_ERROR
     report = reply.result["report"]
     text = json.dumps(report, allow_nan=False) if args.json else reply.result["table"]
     if not _write_stdout(text):
         return EXIT_ERROR
     return EXIT_PASS if report["passed"] else EXIT_FAIL
+
+
+def run_graph(args: argparse.Namespace) -> int:
+    def settings() -> CheckSettings:
+        return CheckSettings(device=args.device, dtype=args.dtype, seed=args.seed)
+
+    reply = _run_in_worker("graph", args, settings, {})
+    if reply is None:
+        return EXIT_ERROR
+    graph = reply.result["graph"]
+    text = json.dumps(graph, allow_nan=False) if args.json else reply.result["table"]
+    return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
+
+
+def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
+    """Validate, send one request to a fresh worker, and report its failure; the Reply or None.
+
+    Every bad value and bad file is refused here, before a worker starts or user code runs.
+    """
+    from gradviz.schema.errors import GradvizError
+    from gradviz.schema.settings import check_timeout
+    from gradviz.schema.source_files import check_source_file
+    from gradviz.worker.client import WorkerStartError, run_request
+
+    if not _stdout_usable(args.json):
+        return None
+    try:
+        timeout = check_timeout(args.timeout)
+        checked = settings()
+        checked.validate()
+        path = check_source_file(_resolve_file(args.file)).resolve()
+    except GradvizError as exc:
+        _report_worker_error(exc.to_dict(), args.json)
+        return None
+    request = {"path": str(path), "function": args.function, "settings": checked.to_dict(), **extra}
+    try:
+        reply = run_request(op, request, timeout=timeout, output=sys.stderr)
+    except WorkerStartError as exc:
+        _print_error("worker", str(exc), "", args.json, None)
+        return None
+    except KeyboardInterrupt:
+        print("gradviz: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    if not reply.ok:
+        _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
+        return None
+    return reply
 
 
 def _stdout_usable(as_json: bool) -> bool:
@@ -291,32 +319,6 @@ def _frames_text(frames: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_graph(args: argparse.Namespace) -> int:
-    from gradviz.core.graph import graph_of_source
-    from gradviz.core.loader import load_file
-    from gradviz.core.report import format_graph
-    from gradviz.schema.errors import GradvizError, UserCodeError
-
-    try:
-        with _user_output_to_stderr(args.json):
-            graph = graph_of_source(
-                load_file(_resolve_file(args.file)),
-                args.function,
-                device=args.device,
-                dtype=args.dtype,
-                seed=args.seed,
-            )
-    except UserCodeError as exc:
-        _print_error(exc.kind, str(exc), exc.traceback_text(), args.json, exc.to_dict())
-        return EXIT_ERROR
-    except GradvizError as exc:
-        _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
-        return EXIT_ERROR
-    data = graph.to_dict()
-    print(json.dumps(data, allow_nan=False) if args.json else format_graph(data))
-    return EXIT_PASS
-
-
 def _print_error(kind: str, message: str, user_traceback: str, as_json: bool, detail: dict | None) -> None:
     print(f"gradviz: error: {message}", file=sys.stderr)
     if user_traceback:
@@ -324,26 +326,6 @@ def _print_error(kind: str, message: str, user_traceback: str, as_json: bool, de
         print(user_traceback, file=sys.stderr)
     if as_json:
         print(json.dumps({"error": detail or {"kind": kind, "message": message}}, allow_nan=False))
-
-
-@contextlib.contextmanager
-def _user_output_to_stderr(active: bool) -> Iterator[None]:
-    """In --json mode, whatever the user's code prints (Python or C level) goes to stderr."""
-    if not active:
-        yield
-        return
-    sys.stdout.flush()
-    saved_fd = os.dup(1)
-    saved_stdout = sys.stdout
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stdout = saved_stdout
-        os.dup2(saved_fd, 1)
-        os.close(saved_fd)
 
 
 if __name__ == "__main__":

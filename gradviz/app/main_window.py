@@ -34,6 +34,7 @@ from gradviz.app.result_loader import ResultLoader
 from gradviz.app.results import CheckView
 from gradviz.app.state import RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
+from gradviz.schema.errors import ErrorKind, error_kind
 from gradviz.schema.library import find_builtin, function_names, resources_dir
 from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
 
@@ -43,18 +44,6 @@ MIN_SIZE = (1280, 800)
 MAX_RECENT = 8
 AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file this long after the last keystroke
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
-USER_CODE_KINDS = {
-    "syntax",
-    "import",
-    "no_function",
-    "unknown_function",
-    "example_inputs",
-    "forward",
-    "backward",
-    "gradient_count",
-    "gradient_shape",
-    "bad_output",
-}
 
 
 class MainWindow(QMainWindow):
@@ -90,8 +79,6 @@ class MainWindow(QMainWindow):
         self.graph = GraphPanel()
         self.memory = MemoryPanel()
         self.output = OutputPanel()
-        self._run_timer = QTimer(self, singleShot=True)
-        self._run_timer.timeout.connect(self._on_run_timeout)
         self._build_layout()
         self._build_actions()
         self._connect()
@@ -403,29 +390,15 @@ class MainWindow(QMainWindow):
         self.output.clear()
         self.run_bar.set_running(True)
         settings = self.run_settings.to_dict()
-        timeout = settings.pop("timeout")  # the window's business: the core never sees it
+        timeout = settings.pop("timeout")  # enforced by the worker, which says where the code was
         self._request = self.worker.submit(
             "check",
+            timeout=timeout or None,
             source=self.editor.text(),
             filename=self.document.filename,
             function=self.document.function,
             settings=settings,
         )
-        if timeout > 0:
-            self._run_timer.start(timeout * 1000)
-
-    def _on_run_timeout(self) -> None:
-        if not (self.worker.busy and self.worker.running == self._request):
-            return
-        self.worker.cancel()  # emits failed(cancelled) for the request; say why instead
-        limit = self.run_settings.get("timeout")
-        message = (
-            f"The run did not finish within {limit} s and was stopped: an endless loop in forward or "
-            "backward? (Change the limit in the run bar's timeout box.)"
-        )
-        self.run_bar.set_running(False, "timed out")
-        self.banner.show_message("The run timed out", "error", message)
-        self.run_failed.emit(message)
 
     def request_memory(self, options: dict) -> None:
         """Measure the conv-BN study with these options; waits for a running check to finish."""
@@ -437,9 +410,8 @@ class MainWindow(QMainWindow):
 
     def cancel_run(self) -> None:
         self._pending_run = False
-        self._run_timer.stop()
         if self.worker.busy:
-            self.worker.cancel()
+            self.worker.cancel()  # the worker answers with failed(cancelled), naming the line
         self.run_bar.set_running(False, "cancelled")
 
     def _on_worker_ready(self, info: dict) -> None:
@@ -468,7 +440,6 @@ class MainWindow(QMainWindow):
             self.memory.set_result(summary)
             QTimer.singleShot(0, self.memory_shown.emit)
         elif request == self._request:
-            self._run_timer.stop()
             self._summary = summary
             self.run_bar.set_progress_text("loading result…")
             self.loader.load(request, summary)
@@ -499,30 +470,27 @@ class MainWindow(QMainWindow):
         self._start_waiting_work()
         if request != self._request:
             return
-        self._run_timer.stop()
-        kind, message = error.get("kind", "error"), error.get("message", "")
-        if kind == "cancelled":
-            self.run_bar.set_running(False, "cancelled")
-            self.banner.show_message("Cancelled.", "idle")
-            return
-        self.run_bar.set_running(False, "error")
+        kind, message = error_kind(error.get("kind")), error.get("message", "")
         line = error.get("lineno")
-        traceback_text = "\n".join(
-            f"  line {f['lineno']}, in {f['name']}: {f['line']}" for f in error.get("traceback", [])
-        )
-        if kind in USER_CODE_KINDS:
+        self.run_bar.set_running(False, {ErrorKind.CANCELLED: "cancelled", ErrorKind.TIMEOUT: "timed out"}.get(kind, "error"))
+        if kind.in_user_code and error.get("filename") in (None, self.document.filename):
+            traceback_text = "\n".join(
+                f"  line {f['lineno']}, in {f['name']}: {f['line']}" for f in error.get("traceback") or []
+            )
             self.editor.show_error(message, line, traceback_text)
-            where = f" (line {line})" if line else ""
-            self.banner.show_message(f"Your code failed{where}", "error", message)
-        else:
-            self.banner.show_message("The run could not start", "error", message)
+        if kind == ErrorKind.CANCELLED:
+            self.banner.show_message("Cancelled.", "idle", message if line else "")
+            return
+        where = f" (line {line})" if line and kind.in_user_code else ""
+        if kind == ErrorKind.TIMEOUT:
+            message += " (Change the limit in the run bar's timeout box.)"
+        self.banner.show_message(f"{kind.headline}{where}", "error", message)
         self.run_failed.emit(message)
 
     def _on_crashed(self, request: int, message: str) -> None:
         if request and request == self._memory_request:
             self.memory.set_error(message)
             return
-        self._run_timer.stop()
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
         self.run_failed.emit(message)

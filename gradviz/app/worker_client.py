@@ -1,91 +1,85 @@
-"""The GUI's handle on the worker process (``python -m gradviz.worker``), via QProcess.
+"""The window's handle on the worker (``python -m gradviz.worker``): a thin Qt transport.
 
-Everything is asynchronous: requests are written to the worker's stdin, answers arrive as
-signals from its stdout, and what the user's code prints arrives on stderr. Cancel kills the
-worker outright (user code may be stuck in C or in an endless loop) and starts a fresh one;
-so does a crash. The window never waits on the worker.
+The protocol (messages, framing, the bad-line guard, how the worker is started) lives in
+``gradviz.protocol``; this class only moves bytes with QProcess and turns messages into
+signals, so the window never waits. The worker runs every request in a fresh process of its
+own, enforces the request's time limit, and answers a Cancel, a timeout or a crash of the
+user's code with an error naming the line; it never dies of user code. If the worker itself
+dies (it should not), a fresh one is started and ``crashed`` says so.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
+from gradviz.protocol import messages
+from gradviz.protocol.launch import make_run_root, remove_run_root, worker_command, worker_environment
+from gradviz.schema.errors import ErrorKind
+
 OUTPUT_LIMIT = 64 * 1024  # characters of user output kept per run: megabytes of print stay cheap
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
 
 
 class WorkerClient(QObject):
     ready = Signal(dict)  # {"torch": version, "devices": [...], "pid": ...}
     progress = Signal(int, int, int)  # request id, done, total
     finished = Signal(int, dict)  # request id, result payload
-    failed = Signal(int, dict)  # request id, error {"kind", "message", "lineno", ...}
-    crashed = Signal(int, str)  # request id (0 if idle), what happened
+    failed = Signal(int, dict)  # request id, error {"kind", "message", "lineno", "traceback", ...}
+    crashed = Signal(int, str)  # request id (0 if idle), what happened to the worker itself
     output = Signal(str)  # text the user's code printed
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, warm: bool = True) -> None:
         super().__init__(parent)
+        self.warm = warm
         self._process: QProcess | None = None
-        self._stdout = b""
+        self._decoder = messages.LineDecoder()
         self._next_id = 1
         self._running: int = 0  # id of the request in flight, 0 if none
-        self._expected_exit = False
         self.is_ready = False
         self.info: dict[str, Any] = {}
         self.output_text = ""
-        self.tmp_root = Path(tempfile.mkdtemp(prefix="gradviz-"))
+        self.tmp_root: Path = make_run_root()
 
     # --- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Start a worker in the background; ``ready`` fires once torch is imported there."""
         self.is_ready = False
-        self._stdout = b""
+        self._decoder = messages.LineDecoder()
         process = QProcess(self)
-        env = QProcessEnvironment.systemEnvironment()
-        root = _package_root()
-        env.insert("PYTHONPATH", os.pathsep.join(p for p in (root, env.value("PYTHONPATH")) if p))
-        env.insert("PYTHONUNBUFFERED", "1")
+        env = QProcessEnvironment()
+        for key, value in worker_environment(warm=self.warm).items():
+            env.insert(key, value)
         process.setProcessEnvironment(env)
-        process.readyReadStandardOutput.connect(self._on_stdout)
-        process.readyReadStandardError.connect(self._on_stderr)
-        process.finished.connect(self._on_finished)
+        # each slot is told which process spoke: a stopped worker's last words are dropped
+        process.readyReadStandardOutput.connect(lambda: self._on_stdout(process))
+        process.readyReadStandardError.connect(lambda: self._on_stderr(process))
+        process.finished.connect(lambda code, status: self._on_finished(process, code, status))
         self._process = process
-        self._expected_exit = False
-        process.start(sys.executable, ["-m", "gradviz.worker"])
+        program, *arguments = worker_command()
+        process.start(program, arguments)
 
     def shutdown(self) -> None:
-        """Stop the worker and remove its temporary files (window closing)."""
-        self._stop()
-        shutil.rmtree(self.tmp_root, ignore_errors=True)
+        """Stop the worker (it stops any run first) and remove the result files (window closing)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.write(messages.encode({"op": "quit"}))
+            process.closeWriteChannel()
+            if not process.waitForFinished(2000):
+                process.terminate()  # SIGTERM: the worker still stops the run's process group
+                if not process.waitForFinished(1000):
+                    process.kill()
+                    process.waitForFinished(1000)
+            process.deleteLater()
+        self._running = 0
+        remove_run_root(self.tmp_root)
 
     def cancel(self) -> None:
-        """Kill the worker mid-run and start a fresh one."""
-        request = self._running
-        self._stop()
-        self._running = 0
-        self.start()
-        if request:
-            self.failed.emit(request, {"kind": "cancelled", "message": "Cancelled."})
-
-    def _stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
-        self._expected_exit = True
-        process.finished.disconnect(self._on_finished)
-        process.kill()
-        process.waitForFinished(1000)
-        process.deleteLater()
+        """Stop the run in flight; its ``failed`` (kind cancelled, with the line) follows."""
+        if self._running and self._process is not None:
+            self._process.write(messages.encode({"op": "cancel", "id": self._running}))
 
     @property
     def pid(self) -> int:
@@ -101,17 +95,18 @@ class WorkerClient(QObject):
         return bool(self._running)
 
     # --- requests ------------------------------------------------------------------------
-    def submit(self, op: str, **payload: Any) -> int:
+    def submit(self, op: str, *, timeout: float | None = None, **payload: Any) -> int:
         """Send a request; its answer comes as ``finished`` or ``failed`` with the returned id."""
         if self._process is None:
             self.start()
         request_id = self._next_id
         self._next_id += 1
-        out_dir = self.tmp_root / f"run{request_id}"
-        message = {"id": request_id, "op": op, "out_dir": str(out_dir), **payload}
+        message = messages.request(op, request_id, out_dir=str(self.tmp_root / f"run{request_id}"), **payload)
+        if timeout:
+            message["timeout"] = timeout
         self._running = request_id
         self.output_text = ""
-        self._process.write((json.dumps(message) + "\n").encode())
+        self._process.write(messages.encode(message))
         return request_id
 
     def discard_results_before(self, request_id: int) -> None:
@@ -121,12 +116,15 @@ class WorkerClient(QObject):
                 shutil.rmtree(path, ignore_errors=True)
 
     # --- process events ------------------------------------------------------------------
-    def _on_stdout(self) -> None:
-        self._stdout += bytes(self._process.readAllStandardOutput())
-        *lines, self._stdout = self._stdout.split(b"\n")
-        for line in lines:
-            if line.strip():
-                self._on_message(json.loads(line))
+    def _on_stdout(self, process: QProcess) -> None:
+        data = bytes(process.readAllStandardOutput())
+        if process is not self._process:
+            return
+        for message in self._decoder.feed(data):
+            if isinstance(message, messages.BadLine):  # fail the run now, not at its timeout
+                detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker sent {message.describe()}"}
+                message = messages.error(self._running or None, None, detail)
+            self._on_message(message)
 
     def _on_message(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -140,24 +138,27 @@ class WorkerClient(QObject):
             self._running = 0
             self.finished.emit(message["id"], message["result"])
         elif kind == "error":
-            self._running = 0
-            self.failed.emit(message.get("id") or 0, message["error"])
+            request = message.get("id") or self._running
+            if request == self._running:
+                self._running = 0
+            self.failed.emit(request or 0, message["error"])
 
-    def _on_stderr(self) -> None:
-        text = bytes(self._process.readAllStandardError()).decode("utf-8", "replace")
+    def _on_stderr(self, process: QProcess) -> None:
+        text = bytes(process.readAllStandardError()).decode("utf-8", "replace")
+        if process is not self._process:
+            return
         self.output_text = (self.output_text + text)[-OUTPUT_LIMIT:]
         self.output.emit(text)
 
-    def _on_finished(self, exit_code: int, status: QProcess.ExitStatus) -> None:
+    def _on_finished(self, process: QProcess, exit_code: int, status: QProcess.ExitStatus) -> None:
+        if process is not self._process:  # stopped on purpose
+            return
         request = self._running
         self._running = 0
-        if status == QProcess.ExitStatus.CrashExit:
-            how = "crashed (killed by a signal: a segfault, abort() or an out-of-memory kill)"
-        else:
-            how = f"exited with code {exit_code} (os._exit or sys.exit in the code?)"
+        how = "was killed" if status == QProcess.ExitStatus.CrashExit else f"exited with code {exit_code}"
         message = (
-            f"The worker process running the Function's code ended unexpectedly: it {how}. "
-            "A fresh worker has been started; your code in the editor is untouched."
+            f"The gradviz worker process {how}. A fresh worker has been started; your code in the editor "
+            "is untouched."
         )
         self._process.deleteLater()
         self._process = None

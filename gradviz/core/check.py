@@ -32,6 +32,7 @@ from gradviz.core.jacobian import (
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
 from gradviz.schema.errors import (
     Cancelled,
+    ErrorKind,
     GradvizError,
     SizeLimitError,
     UserCodeError,
@@ -50,7 +51,7 @@ FLOAT32_ADVICE = (
 class NothingToCheck(GradvizError):
     """Every Jacobian block has zero cells: there is no verdict to give."""
 
-    kind = "nothing_to_check"
+    kind = ErrorKind.NOTHING_TO_CHECK
 
 
 def check_source(
@@ -105,7 +106,7 @@ def _example_inputs(
             return loaded.example_inputs(device, dtype)
         except (Exception, SystemExit) as exc:
             raise from_exception(
-                "example_inputs", exc, loaded.filename, "example_inputs(device, dtype)"
+                ErrorKind.EXAMPLE_INPUTS, exc, loaded.filename, "example_inputs(device, dtype)"
             ) from None
 
 
@@ -297,7 +298,7 @@ def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list
         with torch.enable_grad():
             outputs = call_apply(fn.apply, copies, clone=False)
     except (Exception, SystemExit) as exc:
-        raise code.error("forward", exc, f"{fn.__name__}.forward") from None
+        raise code.error(ErrorKind.FORWARD, exc, f"{fn.__name__}.forward") from None
     changed = [j for j, (a, v) in enumerate(zip(copies, versions)) if isinstance(a, torch.Tensor) and a._version != v]
     # mark_dirty rebases a modified input onto the Function's own node; without it the input keeps its
     # old one. Only inputs that need gradients matter: a buffer (running statistics) may change quietly.
@@ -312,7 +313,7 @@ def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSour
     line = method_line(loaded, fn, "forward", last_return=True) if loaded else None
 
     def refuse(message: str) -> UserCodeError:
-        return UserCodeError("bad_output", f"{fn.__name__}.forward {message}", code.main, line)
+        return UserCodeError(ErrorKind.BAD_OUTPUT, f"{fn.__name__}.forward {message}", code.main, line)
 
     infos = []
     for i, o in enumerate(outputs):
@@ -401,9 +402,15 @@ def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, l
 
 def _backward_error(fn: type, exc: BaseException, loaded: LoadedSource | None, code: _CodeFiles) -> UserCodeError:
     """Name the problem; engine-side checks point at backward's return statement."""
-    error = code.error("backward", exc, f"{fn.__name__}.backward")
+    error = code.error(ErrorKind.BACKWARD, exc, f"{fn.__name__}.backward")
     text = str(exc)
-    kind = "gradient_count" if _COUNT.search(text) else "gradient_shape" if _SHAPE.search(text) else None
+    kind = (
+        ErrorKind.GRADIENT_COUNT
+        if _COUNT.search(text)
+        else ErrorKind.GRADIENT_SHAPE
+        if _SHAPE.search(text)
+        else None
+    )
     if kind is None:
         if error.lineno is None and loaded:  # e.g. a TypeError calling backward: point at its def
             error.lineno = method_line(loaded, fn, "backward")
@@ -411,7 +418,7 @@ def _backward_error(fn: type, exc: BaseException, loaded: LoadedSource | None, c
     error.kind = kind
     line = method_line(loaded, fn, "backward", last_return=True) if loaded else None
     error.lineno = line or error.lineno
-    if kind == "gradient_count":
+    if kind == ErrorKind.GRADIENT_COUNT:
         error.message = (
             f"{fn.__name__}.backward returned the wrong number of gradients: {text.split('(')[-1].rstrip(')')}. "
             "Return one value per forward argument (None for non-tensors)."
@@ -441,7 +448,7 @@ def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, co
         raise
     except (Exception, SystemExit) as exc:
         context = f"{fn.__name__}.forward (on inputs perturbed by ±eps for finite differences)"
-        raise code.error("forward", exc, context) from None
+        raise code.error(ErrorKind.FORWARD, exc, context) from None
 
 
 def _forward_noise(fn, args, outputs, out_indices) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.autograd.function import BackwardCFunction, once_differentiable
 
-from gradviz.schema.errors import from_exception
+from gradviz.schema.errors import ErrorKind, from_exception
 
 __all__ = [
     "GradSummary",
@@ -268,7 +268,7 @@ def extract_graph(
             with _watch_ctx_calls(fn) as ctx_calls:
                 outputs = fn.apply(*copies)
         except (Exception, SystemExit) as exc:
-            raise from_exception("forward", exc, _source_file(fn), f"{fn.__name__}.forward") from None
+            raise from_exception(ErrorKind.FORWARD, exc, _source_file(fn), f"{fn.__name__}.forward") from None
     return _build(
         outputs,
         args,
@@ -764,7 +764,7 @@ def _describe_backward_error(exc: BaseException, running: int | None, objects) -
         context = f"{cls.__name__}.backward (node {running})"
     elif node is not None:
         context = f"{node.name()} (node {running})"
-    return str(from_exception("backward", exc, filename, context))
+    return str(from_exception(ErrorKind.BACKWARD, exc, filename, context))
 
 
 def _summary(g, value_limit: int) -> GradSummary | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from gradviz.schema.errors import SettingsError, UserCodeError
+from gradviz.schema.errors import ErrorKind, SettingsError, UserCodeError
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
@@ -74,7 +74,7 @@ def prepare_inputs(
         raw = tuple(raw)
     if not isinstance(raw, tuple):
         raise UserCodeError(
-            "example_inputs",
+            ErrorKind.EXAMPLE_INPUTS,
             f"example_inputs must return a tuple of arguments for apply, not {type(raw).__name__}.",
             filename,
         )
@@ -90,7 +90,7 @@ def prepare_inputs(
         floats = [j for j, a in enumerate(args) if _differentiable_kind(a)]
         if not floats:
             raise UserCodeError(
-                "example_inputs",
+                ErrorKind.EXAMPLE_INPUTS,
                 "No dense floating-point tensor among the inputs, so there is nothing to differentiate.",
                 filename,
             )
@@ -124,7 +124,7 @@ def _prepare_container(value: Any, j: int, name: str, device: torch.device, dtyp
     if isinstance(value, torch.Tensor):
         if value.requires_grad:
             raise UserCodeError(
-                "example_inputs",
+                ErrorKind.EXAMPLE_INPUTS,
                 f"Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd does "
                 "not track tensors inside containers passed to apply, so it would never get a gradient. Pass it "
                 "as its own argument, or set requires_grad=False if it is fixed data.",
@@ -144,7 +144,7 @@ def _prepare_tensor(
     a: torch.Tensor, j: int, name: str, device: torch.device, dtype: torch.dtype, notes: list[str], filename: str
 ) -> torch.Tensor:
     def refuse(why: str) -> UserCodeError:
-        return UserCodeError("example_inputs", f"Input {j} ({name}) {why}", filename)
+        return UserCodeError(ErrorKind.EXAMPLE_INPUTS, f"Input {j} ({name}) {why}", filename)
 
     if a.is_meta:
         raise refuse(

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch._vmap_internals import _vmap
 
-from gradviz.schema.errors import Cancelled, UserCodeError
+from gradviz.schema.errors import Cancelled, ErrorKind, UserCodeError
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
 
 ProgressFn = Callable[[int, int], None]
@@ -386,7 +386,7 @@ class _ColumnFiller:
                 else type(got).__name__
             )
             raise UserCodeError(
-                "bad_output",
+                ErrorKind.BAD_OUTPUT,
                 f"forward returned a different output {i} when input {self.j} element {c} was moved by "
                 f"±eps: {what} instead of {tuple(ref.shape)} {str(ref.dtype).removeprefix('torch.')}. "
                 "Finite differences need outputs whose shape and dtype do not depend on the input values.",

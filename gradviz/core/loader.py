@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from gradviz.schema.errors import Frame, UserCodeError, from_exception
+from gradviz.schema.errors import ErrorKind, Frame, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
 
 MAX_QUOTED_LINE = 120  # characters of a bad line quoted in a syntax error
@@ -69,7 +69,7 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     """Execute ``source`` as a new module and collect its Function subclasses."""
     if not source.strip():
         raise UserCodeError(
-            "no_function", "The source is empty: write a torch.autograd.Function subclass.", filename
+            ErrorKind.NO_FUNCTION, "The source is empty: write a torch.autograd.Function subclass.", filename
         )
     # linecache lets tracebacks and inspect show lines of code that never was a file.
     lines = source.splitlines(keepends=True)
@@ -79,10 +79,10 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     except SyntaxError as exc:
         raise _syntax_error(exc, filename) from None
     except ValueError as exc:  # NUL bytes in the source
-        raise UserCodeError("syntax", f"The source cannot be compiled: {exc}.", filename) from None
+        raise UserCodeError(ErrorKind.SYNTAX, f"The source cannot be compiled: {exc}.", filename) from None
     except (RecursionError, MemoryError):
         raise UserCodeError(
-            "syntax",
+            ErrorKind.SYNTAX,
             "The source is nested too deeply for Python's compiler (an expression or block thousands of "
             "levels deep). Split it into smaller pieces.",
             filename,
@@ -94,12 +94,12 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     try:
         exec(code, module.__dict__)
     except (Exception, SystemExit) as exc:
-        raise from_exception("import", exc, filename, "Running the file") from None
+        raise from_exception(ErrorKind.IMPORT, exc, filename, "Running the file") from None
 
     functions = find_functions(module)
     if not functions:
         raise UserCodeError(
-            "no_function",
+            ErrorKind.NO_FUNCTION,
             "No torch.autograd.Function subclass is defined or imported in this source. Define a class "
             "with static forward(ctx, ...) and backward(ctx, ...) methods, or import yours "
             "(from mypackage.ops import MyFunction).",
@@ -108,7 +108,7 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     example_inputs = module.__dict__.get("example_inputs")
     if example_inputs is not None and not callable(example_inputs):
         raise UserCodeError(
-            "example_inputs", "example_inputs must be a function (device, dtype) -> tuple", filename
+            ErrorKind.EXAMPLE_INPUTS, "example_inputs must be a function (device, dtype) -> tuple", filename
         )
     default = module.__dict__.get("FUNCTION")
     return LoadedSource(filename, source, module, functions, example_inputs, default)
@@ -146,7 +146,7 @@ def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch
             loaded.notes.append(f"Several Functions are defined ({others}); checking {name}.")
     if name not in loaded.functions:
         raise UserCodeError(
-            "unknown_function",
+            ErrorKind.UNKNOWN_FUNCTION,
             f"No Function named {name!r}; this source defines {', '.join(loaded.functions)}.",
             loaded.filename,
         )
@@ -211,10 +211,10 @@ def _syntax_error(exc: SyntaxError, filename: str) -> UserCodeError:
     if len(text) > MAX_QUOTED_LINE:
         text = text[: MAX_QUOTED_LINE - 1] + "…"
     if not exc.lineno:  # e.g. NUL bytes: the compiler names no line
-        return UserCodeError("syntax", f"Syntax error: {exc.msg}.", filename)
+        return UserCodeError(ErrorKind.SYNTAX, f"Syntax error: {exc.msg}.", filename)
     frames = [Frame(filename, exc.lineno, "<module>", text.strip())]
     col = f", column {exc.offset}" if exc.offset else ""
     message = f"Syntax error: {exc.msg} (line {exc.lineno}{col})"
     if text.strip():
         message += f": {text.strip()}"
-    return UserCodeError("syntax", message, filename, exc.lineno, frames)
+    return UserCodeError(ErrorKind.SYNTAX, message, filename, exc.lineno, frames)

@@ -10,28 +10,108 @@ import re
 import traceback
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from types import TracebackType
 
 from gradviz.schema.units import format_bytes
 
 
+class ErrorKind(StrEnum):
+    """Every kind of error a front-end may be handed; the ``kind`` field of an error dict."""
+
+    # the user's code failed: there is a file and usually a line to mark
+    SYNTAX = "syntax"
+    IMPORT = "import"
+    NO_FUNCTION = "no_function"
+    UNKNOWN_FUNCTION = "unknown_function"
+    EXAMPLE_INPUTS = "example_inputs"
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    GRADIENT_COUNT = "gradient_count"
+    GRADIENT_SHAPE = "gradient_shape"
+    BAD_OUTPUT = "bad_output"
+    # the run was stopped or died; the worker says where the user's code was
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    CRASHED = "crashed"
+    OUT_OF_MEMORY = "out_of_memory"
+    # refused before or instead of a verdict
+    SETTINGS = "settings"
+    SIZE_LIMIT = "size_limit"
+    NOTHING_TO_CHECK = "nothing_to_check"
+    SESSION = "session"
+    IO = "io"
+    OUTPUT = "output"
+    # gradviz itself
+    WORKER = "worker"  # the worker could not be started
+    PROTOCOL = "protocol"  # a message that is not one
+    INTERNAL = "internal"
+    ERROR = "error"
+
+    @property
+    def in_user_code(self) -> bool:
+        """An error whose line belongs in the user's editor."""
+        return self in _USER_CODE or self in _RUN_STOPPED
+
+    @property
+    def headline(self) -> str:
+        """A few words for a banner above the message."""
+        if self in _USER_CODE:
+            return "Your code failed"
+        return _HEADLINES.get(self, "The run could not start")
+
+
+_USER_CODE = {
+    ErrorKind.SYNTAX,
+    ErrorKind.IMPORT,
+    ErrorKind.NO_FUNCTION,
+    ErrorKind.UNKNOWN_FUNCTION,
+    ErrorKind.EXAMPLE_INPUTS,
+    ErrorKind.FORWARD,
+    ErrorKind.BACKWARD,
+    ErrorKind.GRADIENT_COUNT,
+    ErrorKind.GRADIENT_SHAPE,
+    ErrorKind.BAD_OUTPUT,
+}
+_RUN_STOPPED = {ErrorKind.TIMEOUT, ErrorKind.CANCELLED, ErrorKind.CRASHED, ErrorKind.OUT_OF_MEMORY}
+_HEADLINES = {
+    ErrorKind.TIMEOUT: "The run timed out",
+    ErrorKind.CANCELLED: "Cancelled",
+    ErrorKind.CRASHED: "The Function's code ended its process",
+    ErrorKind.OUT_OF_MEMORY: "The run ran out of memory",
+    ErrorKind.SETTINGS: "Bad settings",
+    ErrorKind.SIZE_LIMIT: "Too large to check",
+    ErrorKind.NOTHING_TO_CHECK: "Nothing to check",
+    ErrorKind.PROTOCOL: "The worker sent something unreadable",
+    ErrorKind.INTERNAL: "Internal error in gradviz",
+}
+
+
+def error_kind(value: object) -> ErrorKind:
+    """The ErrorKind of a kind string from a message; unknown strings read as ERROR."""
+    try:
+        return ErrorKind(value)
+    except ValueError:
+        return ErrorKind.ERROR
+
+
 class GradvizError(Exception):
     """Base of every error gradviz reports to a user."""
 
-    kind = "error"
+    kind = ErrorKind.ERROR
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "message": self.message}
+        return {"kind": str(self.kind), "message": self.message}
 
 
 class Cancelled(GradvizError):
     """The user (or a timeout) stopped the run between two chunks."""
 
-    kind = "cancelled"
+    kind = ErrorKind.CANCELLED
 
     def __init__(self, message: str = "Cancelled.") -> None:
         super().__init__(message)
@@ -40,13 +120,13 @@ class Cancelled(GradvizError):
 class SizeLimitError(GradvizError):
     """The Jacobians would not fit in the memory budget; refused before allocating."""
 
-    kind = "size_limit"
+    kind = ErrorKind.SIZE_LIMIT
 
 
 class SettingsError(GradvizError):
     """Bad settings (device, dtype, tolerances) rather than bad user code."""
 
-    kind = "settings"
+    kind = ErrorKind.SETTINGS
 
 
 @dataclass
@@ -60,20 +140,19 @@ class Frame:
 class UserCodeError(GradvizError):
     """Something in the user's code failed; ``lineno`` points at the line to look at.
 
-    ``kind`` is one of: syntax, import, no_function, unknown_function, example_inputs,
-    forward, backward, gradient_count, gradient_shape, bad_output.
+    ``kind`` is one of the user-code kinds of ErrorKind (syntax ... bad_output).
     """
 
     def __init__(
         self,
-        kind: str,
+        kind: ErrorKind | str,
         message: str,
         filename: str = "<source>",
         lineno: int | None = None,
         frames: list[Frame] | None = None,
     ) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind = ErrorKind(kind)
         self.filename = filename
         self.lineno = lineno
         self.frames = frames or []
@@ -93,7 +172,7 @@ class UserCodeError(GradvizError):
 
     def to_dict(self) -> dict:
         return {
-            "kind": self.kind,
+            "kind": str(self.kind),
             "message": self.message,
             "filename": self.filename,
             "lineno": self.lineno,

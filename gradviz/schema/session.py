@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gradviz.schema.errors import GradvizError
+from gradviz.schema.errors import ErrorKind, GradvizError
 
 FORMAT = "gradviz-session"
 VERSION = 1
@@ -22,7 +22,7 @@ SUFFIX = ".gradviz"
 class SessionError(GradvizError):
     """A session file that cannot be read as a gradviz session."""
 
-    kind = "session"
+    kind = ErrorKind.SESSION
 
 
 @dataclass

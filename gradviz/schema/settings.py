@@ -145,3 +145,48 @@ def default_memory_limit() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
     except (ValueError, OSError, AttributeError):
         return 4 * 2**30
+
+
+RUN_TIMEOUT_S = 120  # the window stops a run after this long unless the user changes it (0: never)
+
+
+@dataclass
+class MemoryOptions:
+    """The conv-BN memory study: a stack of Conv2d + BatchNorm2d pairs against the fused Function."""
+
+    layers: int = 3
+    shape: tuple[int, int, int, int] = (8, 3, 32, 32)  # N, C, H, W of the input
+    out_channels: int = 16
+    kernel: int = 3
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "shape": list(self.shape)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryOptions:
+        """Options from JSON-like data (a session, a request), refusing unknown names; validated."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SettingsError(f"Unknown memory option(s): {', '.join(unknown)}.")
+        values = dict(data)
+        if "shape" in values:
+            shape = values["shape"]
+            if not isinstance(shape, list | tuple) or len(shape) != 4:
+                raise SettingsError(f"The input shape must be four sizes N, C, H, W; got {shape!r}.")
+            values["shape"] = tuple(shape)
+        options = cls(**values)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        for name in ("layers", "out_channels", "kernel"):
+            check_positive_int(name, getattr(self, name))
+        for size in self.shape:
+            check_positive_int("each input size (N, C, H, W)", size)
+        if self.dtype not in DTYPES:
+            raise SettingsError(f"Unsupported dtype {self.dtype!r}: use {' or '.join(DTYPES)}.")
+        if not isinstance(self.device, str) or not self.device:
+            raise SettingsError(f"device must be a name such as cpu or cuda, not {self.device!r}.")

@@ -13,14 +13,14 @@ import os
 import stat
 from pathlib import Path
 
-from gradviz.schema.errors import UserCodeError
+from gradviz.schema.errors import ErrorKind, UserCodeError
 from gradviz.schema.units import format_bytes
 
 MAX_SOURCE_BYTES = 10 * 2**20
 
 
 def _refuse(path: Path, why: str) -> UserCodeError:
-    return UserCodeError("import", f"Cannot read {path}: {why}", str(path))
+    return UserCodeError(ErrorKind.IMPORT, f"Cannot read {path}: {why}", str(path))
 
 
 def _check_stat(path: Path, info: os.stat_result) -> None:
@@ -71,7 +71,7 @@ def read_source_text(path: str | Path) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise UserCodeError(
-            "import",
+            ErrorKind.IMPORT,
             f"The file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}). "
             "Save it as UTF-8 and try again.",
             str(path),

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
 from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel, format_in
-from gradviz.worker import handle_memory
+from gradviz.worker.handlers import handle_memory
 from tests.app.conftest import ARTIFACTS
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gradviz.worker_runner import WorkerRunner
+from gradviz.worker.client import WorkerClient
 from tests.core.test_cli import ROOT, gradviz
 from tests.core.test_loader_errors import SQUARE
 
@@ -176,7 +176,7 @@ def test_worker_serves_on_after_user_code_raises_system_exit_and_interrupts(writ
         "exit_in_checks": EXITS["sys_exit_in_extra_checks"],
         "good": SQUARE,
     }
-    with WorkerRunner(output=None) as runner:
+    with WorkerClient(output=None) as runner:
         runner.start()
         pid = runner.pid
         replies = {
@@ -212,12 +212,24 @@ def test_worker_answers_a_bad_request_line_and_serves_on(write_source):
     assert worker.returncode == 0
 
 
-def test_runner_restarts_a_dead_worker(write_source):
-    with WorkerRunner(output=None) as runner:
-        crashed = runner.request("check", {"path": str(write_source(EXITS["os_exit_backward"])), "arrays": False})
-        assert crashed.status == "crashed" and not runner.alive and crashed.returncode == 0
-        again = runner.request("check", {"path": str(write_source(SQUARE, "ok.py")), "arrays": False, "graph": False})
-        assert again.ok and again.result["passed"]
+def test_a_crashing_run_leaves_the_worker_serving(write_source):
+    """User code dies in its own run process: the worker answers for it and serves on."""
+    with WorkerClient(output=None) as client:
+        crashed = client.request("check", {"path": str(write_source(EXITS["os_exit_backward"])), "arrays": False})
+        pid = client.pid
+        assert crashed.kind == "crashed" and "os._exit(0)" in crashed.error["message"] and crashed.error["lineno"]
+        again = client.request("check", {"path": str(write_source(SQUARE, "ok.py")), "arrays": False, "graph": False})
+        assert again.ok and again.result["passed"] and client.pid == pid and client.alive
+
+
+def test_client_restarts_a_worker_that_was_killed(write_source):
+    with WorkerClient(output=None) as client:
+        first = client.request("check", {"path": str(write_source(SQUARE)), "arrays": False, "graph": False})
+        old = client.pid
+        os.kill(old, signal.SIGKILL)
+        client._process.wait()
+        again = client.request("check", {"path": str(write_source(SQUARE)), "arrays": False, "graph": False})
+        assert first.ok and again.ok and client.pid != old
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """forward returns only an integer tensor: there is no Jacobian to compare.
 
-Expected: exit 2, kind nothing_to_check, message "Nothing to check" (gradcheck passes this
-vacuously; gradviz says there was nothing to check rather than PASSED).
+Expected: exit 2, kind nothing_to_check, message "Nothing to check".
+
+gradcheck passes this vacuously; gradviz says there was nothing to check rather than PASSED.
 """
 
 import torch

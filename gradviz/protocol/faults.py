@@ -1,0 +1,139 @@
+"""What the user's code was doing when its run was stopped or died, in words and with a line.
+
+A run process writes Python stacks to a fault file: on a fatal signal (faulthandler), when the
+worker asks with SIGUSR1 just before it stops a hung or cancelled run, and on ``os._exit``.
+These functions read the user's frames out of such a dump and turn "timed out", "cancelled"
+and "crashed" into error dicts that name the file and line, like any other user-code error.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+from gradviz.schema.errors import ErrorKind
+
+_FRAME = re.compile(r'File "(?P<file>.+?)", line (?P<line>\d+),? in (?P<name>\S+)')
+_OS_EXIT = re.compile(r"gradviz: os\._exit\((.*?)\) called")
+OS_EXIT_MARK = "gradviz: os._exit({code!r}) called\n"  # what a run process writes before os._exit
+
+SIGNAL_MEANING = {
+    "SIGSEGV": "a segmentation fault: C code read or wrote memory it does not own",
+    "SIGBUS": "a bus error: C code read memory it does not own",
+    "SIGABRT": "abort(): os.abort() or a failed assertion in C code",
+    "SIGFPE": "a floating-point exception in C code",
+    "SIGILL": "an illegal instruction",
+    "SIGKILL": "SIGKILL: usually the system's out-of-memory killer",
+    "SIGTERM": "SIGTERM: something asked it to stop",
+}
+ENDED = "the Function's code ended the process"
+
+
+class UserSource:
+    """The user's file name and text, to quote the lines a stack dump points at."""
+
+    def __init__(self, filename: str | None, text: str | None = None) -> None:
+        self.filename = filename
+        self._lines = text.splitlines() if text is not None else None
+
+    @classmethod
+    def of_request(cls, request: dict[str, Any]) -> UserSource:
+        """The code a check request runs: a file by path, or editor text under a name."""
+        if request.get("path"):
+            path = Path(request["path"]).resolve()
+            return cls(str(path))
+        return cls(request.get("filename") or "<editor>", request.get("source"))
+
+    def line(self, number: int) -> str:
+        if self._lines is None and self.filename and not self.filename.startswith("<"):
+            try:
+                self._lines = Path(self.filename).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._lines = []
+        lines = self._lines or []
+        return lines[number - 1].strip() if 0 < number <= len(lines) else ""
+
+
+def user_frames_from_dump(text: str, source: UserSource) -> list[dict[str, Any]]:
+    """Frames of the user's file in a faulthandler dump, outermost first, like a traceback.
+
+    faulthandler lists the most recent call first and, with several threads, the current
+    (or first) thread's block first; only that block is read.
+    """
+    if not source.filename or not text:
+        return []
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text)
+    current = [b for b in blocks if b.lstrip().startswith("Current thread")]
+    for block in current or blocks:
+        found = [m for m in _FRAME.finditer(block) if m.group("file") == source.filename]
+        if found:
+            return [
+                {
+                    "filename": source.filename,
+                    "lineno": int(m.group("line")),
+                    "name": m.group("name"),
+                    "line": source.line(int(m.group("line"))),
+                }
+                for m in reversed(found)
+            ]
+    return []
+
+
+def _where(dump: str, source: UserSource) -> tuple[dict[str, Any], str]:
+    """Error fields naming the innermost user frame, and a phrase for the message."""
+    frames = user_frames_from_dump(dump, source)
+    if not frames:
+        return {"filename": source.filename, "lineno": None, "traceback": []}, ""
+    last = frames[-1]
+    fields = {"filename": source.filename, "lineno": last["lineno"], "traceback": frames}
+    return fields, f" It was at line {last['lineno']}, in {last['name']}."
+
+
+def timeout_error(seconds: float, dump: str, source: UserSource) -> dict[str, Any]:
+    fields, where = _where(dump, source)
+    message = (
+        f"The Function's code did not finish within {seconds:g} s; an endless loop in forward or "
+        f"backward? gradviz stopped the process running it.{where}"
+    )
+    return {"kind": ErrorKind.TIMEOUT.value, "message": message, **fields}
+
+
+def cancelled_error(dump: str, source: UserSource) -> dict[str, Any]:
+    fields, where = _where(dump, source)
+    return {"kind": ErrorKind.CANCELLED.value, "message": f"Cancelled.{where}", **fields}
+
+
+def out_of_memory_error(limit_text: str, dump: str, source: UserSource) -> dict[str, Any]:
+    fields, where = _where(dump, source)
+    at = f" at line {fields['lineno']}" if fields["lineno"] else ""
+    message = (
+        f"The run ran out of memory{at}: it used more than the worker's limit of {limit_text}, so gradviz "
+        f"stopped it before the system had to.{where} Shrink the inputs, or raise the limit."
+    )
+    return {"kind": ErrorKind.OUT_OF_MEMORY.value, "message": message, **fields}
+
+
+def crash_error(returncode: int | None, dump: str, source: UserSource) -> dict[str, Any]:
+    """A run process that ended without answering: how it ended, and where, when known."""
+    fields, where = _where(dump, source)
+    called = _OS_EXIT.search(dump)
+    if called:
+        how = f"it called os._exit({called.group(1)})"
+    elif returncode is not None and returncode < 0:
+        name = signal_name(-returncode)
+        how = f"the process was killed by {name} ({SIGNAL_MEANING.get(name, 'a fatal signal')})"
+    elif returncode is not None:
+        how = f"the process exited with code {returncode} (os._exit, or a C library calling exit()?)"
+    else:
+        how = "the process stopped answering"
+    message = f"Nothing was checked: {ENDED}; {how}.{where}"
+    return {"kind": ErrorKind.CRASHED.value, "message": message, **fields}
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -1,0 +1,95 @@
+"""How a client starts the worker, and the folders its runs write into.
+
+Both clients start ``python -m gradviz.worker`` the same way: in a session of its own (a Ctrl+C
+in the terminal reaches the client, which stops the worker), told the client's pid so it dies
+with the client, and with gradviz's package on its path. Each client keeps its results in a
+folder it holds a lock on; folders left by clients that died are removed at the next start.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+PARENT_PID_ENV = "GRADVIZ_PARENT_PID"  # the worker dies with this process (Linux)
+WARM_ENV = "GRADVIZ_WORKER_WARM"  # "1": pay torch's first-call costs before the first request
+MEMORY_ENV = "GRADVIZ_WORKER_MEMORY_MB"  # the most a run may use before it is stopped
+RUN_ROOT_PREFIX = "gradviz-runs-"
+LOCK_NAME = ".owner.lock"
+
+
+def package_root() -> str:
+    """The folder holding the ``gradviz`` package, for the worker's ``PYTHONPATH``."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def worker_command(python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", "gradviz.worker"]
+
+
+def worker_environment(base: dict[str, str] | None = None, *, warm: bool = False) -> dict[str, str]:
+    """The worker's environment: ours, plus gradviz on the path and the parent-death watch."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    if threading.current_thread() is threading.main_thread():
+        # the kernel ties the parent-death signal to the starting thread: only safe from one that lives on
+        env[PARENT_PID_ENV] = str(os.getpid())
+    else:
+        env.pop(PARENT_PID_ENV, None)  # the worker still notices its parent is gone by polling
+    env[WARM_ENV] = "1" if warm else "0"
+    return env
+
+
+_HELD_LOCKS: dict[Path, int] = {}  # run folder -> fd of its lock, held while this process lives
+
+
+def make_run_root() -> Path:
+    """A fresh folder for this client's result files, locked while this process lives.
+
+    The lock (not the pid: containers reuse pids) tells a later client whether the folder's
+    owner is gone.
+    """
+    remove_stale_run_roots()
+    path = Path(tempfile.mkdtemp(prefix=RUN_ROOT_PREFIX))
+    fd = os.open(path / LOCK_NAME, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _HELD_LOCKS[path] = fd
+    return path
+
+
+def remove_run_root(path: Path) -> None:
+    fd = _HELD_LOCKS.pop(path, None)
+    shutil.rmtree(path, ignore_errors=True)
+    if fd is not None:
+        os.close(fd)
+
+
+def remove_stale_run_roots(tmp: str | None = None) -> list[Path]:
+    """Remove result folders whose owner died (its lock is free); live clients' stay."""
+    removed = []
+    for path in Path(tmp or tempfile.gettempdir()).glob(f"{RUN_ROOT_PREFIX}*"):
+        if path in _HELD_LOCKS or not path.is_dir():
+            continue
+        try:
+            fd = os.open(path / LOCK_NAME, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            fd = None  # a folder from before locks, or half made: nobody holds it
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its owner is alive
+        finally:
+            if fd is not None:
+                os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed

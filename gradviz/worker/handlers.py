@@ -1,0 +1,118 @@
+"""What each request does, run inside a fresh run process (never in the worker's own).
+
+``check`` loads the user's source and compares both Jacobians (plus the graph panel's data);
+``graph`` extracts the autograd graph alone (``gradviz graph``); ``memory`` runs the conv-BN
+study and its sweep. Each returns the JSON payload of its ``result`` message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gradviz.protocol import messages
+from gradviz.schema.errors import ErrorKind, GradvizError
+from gradviz.schema.settings import CheckSettings, MemoryOptions
+
+PROGRESS_INTERVAL_S = 0.05
+Send = Callable[[dict[str, Any]], None]
+
+
+def _load(request: dict[str, Any]):
+    from gradviz.core.loader import load_file, load_source
+
+    if request.get("path"):
+        return load_file(request["path"])
+    return load_source(request["source"], request.get("filename") or "<editor>")
+
+
+def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    from gradviz.core.check import check_source
+    from gradviz.core.report import format_table, result_to_dict, save_blocks
+    from gradviz.core.serialize import write_check_result
+
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_INTERVAL_S or done == total:
+            last[0] = now
+            send(messages.progress(request["id"], done, total))
+
+    loaded = _load(request)
+    settings = CheckSettings.from_dict(request.get("settings", {}))
+    result = check_source(loaded, request.get("function"), settings, progress=progress)
+    summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else {}
+    summary.setdefault("passed", result.passed)
+    summary["functions"] = list(loaded.functions)
+    if request.get("graph", True):
+        summary["graph"], summary["graph_error"] = _graph_or_error(loaded, request, settings)
+    if request.get("report"):
+        summary["report"] = result_to_dict(result)
+        summary["table"] = format_table(result)
+    if request.get("save"):
+        try:
+            save_blocks(result, request["save"])
+        except OSError as exc:
+            error = GradvizError(f"Cannot write {request['save']}: {exc.strerror or exc}")
+            error.kind = ErrorKind.IO
+            raise error from None
+    return summary
+
+
+def _graph_or_error(loaded, request: dict[str, Any], settings: CheckSettings) -> tuple[dict | None, str | None]:
+    """The graph panel's data for the checked Function; a failure here never spoils the check."""
+    from gradviz.core.graph import graph_of_source
+    from gradviz.worker.run import escaped_error
+
+    try:
+        graph = graph_of_source(
+            loaded, request.get("function"), device=settings.device, dtype=settings.dtype, seed=settings.seed
+        )
+    except GradvizError as exc:
+        return None, exc.message
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt... from the user's code: still no graph
+        return None, escaped_error(exc, request)["message"]
+    return graph.to_dict(), None
+
+
+def handle_graph(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    """``gradviz graph``: the autograd graph of one forward, its saved tensors, the backward order."""
+    from gradviz.core.graph import graph_of_source
+    from gradviz.core.report import format_graph
+
+    settings = CheckSettings.from_dict(request.get("settings", {}))
+    loaded = _load(request)
+    graph = graph_of_source(
+        loaded, request.get("function"), device=settings.device, dtype=settings.dtype, seed=settings.seed
+    ).to_dict()
+    return {"graph": graph, "table": format_graph(graph)}
+
+
+def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    """The conv-BN study for the memory panel, plus a sweep over layers and batch sizes."""
+    from gradviz.core.memory import conv_bn_study, memory_sweep
+
+    options = MemoryOptions.from_dict(request.get("options", {}))
+    study = conv_bn_study(
+        options.layers, options.shape, options.out_channels, options.kernel, options.device, options.dtype
+    )
+    if not request.get("sweep", True):
+        return {"study": study.to_dict(), "sweep": []}
+    n, c, h, w = options.shape
+    # each conv (stride 1, no padding) shrinks H and W by kernel - 1: sweep only stacks that fit
+    deepest = max(options.layers, min(8, (min(h, w) - 1) // max(options.kernel - 1, 1)))
+    sweep = memory_sweep(
+        layers=range(1, deepest + 1),
+        batches=tuple(sorted({1, n, 4 * n})),
+        image=(c, h, w),
+        out_channels=options.out_channels,
+        kernel=options.kernel,
+        device=options.device,
+        dtype=options.dtype,
+    )
+    return {"study": study.to_dict(), "sweep": [row.to_dict() for row in sweep]}
+
+
+HANDLERS = {"check": handle_check, "graph": handle_graph, "memory": handle_memory}

@@ -1,0 +1,153 @@
+"""One request, in a process forked from the worker for it alone.
+
+Forked after torch was imported (and warmed), a run process starts in a fraction of a second
+and leaves nothing behind: the user's modules, global state they changed (grad mode,
+monkeypatches, ``os.chdir``, ``sys.path``, environment), their memory and the processes they
+started all end with it. It lives in a process group of its own, so the worker can stop all of
+it at once, and it writes its Python stack to a fault file when asked (SIGUSR1), on a fatal
+signal and on ``os._exit``, so a hung or crashed run still names the user's line.
+
+Messages go to the worker over a pipe (the worker relays them); stdin reads as empty; whatever
+the user's code prints goes to stderr.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+from gradviz.protocol import messages
+from gradviz.protocol.faults import ENDED, OS_EXIT_MARK
+from gradviz.schema.errors import ErrorKind, GradvizError, from_exception, out_of_memory
+
+
+class Channel:
+    """The run's end of its pipe to the worker: one JSON message per line, flushed at once."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._stream.write(messages.encode(message))
+        self._stream.flush()
+
+
+def serve_one(request: dict[str, Any], pipe_fd: int, fault_path: str, threads: int) -> None:
+    """Run ``request`` in this (freshly forked) process, answer, and exit. Never returns."""
+    code = 0
+    try:
+        _become_run_process(fault_path, threads)
+        channel = Channel(os.fdopen(pipe_fd, "wb", buffering=0))
+        channel.send(_answer(request, channel))
+    except BaseException:  # nothing may escape a forked child: the worker reports the death
+        traceback.print_exc()
+        code = 70
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _REAL_EXIT(code)  # no interpreter teardown: the run's state goes with the process
+
+
+_REAL_EXIT = os._exit
+
+
+def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    from gradviz.worker.handlers import HANDLERS
+
+    op, request_id = request["op"], request.get("id")
+    try:
+        payload = HANDLERS[op](request, channel.send)
+        return messages.result(request_id, op, payload)
+    except GradvizError as exc:
+        return messages.error(request_id, op, exc.to_dict())
+    except BaseException as exc:  # the user's SystemExit, KeyboardInterrupt, ... or our own bug
+        return messages.error(request_id, op, escaped_error(exc, request))
+
+
+def _become_run_process(fault_path: str, threads: int) -> None:
+    os.setpgid(0, 0)  # a group of our own: stopping the run stops whatever it started
+    _die_with_parent(signal.SIGKILL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _watch_faults(fault_path)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _die_with_parent(sig: int) -> None:
+    """Linux: receive ``sig`` when the process that forked us dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch_faults(path: str) -> None:
+    """Stacks for what cannot be caught: fatal signals, SIGUSR1 (the worker about to stop a hung
+    run asks for it) and ``os._exit``, written to ``path`` for the worker to read."""
+    fault_file = open(path, "w", encoding="utf-8")
+    faulthandler.enable(fault_file, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, fault_file, all_threads=True)
+    run_process = os.getpid()
+
+    def traced_exit(code: int) -> None:
+        if os.getpid() == run_process:  # not a process the user's code forked in turn
+            fault_file.write(OS_EXIT_MARK.format(code=code))
+            fault_file.flush()
+            faulthandler.dump_traceback(fault_file, all_threads=False)
+        _REAL_EXIT(code)
+
+    os._exit = traced_exit
+
+
+# The method gradviz called, named by the outermost frame in the user's file.
+_PHASES = {"<module>": ErrorKind.IMPORT, "example_inputs": ErrorKind.EXAMPLE_INPUTS, "backward": ErrorKind.BACKWARD}
+
+
+def escaped_error(exc: BaseException, request: dict[str, Any]) -> dict[str, Any]:
+    """An exception the core did not turn into a GradvizError, as a structured error.
+
+    Raised in the user's file (SystemExit or KeyboardInterrupt anywhere, any exception in a
+    place the core does not wrap) it names the line like any user-code error; otherwise it is
+    a gradviz bug, or the machine running out of memory, and says so plainly.
+    """
+    filename = _request_filename(request)
+    tb, outermost = exc.__traceback__, None
+    while tb is not None:
+        if outermost is None and tb.tb_frame.f_code.co_filename == filename:
+            outermost = tb.tb_frame.f_code
+        tb = tb.tb_next
+    if outermost is not None:
+        kind = _PHASES.get(outermost.co_name, ErrorKind.FORWARD)
+        context = {ErrorKind.IMPORT: "Running the file", ErrorKind.EXAMPLE_INPUTS: "example_inputs(device, dtype)"}.get(
+            kind, outermost.co_qualname
+        )
+        return from_exception(kind, exc, filename, context).to_dict()
+    memory = out_of_memory(exc)
+    if memory:
+        return {"kind": ErrorKind.OUT_OF_MEMORY.value, "message": f"Out of memory: {memory}"}
+    print("".join(traceback.format_exception(exc)), file=sys.stderr)
+    if isinstance(exc, KeyboardInterrupt):
+        return {"kind": ErrorKind.CANCELLED.value, "message": "Interrupted (KeyboardInterrupt)."}
+    if isinstance(exc, SystemExit):
+        message = f"Something called sys.exit({exc.code!r}) during the run ({ENDED}); gradviz stopped it there."
+        return {"kind": ErrorKind.CRASHED.value, "message": message}
+    return {"kind": ErrorKind.INTERNAL.value, "message": f"Internal error in gradviz: {type(exc).__name__}: {exc}"}
+
+
+def _request_filename(request: dict[str, Any]) -> str:
+    """The file name user code runs under: what the loader gives the code it compiles."""
+    if request.get("path"):
+        return str(Path(request["path"]).resolve())
+    return request.get("filename") or "<editor>"

@@ -1,0 +1,350 @@
+"""The worker process: imports torch once, then forks a fresh run process for every request.
+
+The worker itself never runs user code. It reads requests on stdin and answers on what was
+its stdout; for each run request it forks a run process (``gradviz.worker.run``), relays that
+process's messages, and watches it: past its time limit, on Cancel, or past the memory limit
+it asks the run for its stack (SIGUSR1), stops its whole process group and answers with the
+user's line; if the run dies without answering, it says how and where. Whatever a run does,
+the worker answers for it and serves on, in the same clean state as before.
+
+Every process a run started ends with the run. When the client that started the worker dies
+(even by ``kill -9``), the worker is told (Linux's parent-death signal, and a poll of its
+parent's pid), stops the run's process group and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from gradviz.protocol import faults, messages
+from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV
+from gradviz.schema.errors import ErrorKind
+from gradviz.schema.units import format_bytes
+
+POLL_S = 0.05  # how often a run's time, memory and the parent are looked at
+DUMP_WAIT_S = 1.0  # how long a run gets to write its stack before it is killed
+MEMORY_SHARE = 0.75  # of physical RAM a run may use by default
+
+
+@dataclass
+class Run:
+    """The run process answering one request."""
+
+    request: dict[str, Any]
+    pid: int
+    pipe: int  # read end of the run's message pipe
+    fault_path: Path
+    started: float
+    decoder: messages.LineDecoder = field(default_factory=messages.LineDecoder)
+    answered: bool = False
+
+    @property
+    def id(self) -> int | None:
+        return self.request.get("id")
+
+    @property
+    def deadline(self) -> float | None:
+        limit = self.request.get("timeout")
+        return self.started + float(limit) if limit else None
+
+
+class Supervisor:
+    def __init__(self, out: IO[bytes], requests_fd: int, *, threads: int, memory_limit: int) -> None:
+        self.out, self.requests_fd = out, requests_fd
+        self.threads, self.memory_limit = threads, memory_limit
+        self.run: Run | None = None
+        self.pending: deque[dict[str, Any]] = deque()  # requests waiting for the run in progress
+        self.decoder = messages.LineDecoder()
+        self.parent = os.getppid()
+        self.tmp = Path(tempfile.mkdtemp(prefix="gradviz-worker-"))
+        self.quitting = False
+
+    # --- the loop ------------------------------------------------------------------------
+    def serve(self) -> None:
+        try:
+            while not self.quitting:
+                self._step()
+        finally:
+            self.stop_run()
+            with contextlib.suppress(OSError):
+                for path in self.tmp.iterdir():
+                    path.unlink()
+                self.tmp.rmdir()
+
+    def _step(self) -> None:
+        fds = ([self.requests_fd] if self.requests_fd >= 0 else []) + ([self.run.pipe] if self.run else [])
+        readable, _, _ = select.select(fds, [], [], POLL_S if self.run else 0.5)
+        if self.requests_fd in readable:
+            data = os.read(self.requests_fd, 65536)
+            if not data:  # the client closed our stdin: finish what it asked for, then quit
+                os.close(self.requests_fd)
+                self.requests_fd = -1
+                self.pending.append({"op": "quit"})
+            for message in self.decoder.feed(data):
+                self._on_request(message)
+        if self.run and self.run.pipe in readable:
+            self._relay(os.read(self.run.pipe, 65536))
+        if self.run:
+            self._watch_run()
+        while self.pending and (self.run is None or self.run.answered) and not self.quitting:
+            self._take(self.pending.popleft())
+        if os.getppid() != self.parent:  # the client died (reparented): stop everything
+            self.quitting = True
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self.out.write(messages.encode(message))
+            self.out.flush()
+        except OSError:  # the client is gone
+            self.quitting = True
+
+    # --- requests --------------------------------------------------------------------------
+    def _on_request(self, message: dict[str, Any] | messages.BadLine) -> None:
+        """Cancel acts at once; everything else waits its turn behind the run in progress."""
+        if isinstance(message, messages.BadLine):
+            detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker received {message.describe()}"}
+            self.send(messages.error(None, None, detail))
+        elif message.get("op") == "cancel":
+            self._cancel(message.get("id"))
+        else:
+            self.pending.append(message)
+
+    def _cancel(self, request_id: object) -> None:
+        if self.run and self.run.id == request_id and not self.run.answered:
+            self._stop_hung(faults.cancelled_error)
+            return
+        for queued in list(self.pending):
+            if queued.get("id") == request_id:
+                self.pending.remove(queued)
+                detail = {"kind": ErrorKind.CANCELLED.value, "message": "Cancelled before it started."}
+                self.send(messages.error(request_id, queued.get("op"), detail))
+
+    def _take(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if self.run is not None:  # answered and exiting: its process group goes now
+            self._end_run(reaped=False)
+        if op == "quit":
+            self.quitting = True
+        elif op in messages.RUN_OPS:
+            self._start_run(message)
+        else:
+            detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"Unknown request {op!r}."}
+            self.send(messages.error(message.get("id"), op, detail))
+
+    def _start_run(self, request: dict[str, Any]) -> None:
+        read_end, write_end = os.pipe()
+        fault_path = self.tmp / f"faults-{request.get('id')}.txt"
+        pid = os.fork()
+        if pid == 0:  # the run process
+            from gradviz.worker.run import serve_one
+
+            os.close(read_end)
+            if self.requests_fd >= 0:
+                os.close(self.requests_fd)
+            os.close(self.out.fileno())  # the run talks to us only through its pipe
+            serve_one(request, write_end, str(fault_path), self.threads)
+        os.close(write_end)
+        self.run = Run(request, pid, read_end, fault_path, time.monotonic())
+
+    # --- a run in progress -------------------------------------------------------------------
+    def _relay(self, data: bytes) -> None:
+        run = self.run
+        for message in run.decoder.feed(data):
+            if isinstance(message, messages.BadLine):
+                detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The run process sent {message.describe()}"}
+                message = messages.error(run.id, run.request.get("op"), detail)
+            if run.answered:
+                continue
+            run.answered = messages.is_final(message)
+            self.send(message)
+
+    def _watch_run(self) -> None:
+        run = self.run
+        finished, status = os.waitpid(run.pid, os.WNOHANG)
+        if finished:
+            self._drain()
+            if not self.run.answered:
+                code = os.waitstatus_to_exitcode(status)
+                self._answer(faults.crash_error(code, self._dump(), self._source()))
+            self._end_run(reaped=True)
+            return
+        if run.deadline is not None and time.monotonic() > run.deadline:
+            limit = float(run.request["timeout"])
+            self._stop_hung(lambda dump, source: faults.timeout_error(limit, dump, source))
+        elif self.memory_limit and _rss(run.pid) > self.memory_limit:
+            limit = format_bytes(self.memory_limit)
+            self._stop_hung(lambda dump, source: faults.out_of_memory_error(limit, dump, source))
+
+    def _stop_hung(self, describe) -> None:
+        """Ask the run for its stack, stop its process group, answer with where it was."""
+        run = self.run
+        before = _size(run.fault_path)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(run.pid, signal.SIGUSR1)
+        end = time.monotonic() + DUMP_WAIT_S
+        while time.monotonic() < end and _size(run.fault_path) == before and _running(run.pid):
+            time.sleep(0.02)
+        time.sleep(0.05)  # let it finish writing the dump
+        self._kill_group()
+        self._drain()
+        if not self.run.answered:
+            self._answer(describe(self._dump(), self._source()))
+        self._end_run(reaped=False)
+
+    def stop_run(self) -> None:
+        """Stop whatever runs now, answering nothing (the client is leaving)."""
+        if self.run is not None:
+            self._kill_group()
+            self._end_run(reaped=False)
+
+    def _kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.run.pid, signal.SIGKILL)
+
+    def _drain(self) -> None:
+        """What the run wrote before it ended, up to the closed pipe."""
+        while True:
+            readable, _, _ = select.select([self.run.pipe], [], [], 0.2)
+            if not readable:
+                return
+            data = os.read(self.run.pipe, 65536)
+            if not data:
+                return
+            self._relay(data)
+
+    def _answer(self, detail: dict[str, Any]) -> None:
+        self.run.answered = True
+        self.send(messages.error(self.run.id, self.run.request.get("op"), detail))
+
+    def _end_run(self, *, reaped: bool) -> None:
+        run, self.run = self.run, None
+        # whatever the run's code started (Popen, multiprocessing) goes with it
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(run.pid, signal.SIGKILL)
+        if not reaped:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(run.pid, 0)
+        os.close(run.pipe)
+        with contextlib.suppress(OSError):
+            run.fault_path.unlink()
+
+    def _dump(self) -> str:
+        try:
+            return self.run.fault_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def _source(self) -> faults.UserSource:
+        return faults.UserSource.of_request(self.run.request)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _running(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    if finished:  # reaped here: put nothing back, the caller only asks whether to keep waiting
+        return False
+    return True
+
+
+def _rss(pid: int) -> int:
+    """Resident memory of a process in bytes (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+# --- start-up -----------------------------------------------------------------------------------
+
+
+def take_stdout() -> IO[bytes]:
+    """Keep the real stdout for the protocol; fd 1 (anything printed) goes to stderr."""
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol
+
+
+def take_stdin() -> int:
+    """Keep the real stdin for requests; fd 0 reads as empty for everyone else."""
+    requests = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    return requests
+
+
+def watch_parent(parent: str | None) -> None:
+    """Linux: SIGTERM when the client that started us dies, and then stop the run's group too."""
+    signal.signal(signal.SIGTERM, _on_terminate)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):  # the parent died before prctl took effect
+        os._exit(1)
+
+
+_SUPERVISOR: Supervisor | None = None
+
+
+def _on_terminate(signum, frame) -> None:
+    if _SUPERVISOR is not None:
+        _SUPERVISOR.stop_run()
+    os._exit(0)
+
+
+def default_memory_limit() -> int:
+    """The most a run may use: MEMORY_ENV in MB, else a share of physical RAM (0: no limit)."""
+    value = os.environ.get(MEMORY_ENV)
+    if value:
+        try:
+            return max(0, int(float(value) * 2**20))
+        except ValueError:
+            pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE)
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def main() -> int:
+    global _SUPERVISOR
+    watch_parent(os.environ.get(PARENT_PID_ENV))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the client's to handle
+    out = take_stdout()
+    requests_fd = take_stdin()
+    from gradviz.worker.startup import prepare_torch
+
+    threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
+    _SUPERVISOR = Supervisor(out, requests_fd, threads=threads, memory_limit=default_memory_limit())
+    _SUPERVISOR.send(messages.ready(os.getpid(), version, devices))
+    _SUPERVISOR.serve()
+    out.flush()
+    os._exit(0)  # no interpreter teardown: it would cost half a second and change nothing

@@ -1,0 +1,61 @@
+"""Reading the user's line out of a real faulthandler dump, and the errors built from it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from gradviz.protocol import faults
+
+HUNG = """
+import faulthandler, os, signal, sys, time
+faulthandler.register(signal.SIGUSR1, open(sys.argv[1], "w"), all_threads=True)
+
+def backward():
+    while True:
+        time.sleep(0.01)
+
+print("ready", flush=True)
+backward()
+"""
+
+
+def test_a_real_dump_of_a_hung_process_names_the_users_line(tmp_path):
+    script, dump = tmp_path / "user.py", tmp_path / "dump.txt"
+    script.write_text(HUNG, encoding="utf-8")
+    process = subprocess.Popen([sys.executable, str(script), str(dump)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        process.send_signal(signal.SIGUSR1)
+        for _ in range(200):
+            if dump.stat().st_size:
+                break
+            subprocess.run(["sleep", "0.01"], check=True)
+    finally:
+        process.kill()
+        process.wait()
+    text = dump.read_text()
+    source = faults.UserSource(str(script))
+    frames = faults.user_frames_from_dump(text, source)
+    assert [f["name"] for f in frames] == ["<module>", "backward"]
+    assert frames[-1]["line"] == "time.sleep(0.01)"
+    error = faults.timeout_error(3, text, source)
+    assert error["kind"] == "timeout" and error["lineno"] == frames[-1]["lineno"]
+    assert error["message"].endswith(f"It was at line {frames[-1]['lineno']}, in backward.")
+
+
+def test_editor_text_is_quoted_from_the_request_not_a_file():
+    request = {"source": "a = 1\nwhile True: pass\n", "filename": "<editor>"}
+    source = faults.UserSource.of_request(request)
+    dump = 'Current thread 0x1 (most recent call first):\n  File "<editor>", line 2 in <module>\n'
+    (frame,) = faults.user_frames_from_dump(dump, source)
+    assert frame["line"] == "while True: pass" and frame["lineno"] == 2
+
+
+def test_crash_descriptions_say_how_the_process_ended():
+    source = faults.UserSource("f.py", "x\n")
+    assert "SIGSEGV (a segmentation fault" in faults.crash_error(-signal.SIGSEGV, "", source)["message"]
+    assert "os._exit(3)" in faults.crash_error(3, faults.OS_EXIT_MARK.format(code=3), source)["message"]
+    assert "exited with code 5" in faults.crash_error(5, "", source)["message"]
+    assert faults.crash_error(5, "", source)["lineno"] is None
