@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from gradviz.core.function_info import is_once_differentiable
 from gradviz.core.jacobian import Jacobian, call_apply
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import DECLARED, FAILED, PASSED, CheckOutcome
@@ -161,13 +162,6 @@ def _nonzero_gradient(grads: Sequence[torch.Tensor | None], names: Sequence[str]
         where = f"{name}[{','.join(str(v) for v in index)}]"
         return f"a non-zero gradient for {name} (largest {value:.6g} at {where})"
     return None
-
-
-def is_once_differentiable(fn: type[torch.autograd.Function]) -> bool:
-    """once_differentiable wraps backward with functools.wraps, which leaves __wrapped__."""
-    backward = fn.backward
-    wrapped = getattr(backward, "__wrapped__", None)
-    return wrapped is not None and backward.__code__.co_filename.endswith("function.py")
 
 
 def check_double_backward(fn, args, *, eps: float, atol: float, rtol: float) -> CheckOutcome:

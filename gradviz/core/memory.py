@@ -1,9 +1,10 @@
 """What autograd keeps for backward, and the fused conv-BN study built on it.
 
 ``saved_bytes`` runs one forward under ``torch.autograd.graph.saved_tensors_hooks`` and adds up
-the storages the pack hook sees, each storage once. Tensors a custom Function keeps as ``ctx``
-attributes (``ctx.sum = ...``) never reach the pack hook; they are found by walking the output's
-graph and are reported separately.
+the storages the pack hook sees, each storage once (counted by ``gradviz.core.saved``, the same
+accountant the graph uses). Tensors a custom Function keeps as ``ctx`` attributes
+(``ctx.sum = ...``) never reach the pack hook; they are found by walking the output's graph and
+are reported separately. The result types are the torch-free ``gradviz.schema.memory``.
 
 ``conv_bn_study`` measures the seed tutorial's claim: a stack of Conv2d + BatchNorm2d layers
 against the same stack of ``FusedConvBN2DFunction`` (the built-in library file, loaded through the
@@ -16,14 +17,15 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gradviz.core.saved import Storages, ctx_attribute_tensors, dtype_name, tensors_in
 from gradviz.schema.errors import SettingsError
+from gradviz.schema.memory import Comparison, ConvBNStudy, SavedBytes, SavedTensor, SweepRow, VariantMemory
 
 EPS = 1e-3  # the tutorial's batch-norm eps, used by both variants
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -33,39 +35,6 @@ REFERENCE_RTOL = {torch.float32: 1e-4, torch.float64: 1e-11}
 
 
 # --------------------------------------------------------------------------- saved bytes
-
-
-@dataclass
-class SavedTensor:
-    """One tensor autograd kept: its shape and dtype, and the bytes of the storage it lives in."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    bytes: int  # the whole storage, not just this (possibly view) tensor
-    shared: bool  # its storage was already counted for an earlier tensor
-
-    def to_dict(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype, "bytes": self.bytes, "shared": self.shared}
-
-
-@dataclass
-class SavedBytes:
-    """Bytes saved for backward by one forward."""
-
-    saved_bytes: int  # unique storages seen by the pack hook
-    count: int  # how many unique storages
-    tensors: list[SavedTensor]  # one entry per pack-hook call, in order
-    ctx_attribute_bytes: int = 0  # tensors stored as attributes on custom Functions' ctx
-    ctx_tensors: list[SavedTensor] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {
-            "saved_bytes": self.saved_bytes,
-            "count": self.count,
-            "tensors": [t.to_dict() for t in self.tensors],
-            "ctx_attribute_bytes": self.ctx_attribute_bytes,
-            "ctx_tensors": [t.to_dict() for t in self.ctx_tensors],
-        }
 
 
 def saved_bytes(fn_or_callable: Callable | type[torch.autograd.Function], inputs) -> SavedBytes:
@@ -92,24 +61,21 @@ def _measure_saved(fn_or_callable, inputs) -> tuple[SavedBytes, object]:
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         output = fn(*args)
 
-    counted: set[tuple[str, int]] = set()
-    tensors = []
-    for t in packed:
-        key = _storage_key(t)
-        tensors.append(_describe(t, shared=key in counted))
-        counted.add(key)
-    total = sum(t.bytes for t in tensors if not t.shared)
+    storages = Storages()
+    ids = [storages.add(t) for t in packed]
+    tensors, counted = [], set()
+    for t, i in zip(packed, ids):
+        tensors.append(_describe(t, storages.bytes_of(i), shared=i in counted))
+        counted.add(i)
 
     stop = {id(a.grad_fn) for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None}
     ctx_tensors = []
-    for t in _ctx_attribute_tensors(_tensors_in(output), stop):
-        key = _storage_key(t)
-        if key not in counted:
-            counted.add(key)
-            ctx_tensors.append(_describe(t, shared=False))
+    for t in ctx_attribute_tensors([t for _, t in tensors_in("output", output)], stop):
+        if t not in storages:
+            ctx_tensors.append(_describe(t, storages.bytes_of(storages.add(t)), shared=False))
     result = SavedBytes(
-        saved_bytes=total,
-        count=sum(not t.shared for t in tensors),
+        saved_bytes=storages.total(ids),
+        count=len(set(ids)),
         tensors=tensors,
         ctx_attribute_bytes=sum(t.bytes for t in ctx_tensors),
         ctx_tensors=ctx_tensors,
@@ -125,46 +91,8 @@ def _as_callable(fn_or_callable) -> Callable:
     return fn_or_callable
 
 
-def _storage_key(t: torch.Tensor) -> tuple[str, int]:
-    return str(t.device), t.untyped_storage().data_ptr()
-
-
-def _describe(t: torch.Tensor, *, shared: bool) -> SavedTensor:
-    return SavedTensor(
-        tuple(t.shape), str(t.dtype).removeprefix("torch."), t.untyped_storage().nbytes(), shared
-    )
-
-
-def _tensors_in(value) -> list[torch.Tensor]:
-    """Tensors in a value, a list/tuple of values, or a dict's values (one level)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, list | tuple):
-        return [v for v in value if isinstance(v, torch.Tensor)]
-    return []
-
-
-def _ctx_attribute_tensors(outputs: Iterable[torch.Tensor], stop: set[int]) -> list[torch.Tensor]:
-    """Tensors held as attributes of custom Function nodes reachable from ``outputs``.
-
-    A custom Function's graph node is its ctx, so ``ctx.sum = ...`` lands in the node's
-    ``__dict__``. The walk stops at the inputs' own grad_fns: that history is not this forward's.
-    """
-    found: list[torch.Tensor] = []
-    todo = [t.grad_fn for t in outputs if t.grad_fn is not None]
-    seen: set[int] = set()
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen or id(node) in stop:
-            continue
-        seen.add(id(node))
-        if isinstance(node, torch.autograd.function.BackwardCFunction):
-            for value in vars(node).values():
-                found.extend(_tensors_in(value))
-        todo.extend(next_node for next_node, _ in node.next_functions)
-    return found
+def _describe(t: torch.Tensor, nbytes: int, *, shared: bool) -> SavedTensor:
+    return SavedTensor(tuple(t.shape), dtype_name(t), nbytes, shared)
 
 
 # --------------------------------------------------------------------------- the conv-BN study
@@ -195,100 +123,6 @@ def expected_saved_difference(
     n = shape[0]
     sizes = _check_shape(layers, tuple(shape), out_channels, kernel)
     return itemsize * sum(n * out_channels * h * w + 2 * out_channels for h, w in sizes)
-
-
-@dataclass
-class Comparison:
-    """Fused against one other computation, normwise: max|fused - other| <= rtol * max|other|."""
-
-    against: str  # "unfused" (nn.Conv2d + nn.BatchNorm2d) or "reference" (same formula, plain ops)
-    what: str  # "output", "input gradient", "weight gradients"
-    max_difference: float
-    scale: float  # max|other|
-    rtol: float
-    passed: bool
-
-    def to_dict(self) -> dict:
-        return {
-            "against": self.against,
-            "what": self.what,
-            "max_difference": _finite(self.max_difference),
-            "scale": _finite(self.scale),
-            "rtol": self.rtol,
-            "passed": self.passed,
-        }
-
-
-@dataclass
-class VariantMemory:
-    saved: SavedBytes
-    peak_bytes: int | None = None  # CUDA only: max_memory_allocated over forward+backward, above the start
-    end_of_forward_bytes: int | None = None  # CUDA only: memory_allocated after forward, above the start
-
-    def to_dict(self, *, ctx: bool) -> dict:
-        out = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
-        if ctx:
-            out["ctx_attribute_bytes"] = self.saved.ctx_attribute_bytes
-        out["tensors"] = [t.to_dict() for t in self.saved.tensors]
-        if ctx:
-            out["ctx_tensors"] = [t.to_dict() for t in self.saved.ctx_tensors]
-        if self.peak_bytes is not None:
-            out["peak_bytes"] = self.peak_bytes
-            out["end_of_forward_bytes"] = self.end_of_forward_bytes
-        return out
-
-
-@dataclass
-class ConvBNStudy:
-    """Unfused vs fused conv-BN stack: saved bytes, the formula, and whether the answers agree.
-
-    ``outputs_match`` / ``grads_match`` are True when fused agrees with BOTH the formula-exact
-    reference (tight, rounding only) and nn.BatchNorm2d (within ``nn_rtol``); the per-check
-    numbers are in ``comparisons``. See ``compare_with_unfused`` for why there are two.
-    """
-
-    device: str
-    dtype: str
-    layers: int
-    shape: tuple[int, int, int, int]
-    out_channels: int
-    kernel: int
-    unfused: VariantMemory
-    fused: VariantMemory
-    saved_difference_bytes: int
-    formula_bytes: int
-    outputs_match: bool
-    grads_match: bool
-    comparisons: list[Comparison]
-    nn_rtol: dict[str, float]  # tolerance for fused vs nn.BatchNorm2d, by what
-    reference_rtol: float
-    formula_gap: float  # sum over layers of max_c |r_kc - 1|, see compare_with_unfused
-
-    @property
-    def max_output_difference(self) -> float:
-        """max|fused - unfused| over the output elements."""
-        return next(
-            (c.max_difference for c in self.comparisons if c.against == "unfused" and c.what == "output"),
-            math.nan,
-        )
-
-    def to_dict(self) -> dict:
-        fused = self.fused.to_dict(ctx=True)
-        fused["max_output_difference"] = _finite(self.max_output_difference) if self.comparisons else None
-        fused["formula_gap"] = _finite(self.formula_gap)
-        fused["nn_rtol"] = dict(self.nn_rtol)
-        fused["reference_rtol"] = self.reference_rtol
-        fused["checks"] = [c.to_dict() for c in self.comparisons]
-        return {
-            "device": self.device,
-            "layers": self.layers,
-            "shape": list(self.shape),
-            "variants": {"unfused": self.unfused.to_dict(ctx=False), "fused": fused},
-            "saved_difference_bytes": self.saved_difference_bytes,
-            "formula_bytes": self.formula_bytes,
-            "outputs_match": self.outputs_match,
-            "grads_match": self.grads_match,
-        }
 
 
 @cache
@@ -323,22 +157,6 @@ def conv_bn_study(
     drawn from a private generator seeded with ``seed``.
     """
     return _study(layers, shape, out_channels, kernel, device, dtype, seed=seed, check=True)
-
-
-@dataclass
-class SweepRow:
-    layers: int
-    batch: int
-    unfused_saved_bytes: int
-    fused_saved_bytes: int
-    fused_ctx_attribute_bytes: int
-    saved_difference_bytes: int
-    formula_bytes: int
-    unfused_peak_bytes: int | None = None
-    fused_peak_bytes: int | None = None
-
-    def to_dict(self) -> dict:
-        return dict(vars(self))
 
 
 def memory_sweep(
@@ -638,8 +456,3 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPES:
         return DTYPES[dtype.removeprefix("torch.")]
     raise SettingsError(f"dtype must be 'float32' or 'float64'; got {dtype!r}.")
-
-
-def _finite(value: float) -> float | None:
-    """Strict JSON has no NaN or Infinity."""
-    return value if math.isfinite(value) else None

@@ -1,0 +1,56 @@
+"""What a custom Function's class says about itself: a once-only backward, the names it saves.
+
+Read from the class (and its source), never by running it. The graph flags and names its nodes
+with these; the double-backward check skips a backward declared ``@once_differentiable``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+import torch
+from torch.autograd.function import once_differentiable
+
+__all__ = ["is_once_differentiable", "save_for_backward_names"]
+
+# Every @once_differentiable wrapper shares this code object.
+_ONCE_DIFFERENTIABLE_CODE = once_differentiable(lambda ctx: None).__code__
+
+
+def is_once_differentiable(fn: type[torch.autograd.Function]) -> bool:
+    """Whether the backward PyTorch calls (``backward``, or ``vjp`` when that is defined) is wrapped.
+
+    The wrapper is recognised by its code object, not by its file name, and is found under other
+    ``functools.wraps`` decorators too.
+    """
+    user_fn = fn.vjp if fn.vjp is not torch.autograd.Function.vjp else fn.backward
+    seen = 0
+    while user_fn is not None and seen < 10:  # follow functools.wraps chains of other decorators
+        if getattr(user_fn, "__code__", None) is _ONCE_DIFFERENTIABLE_CODE:
+            return True
+        user_fn, seen = getattr(user_fn, "__wrapped__", None), seen + 1
+    return False
+
+
+def save_for_backward_names(fn: type) -> tuple[str | None, ...] | None:
+    """Names of the arguments of the one ``ctx.save_for_backward(a, b, ...)`` call in the class.
+
+    None for an argument that is not a plain name; None for all when there is no single call
+    or it unpacks a sequence (``*tensors``).
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "save_for_backward"
+    ]
+    if len(calls) != 1 or any(isinstance(a, ast.Starred) for a in calls[0].args):
+        return None
+    return tuple(a.id if isinstance(a, ast.Name) else None for a in calls[0].args)

@@ -1,0 +1,212 @@
+"""What the saved-bytes measurement and the fused conv-BN study found, as plain data.
+
+``gradviz.core.memory`` fills these; the CLI prints their ``to_dict()``, the worker sends it and the
+app's memory panel reads it. ``from_dict`` reads the dict back. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gradviz.schema.strict_json import finite, number
+
+__all__ = ["Comparison", "ConvBNStudy", "SavedBytes", "SavedTensor", "SweepRow", "VariantMemory"]
+
+
+@dataclass
+class SavedTensor:
+    """One tensor autograd kept: its shape and dtype, and the bytes of the storage it lives in."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    bytes: int  # the whole storage, not just this (possibly view) tensor
+    shared: bool  # its storage was already counted for an earlier tensor
+
+    def to_dict(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype, "bytes": self.bytes, "shared": self.shared}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SavedTensor:
+        return cls(tuple(d["shape"]), d["dtype"], d["bytes"], d["shared"])
+
+
+@dataclass
+class SavedBytes:
+    """Bytes saved for backward by one forward."""
+
+    saved_bytes: int  # unique storages seen by the pack hook
+    count: int  # how many unique storages
+    tensors: list[SavedTensor]  # one entry per pack-hook call, in order
+    ctx_attribute_bytes: int = 0  # tensors stored as attributes on custom Functions' ctx
+    ctx_tensors: list[SavedTensor] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "saved_bytes": self.saved_bytes,
+            "count": self.count,
+            "tensors": [t.to_dict() for t in self.tensors],
+            "ctx_attribute_bytes": self.ctx_attribute_bytes,
+            "ctx_tensors": [t.to_dict() for t in self.ctx_tensors],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SavedBytes:
+        """Also reads a VariantMemory dict written without the ctx keys (those are then 0 and [])."""
+        return cls(
+            d["saved_bytes"],
+            d["count"],
+            [SavedTensor.from_dict(t) for t in d["tensors"]],
+            d.get("ctx_attribute_bytes", 0),
+            [SavedTensor.from_dict(t) for t in d.get("ctx_tensors", [])],
+        )
+
+
+@dataclass
+class Comparison:
+    """Fused against one other computation, normwise: max|fused - other| <= rtol * max|other|."""
+
+    against: str  # "unfused" (nn.Conv2d + nn.BatchNorm2d) or "reference" (same formula, plain ops)
+    what: str  # "output", "input gradient", "weight gradients"
+    max_difference: float
+    scale: float  # max|other|
+    rtol: float
+    passed: bool
+
+    def to_dict(self) -> dict:
+        return {
+            "against": self.against,
+            "what": self.what,
+            "max_difference": finite(self.max_difference),
+            "scale": finite(self.scale),
+            "rtol": self.rtol,
+            "passed": self.passed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Comparison:
+        return cls(
+            d["against"], d["what"], number(d["max_difference"]), number(d["scale"]), d["rtol"], d["passed"]
+        )
+
+
+@dataclass
+class VariantMemory:
+    saved: SavedBytes
+    peak_bytes: int | None = None  # CUDA only: max_memory_allocated over forward+backward, above the start
+    end_of_forward_bytes: int | None = None  # CUDA only: memory_allocated after forward, above the start
+
+    def to_dict(self, *, ctx: bool) -> dict:
+        out = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
+        if ctx:
+            out["ctx_attribute_bytes"] = self.saved.ctx_attribute_bytes
+        out["tensors"] = [t.to_dict() for t in self.saved.tensors]
+        if ctx:
+            out["ctx_tensors"] = [t.to_dict() for t in self.saved.ctx_tensors]
+        if self.peak_bytes is not None:
+            out["peak_bytes"] = self.peak_bytes
+            out["end_of_forward_bytes"] = self.end_of_forward_bytes
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> VariantMemory:
+        """Extra keys (the fused variant's checks) are ConvBNStudy's and are skipped here."""
+        return cls(SavedBytes.from_dict(d), d.get("peak_bytes"), d.get("end_of_forward_bytes"))
+
+
+@dataclass
+class ConvBNStudy:
+    """Unfused vs fused conv-BN stack: saved bytes, the formula, and whether the answers agree.
+
+    ``outputs_match`` / ``grads_match`` are True when fused agrees with BOTH the formula-exact
+    reference (tight, rounding only) and nn.BatchNorm2d (within ``nn_rtol``); the per-check
+    numbers are in ``comparisons``. See ``gradviz.core.memory.compare_with_unfused`` for why
+    there are two.
+    """
+
+    device: str
+    dtype: str | None  # None only when read from a dict: to_dict does not write it
+    layers: int
+    shape: tuple[int, int, int, int]
+    out_channels: int | None  # None only when read from a dict: to_dict does not write it
+    kernel: int | None  # None only when read from a dict: to_dict does not write it
+    unfused: VariantMemory
+    fused: VariantMemory
+    saved_difference_bytes: int
+    formula_bytes: int
+    outputs_match: bool
+    grads_match: bool
+    comparisons: list[Comparison]
+    nn_rtol: dict[str, float]  # tolerance for fused vs nn.BatchNorm2d, by what
+    reference_rtol: float
+    formula_gap: float  # sum over layers of max_c |r_kc - 1|, see compare_with_unfused
+
+    @property
+    def max_output_difference(self) -> float:
+        """max|fused - unfused| over the output elements."""
+        return next(
+            (c.max_difference for c in self.comparisons if c.against == "unfused" and c.what == "output"),
+            math.nan,
+        )
+
+    def to_dict(self) -> dict:
+        fused = self.fused.to_dict(ctx=True)
+        fused["max_output_difference"] = finite(self.max_output_difference) if self.comparisons else None
+        fused["formula_gap"] = finite(self.formula_gap)
+        fused["nn_rtol"] = dict(self.nn_rtol)
+        fused["reference_rtol"] = self.reference_rtol
+        fused["checks"] = [c.to_dict() for c in self.comparisons]
+        return {
+            "device": self.device,
+            "layers": self.layers,
+            "shape": list(self.shape),
+            "variants": {"unfused": self.unfused.to_dict(ctx=False), "fused": fused},
+            "saved_difference_bytes": self.saved_difference_bytes,
+            "formula_bytes": self.formula_bytes,
+            "outputs_match": self.outputs_match,
+            "grads_match": self.grads_match,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ConvBNStudy:
+        """The study ``to_dict`` wrote. That dict has no dtype, out_channels or kernel: read from
+        one, they are None (and taken from the dict if a later writer adds them)."""
+        fused = d["variants"]["fused"]
+        return cls(
+            device=d["device"],
+            dtype=d.get("dtype"),
+            layers=d["layers"],
+            shape=tuple(d["shape"]),
+            out_channels=d.get("out_channels"),
+            kernel=d.get("kernel"),
+            unfused=VariantMemory.from_dict(d["variants"]["unfused"]),
+            fused=VariantMemory.from_dict(fused),
+            saved_difference_bytes=d["saved_difference_bytes"],
+            formula_bytes=d["formula_bytes"],
+            outputs_match=d["outputs_match"],
+            grads_match=d["grads_match"],
+            comparisons=[Comparison.from_dict(c) for c in fused["checks"]],
+            nn_rtol=dict(fused["nn_rtol"]),
+            reference_rtol=fused["reference_rtol"],
+            formula_gap=number(fused["formula_gap"]),
+        )
+
+
+@dataclass
+class SweepRow:
+    layers: int
+    batch: int
+    unfused_saved_bytes: int
+    fused_saved_bytes: int
+    fused_ctx_attribute_bytes: int
+    saved_difference_bytes: int
+    formula_bytes: int
+    unfused_peak_bytes: int | None = None
+    fused_peak_bytes: int | None = None
+
+    def to_dict(self) -> dict:
+        return dict(vars(self))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SweepRow:
+        return cls(**d)
