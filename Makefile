@@ -23,10 +23,12 @@ run: setup
 
 test: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
+	$(BIN)/lint-imports --no-cache
 	xvfb-run -a -s "-screen 0 1920x1200x24" $(BIN)/python -m pytest -q
 
 lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
+	$(BIN)/lint-imports --no-cache
 
 bench: setup
 	$(BIN)/python bench/jacobian_speed.py

@@ -7,7 +7,7 @@ import pytest
 from gradviz.core.check import check_source
 from gradviz.core.loader import load_file, load_source
 from gradviz.schema.library import builtin_functions, find_builtin
-from tests.core.test_loader_errors import SQUARE
+from tests.sources import SQUARE
 
 
 @pytest.mark.parametrize(

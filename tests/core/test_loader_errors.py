@@ -9,34 +9,7 @@ from gradviz.core.check import check_source
 from gradviz.core.loader import choose_function, load_file, load_source
 from gradviz.schema.errors import SettingsError, UserCodeError
 from gradviz.schema.settings import CheckSettings
-
-HEADER = """
-import torch
-from torch.autograd import Function
-"""
-
-GOOD_BACKWARD = """
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 2 * x * g
-"""
-
-SQUARE = (
-    HEADER
-    + """
-class Square(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-"""
-    + GOOD_BACKWARD
-    + """
-def example_inputs(device, dtype):
-    return (torch.randn(3, device=device, dtype=dtype, requires_grad=True),)
-"""
-)
+from tests.sources import HEADER, SQUARE
 
 
 def line_of(source: str, text: str) -> int:

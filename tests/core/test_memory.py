@@ -317,6 +317,6 @@ def test_worker_memory_request_sweeps_only_stacks_that_fit(tmp_path):
     from gradviz.worker.handlers import handle_memory
 
     options = {"layers": 2, "shape": [2, 3, 8, 8], "out_channels": 4, "kernel": 3}
-    payload = handle_memory({"id": 1, "options": options, "out_dir": str(tmp_path)}, channel=None)
+    payload = handle_memory({"id": 1, "options": options, "out_dir": str(tmp_path)}, None)
     assert payload["study"]["layers"] == 2
     assert max(row["layers"] for row in payload["sweep"]) == 3  # 8 -> 6 -> 4 -> 2: three convs fit

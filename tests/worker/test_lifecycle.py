@@ -17,7 +17,7 @@ import time
 import pytest
 
 from gradviz.worker.client import WorkerClient
-from tests.worker.lifecycle import gone, spawning_source, wait_for_file, wait_gone
+from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

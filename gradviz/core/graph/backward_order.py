@@ -12,7 +12,7 @@ import torch
 from torch.autograd.function import BackwardCFunction
 
 from gradviz.core.saved import dtype_name
-from gradviz.schema.errors import from_exception
+from gradviz.schema.errors import ErrorKind, from_exception
 from gradviz.schema.graph import GradSummary, Node, NodeFlow
 
 __all__ = ["record_backward"]
@@ -94,4 +94,4 @@ def _describe_backward_error(exc: BaseException, running: int | None, objects: l
         context = f"{cls.__name__}.backward (node {running})"
     elif node is not None:
         context = f"{node.name()} (node {running})"
-    return str(from_exception("backward", exc, filename, context))
+    return str(from_exception(ErrorKind.BACKWARD, exc, filename, context))

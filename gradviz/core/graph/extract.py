@@ -18,7 +18,7 @@ from gradviz.core.graph.build import describe_nodes, output_info
 from gradviz.core.graph.ctx_calls import watch_ctx_calls
 from gradviz.core.graph.layout import layered_layout
 from gradviz.core.graph.walk import walk
-from gradviz.schema.errors import from_exception
+from gradviz.schema.errors import ErrorKind, from_exception
 from gradviz.schema.graph import VALUE_LIMIT, GraphModel
 
 __all__ = ["extract_graph", "graph_from_outputs", "graph_of_source", "make_grad_outputs"]
@@ -57,7 +57,7 @@ def extract_graph(
             with watch_ctx_calls(fn) as ctx_calls:
                 outputs = fn.apply(*copies)
         except (Exception, SystemExit) as exc:
-            raise from_exception("forward", exc, _source_file(fn), f"{fn.__name__}.forward") from None
+            raise from_exception(ErrorKind.FORWARD, exc, _source_file(fn), f"{fn.__name__}.forward") from None
     return _assemble(
         outputs,
         args,

@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from gradviz import __version__
-from tests.core.test_loader_errors import SQUARE
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("DISPLAY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gradviz", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
-
+from tests.cli.runner import ROOT, gradviz
+from tests.sources import SQUARE
 
 BUGGY = SQUARE.replace("return 2 * x * g", "return x * g")
 NOISY = SQUARE.replace("return x * x", "print('hello from forward'); return x * x")

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from tests.core.test_cli import ROOT, gradviz
-from tests.core.test_loader_errors import HEADER, SQUARE
+from tests.cli.runner import ROOT, gradviz
+from tests.sources import HEADER, SQUARE
 
 
 def refused(out: subprocess.CompletedProcess, fragment: str) -> str:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from gradviz.worker.client import WorkerClient
-from tests.core.test_cli import ROOT, gradviz
-from tests.core.test_loader_errors import SQUARE
+from tests.cli.runner import ROOT, gradviz
+from tests.sources import SQUARE
 
 ENDED = "the Function's code ended the process"
 # one line: the stack a hung worker leaves names this line, whichever instruction it is on

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.core.test_cli import gradviz
+from tests.cli.runner import gradviz
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 INDEX = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))["cases"]
