@@ -69,7 +69,7 @@ def check_source(
     device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
     prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
     name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
-    return check_function(
+    result = check_function(
         fn,
         prepared,
         settings,
@@ -79,6 +79,8 @@ def check_source(
         notes=list(loaded.notes),
         name=name,
     )
+    result.functions = list(loaded.functions)
+    return result
 
 
 def example_arguments(

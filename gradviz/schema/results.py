@@ -91,6 +91,7 @@ class CheckResult:
     checks: list[CheckOutcome] = field(default_factory=list)
     analytic_path: str = "batched"  # "batched" (one vmapped backward per chunk) or "loop"
     numerical_path: str = "batched"
+    functions: list[str] = field(default_factory=list)  # every Function the source offers, its own first
 
     @property
     def passed(self) -> bool:
@@ -103,3 +104,15 @@ class CheckResult:
         """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
         out_idx, in_idx = block.cell_index(row, col)
         return cell_label(block.output, out_idx, self.inputs[block.input].name, in_idx)
+
+    def block_title(self, block: BlockComparison) -> str:
+        """``out0 / weight``."""
+        return f"out{block.output} / {self.inputs[block.input].name}"
+
+    @property
+    def n_cells(self) -> int:
+        return sum(b.analytic.size for b in self.blocks)
+
+    @property
+    def n_failing(self) -> int:
+        return sum(b.n_failing for b in self.blocks)

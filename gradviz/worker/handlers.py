@@ -29,8 +29,8 @@ def _load(request: dict[str, Any]):
 
 def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
     from gradviz.core.check import check_source
-    from gradviz.core.report import format_table, result_to_dict, save_blocks
-    from gradviz.core.serialize import write_check_result
+    from gradviz.schema.report import format_table, result_to_dict, save_blocks
+    from gradviz.schema.result_files import write_check_result
 
     last = [0.0]
 
@@ -45,7 +45,7 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
     result = check_source(loaded, request.get("function"), settings, progress=progress)
     summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else {}
     summary.setdefault("passed", result.passed)
-    summary["functions"] = list(loaded.functions)
+    summary.setdefault("functions", result.functions)
     if request.get("graph", True):
         summary["graph"], summary["graph_error"] = _graph_or_error(loaded, request, settings)
     if request.get("report"):
@@ -80,7 +80,7 @@ def _graph_or_error(loaded, request: dict[str, Any], settings: CheckSettings) ->
 def handle_graph(request: dict[str, Any], send: Send) -> dict[str, Any]:
     """``gradviz graph``: the autograd graph of one forward, its saved tensors, the backward order."""
     from gradviz.core.graph import graph_of_source
-    from gradviz.core.report import format_graph
+    from gradviz.schema.report import format_graph
 
     settings = CheckSettings.from_dict(request.get("settings", {}))
     loaded = _load(request)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import CheckResult
+from gradviz.schema.results import BlockComparison, CheckResult
 
 
 def json_number(value: float) -> float | str:
@@ -26,11 +26,17 @@ def result_to_dict(result: CheckResult) -> dict:
         "dtype": result.dtype,
         "passed": result.passed,
         "inputs": [
-            {"index": t.index, "name": t.name, "shape": _shape(t.shape), "requires_grad": t.requires_grad}
+            {
+                "index": t.index,
+                "name": t.name,
+                "shape": _shape(t.shape),
+                "dtype": t.dtype,
+                "requires_grad": t.requires_grad,
+            }
             for t in result.inputs
         ],
         "outputs": [
-            {"index": t.index, "shape": _shape(t.shape), "differentiable": t.requires_grad}
+            {"index": t.index, "shape": _shape(t.shape), "dtype": t.dtype, "differentiable": t.requires_grad}
             for t in result.outputs
         ],
         "blocks": [
@@ -53,6 +59,8 @@ def result_to_dict(result: CheckResult) -> dict:
         "notes": result.notes,
         "paths": {"analytic": result.analytic_path, "numerical": result.numerical_path},
         "tolerance": {"eps": result.settings.eps, "atol": result.settings.atol, "rtol": result.settings.rtol},
+        "settings": result.settings.to_dict(),
+        "functions": result.functions,
         "seconds": {k: round(v, 6) for k, v in result.seconds.items()},
     }
 
@@ -146,3 +154,24 @@ def format_graph(graph: dict) -> str:
     if graph.get("backward_error"):
         lines.append(f"backward stopped: {graph['backward_error']}")
     return "\n".join(lines)
+
+
+def cell_readout(result: CheckResult, block: BlockComparison, row: int, col: int) -> str:
+    """The hover line: where the cell comes from, both values, the error and the rule."""
+    a, n = float(block.analytic[row, col]), float(block.numerical[row, col])
+    bound = result.settings.tolerance().bound(n)
+    err = abs(a - n)
+    verdict = f"fails: > {bound:.2g}" if block.failing[row, col] else f"ok: <= {bound:.2g}"
+    return f"{result.cell_label(block, row, col)}: analytic {a:.3g}, numerical {n:.3g}, |err| {err:.1e} ({verdict})"
+
+
+def verdict_line(result: CheckResult) -> str:
+    """One line for a banner: the verdict, and the worst cell or the failing checks."""
+    if result.passed:
+        return f"PASSED: {result.function}, all {result.n_cells:,} cells within tolerance"
+    failed_blocks = [b for b in result.blocks if not b.passed]
+    if not failed_blocks:
+        return f"FAILED: {result.function}: {', '.join(c.name for c in result.checks if c.failed)}"
+    worst = max(failed_blocks, key=lambda b: b.max_abs_error)
+    where = result.cell_label(worst, *worst.worst) if worst.worst else ""
+    return f"FAILED: {result.n_failing:,} of {result.n_cells:,} cells; worst {where} (|err| {worst.max_abs_error:.2g})"

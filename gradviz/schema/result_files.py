@@ -1,0 +1,97 @@
+"""Results as JSON plus .npy files: the only form in which results leave the worker.
+
+Arrays travel as .npy files loaded with ``allow_pickle=False`` and everything else as JSON,
+so nothing a user's code produced can execute code in the process that reads a result.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from gradviz.schema.report import result_to_dict
+from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult, TensorInfo
+from gradviz.schema.settings import CheckSettings
+
+ARRAYS = ("analytic", "numerical", "error", "failing")
+
+
+def write_check_result(result: CheckResult, directory: str | Path) -> dict:
+    """Write every block's arrays to ``directory``; return the JSON summary naming them."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    summary = result_to_dict(result)
+    for entry, block in zip(summary["blocks"], result.blocks):
+        files = {}
+        for kind in ARRAYS:
+            path = directory / f"{kind}_o{block.output}_i{block.input}.npy"
+            np.save(path, getattr(block, kind), allow_pickle=False)
+            files[kind] = str(path)
+        entry["files"] = files
+        entry["out_shape"] = list(block.out_shape)
+        entry["in_shape"] = list(block.in_shape)
+    return summary
+
+
+def read_check_result(summary: dict) -> CheckResult:
+    """The CheckResult a summary describes, its arrays loaded from the files it names.
+
+    What the worker wrote comes back as the very types the core made, so every front-end
+    (window, notebook, API) works with one model.
+    """
+    settings = CheckSettings.from_dict(summary["settings"])
+    blocks = []
+    for entry in summary["blocks"]:
+        arrays = read_block_arrays(entry)
+        blocks.append(
+            BlockComparison(
+                output=entry["output"],
+                input=entry["input"],
+                out_shape=tuple(entry["out_shape"]),
+                in_shape=tuple(entry["in_shape"]),
+                analytic=arrays["analytic"],
+                numerical=arrays["numerical"],
+                error=arrays["error"],
+                failing=arrays["failing"],
+                max_abs_error=_number(entry["max_abs_error"]),
+                n_failing=entry["failing"],
+                n_nonfinite=entry.get("nonfinite", 0),
+                worst=tuple(entry["worst"]) if entry.get("worst") else None,
+                hints=list(entry.get("hints", [])),
+            )
+        )
+    paths = summary.get("paths", {})
+    return CheckResult(
+        function=summary["function"],
+        device=summary["device"],
+        dtype=summary["dtype"],
+        inputs=[_tensor_info(t, t.get("name", f"in{t['index']}"), t.get("requires_grad", False)) for t in summary["inputs"]],
+        outputs=[_tensor_info(t, f"out{t['index']}", t.get("differentiable", False)) for t in summary["outputs"]],
+        blocks=blocks,
+        settings=settings,
+        warnings=list(summary.get("warnings", [])),
+        notes=list(summary.get("notes", [])),
+        seconds=dict(summary.get("seconds", {})),
+        checks=[CheckOutcome(c["name"], c["status"], c["detail"]) for c in summary.get("checks", [])],
+        analytic_path=paths.get("analytic", "batched"),
+        numerical_path=paths.get("numerical", "batched"),
+        functions=list(summary.get("functions", [])),
+    )
+
+
+def _tensor_info(entry: dict, name: str, requires_grad: bool) -> TensorInfo:
+    shape = entry.get("shape")
+    return TensorInfo(entry["index"], name, None if shape is None else tuple(shape), entry.get("dtype"), requires_grad)
+
+
+def _number(value: float | str | None) -> float:
+    if isinstance(value, str):
+        return float(value)  # "inf", "-inf", "nan"
+    return math.nan if value is None else float(value)
+
+
+def read_block_arrays(entry: dict) -> dict[str, np.ndarray]:
+    """Load one block's arrays, refusing pickled objects."""
+    return {kind: np.load(path, allow_pickle=False) for kind, path in entry["files"].items()}
