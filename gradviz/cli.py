@@ -211,7 +211,8 @@ def run_check(args: argparse.Namespace) -> int:
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
-        "save": args.save,  # the worker runs in our working directory
+        # resolved here: the user's code may os.chdir before the arrays are written
+        "save": str(Path(args.save).resolve()) if args.save else None,
     }
     reply = _run_in_worker("check", args, settings, extra)
     if reply is None:

@@ -32,7 +32,9 @@ def worker_command(python: str | None = None) -> list[str]:
     return [python or sys.executable, "-m", "gradviz.worker"]
 
 
-def worker_environment(base: dict[str, str] | None = None, *, warm: bool = False) -> dict[str, str]:
+def worker_environment(
+    base: dict[str, str] | None = None, *, warm: bool = False, memory_limit_mb: float | None = None
+) -> dict[str, str]:
     """The worker's environment: ours, plus gradviz on the path and the parent-death watch."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
@@ -43,6 +45,8 @@ def worker_environment(base: dict[str, str] | None = None, *, warm: bool = False
     else:
         env.pop(PARENT_PID_ENV, None)  # the worker still notices its parent is gone by polling
     env[WARM_ENV] = "1" if warm else "0"
+    if memory_limit_mb is not None:
+        env[MEMORY_ENV] = f"{memory_limit_mb:g}"
     return env
 
 

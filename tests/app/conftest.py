@@ -17,8 +17,8 @@ def make_check_view(tmp_path):
     from gradviz.app.results import CheckView
     from gradviz.core.check import check_source
     from gradviz.core.loader import load_file, load_source
-    from gradviz.schema.result_files import write_check_result
     from gradviz.schema.library import find_builtin
+    from gradviz.schema.result_files import write_check_result
     from gradviz.schema.settings import CheckSettings
 
     counter = iter(range(10_000))
