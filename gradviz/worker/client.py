@@ -106,7 +106,7 @@ class WorkerClient:
         output_tail: int = OUTPUT_TAIL,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         python: str | None = None,
-        warm: bool = False,
+        warm: bool = True,
         memory_limit_mb: float | None = None,
     ) -> None:
         self.startup_timeout, self.python, self.warm = startup_timeout, python, warm
