@@ -9,6 +9,7 @@ summarised. ``jacobian_only`` drops the other checks; ``all_checks`` adds double
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import time
@@ -18,6 +19,7 @@ import torch
 
 from gradviz.core import checks
 from gradviz.core.compare import compare_block
+from gradviz.core.function_info import reads_data_attribute
 from gradviz.core.hints import diagnose
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
@@ -129,6 +131,8 @@ def check_function(
     """
     settings = settings or CheckSettings()
     settings.validate()
+    if settings.batched and reads_data_attribute(fn, loaded.source if loaded else None):
+        settings = dataclasses.replace(settings, batched=False)  # vmap + .data would crash the process
     code = _CodeFiles(fn, loaded)
     args, in_indices = inputs.args, inputs.grad_indices
     leaves = [args[j] for j in in_indices]
@@ -181,6 +185,7 @@ def check_function(
     result.warnings = _warnings(result, leaves, settings, zero_analytic, empty)
     result.warnings += [j.note for j in (numerical, analytic) if j is not None and j.note]
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
+    result.notes += _beyond_gradcheck(outputs)
     if not zero_analytic:
         tracker.check_cancel()
         result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
@@ -324,6 +329,11 @@ def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSour
             continue
         if o.is_meta:
             raise refuse(f"returned a meta tensor as output {i}: it has no values to compare.")
+        if o.is_quantized:
+            raise refuse(
+                f"returned a quantized tensor as output {i}; gradviz compares floating-point outputs. "
+                "Return out.dequantize() to check it."
+            )
         if o.layout != torch.strided:
             raise refuse(
                 f"returned a {str(o.layout).removeprefix('torch.')} tensor as output {i}; gradviz (like "
@@ -394,7 +404,13 @@ _SHAPE = re.compile(r"returned an invalid gradient at index (\d+)")
 def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, code) -> Jacobian:
     try:
         return analytical_jacobian(
-            outputs, out_indices, leaves, in_indices, chunk_bytes=settings.chunk_bytes, progress=tracker
+            outputs,
+            out_indices,
+            leaves,
+            in_indices,
+            chunk_bytes=settings.chunk_bytes,
+            progress=tracker,
+            batched=settings.batched,
         )
     except GradvizError:
         raise
@@ -443,6 +459,7 @@ def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, co
             clone_inputs=mutates,
             chunk_bytes=settings.chunk_bytes,
             progress=tracker,
+            batched=settings.batched,
         )
     except (GradvizError, Cancelled) as exc:
         if isinstance(exc, UserCodeError) and exc.filename == "<source>":
@@ -474,6 +491,25 @@ def _forward_noise(fn, args, outputs, out_indices) -> float:
         return worst
     except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
         return 0.0
+
+
+def _beyond_gradcheck(outputs: tuple) -> list[str]:
+    """Outputs torch.autograd.gradcheck itself cannot take (it raises), though gradviz can."""
+    found = []
+    if any(not isinstance(o, torch.Tensor) for o in outputs):
+        found.append("an output that is not a tensor")
+    if any(isinstance(o, torch.Tensor) and o.dtype == torch.bool for o in outputs):
+        found.append("a bool output")
+    floats = [k for k, o in enumerate(outputs) if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())]
+    others = [k for k, o in enumerate(outputs) if isinstance(o, torch.Tensor) and k not in floats]
+    if floats and others and min(others) < max(floats):
+        found.append("an integer output before a floating-point one")
+    if not found:
+        return []
+    return [
+        f"torch.autograd.gradcheck raises on this Function ({' and '.join(found)}), so it gives no verdict "
+        "here; gradviz compared the floating-point outputs as gradcheck does for the others."
+    ]
 
 
 def _forward_warnings(fn, names, undeclared, noise: float, settings: CheckSettings) -> list[str]:

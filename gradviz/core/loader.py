@@ -139,6 +139,13 @@ def find_functions(module: types.ModuleType) -> dict[str, type[torch.autograd.Fu
 def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch.autograd.Function]:
     """The Function called ``name``; without a name, FUNCTION or the first one defined."""
     name = name or loaded.default_function
+    if name is not None and type(name) is not str:
+        raise UserCodeError(
+            ErrorKind.UNKNOWN_FUNCTION,
+            f"FUNCTION must be the name of a Function, a string such as {next(iter(loaded.functions))!r}; "
+            f"it is a {type(name).__name__}.",
+            loaded.filename,
+        )
     if name is None:
         name = next(iter(loaded.functions))
         if len(loaded.functions) > 1:

@@ -43,9 +43,13 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
     loaded = _load(request)
     settings = CheckSettings.from_dict(request.get("settings", {}))
     result = check_source(loaded, request.get("function"), settings, progress=progress)
-    summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else {}
-    summary.setdefault("passed", result.passed)
-    summary.setdefault("functions", result.functions)
+    if request.get("batched_crash"):
+        result.notes.append(
+            "The Function's process died inside a batched (vmap) call, which some code does not survive "
+            "(.data on a batched tensor, for one); gradviz ran the check again with one call per row and "
+            "column, as gradcheck does."
+        )
+    summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else result_to_dict(result)
     if request.get("graph", True):
         summary["graph"], summary["graph_error"] = _graph_or_error(loaded, request, settings)
     if request.get("report"):

@@ -200,3 +200,30 @@ def test_save_dir_is_relative_to_where_the_cli_started_whatever_the_code_does(wr
     )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "arrays" / "analytic_o0_i0.npy").is_file()
+
+
+HIDDEN_DATA = """
+import torch
+
+class Sq(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * getattr(g, "da" + "ta")  # the data attribute, out of sight of a scan of the source
+
+def example_inputs(device, dtype):
+    return (torch.randn(40, device=device, dtype=dtype, requires_grad=True),)
+"""
+
+
+def test_a_run_that_dies_inside_vmap_is_run_again_with_plain_calls(write_source):
+    """Legacy vmap and .data crash the process: gradviz's path, not the user's bug."""
+    with WorkerClient(output=None) as client:
+        reply = client.request("check", request(write_source(HIDDEN_DATA)), timeout=120)
+    assert reply.ok and reply.result["passed"], reply.error
+    assert any("died inside a batched (vmap) call" in n for n in reply.result["notes"])
