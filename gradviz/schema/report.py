@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import BlockComparison, CheckResult
+from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
 
 
 def json_number(value: float) -> float | str:
@@ -54,6 +54,7 @@ def result_to_dict(result: CheckResult) -> dict:
             }
             for b in result.blocks
         ],
+        "large_blocks": [_large_block_dict(result, b) for b in result.large_blocks],
         "checks": [c.to_dict() for c in result.checks],
         "warnings": result.warnings,
         "notes": result.notes,
@@ -62,6 +63,29 @@ def result_to_dict(result: CheckResult) -> dict:
         "settings": result.settings.to_dict(),
         "functions": result.functions,
         "seconds": {k: round(v, 6) for k, v in result.seconds.items()},
+    }
+
+
+def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict:
+    return {
+        "output": block.output,
+        "input": block.input,
+        "out_shape": list(block.out_shape),
+        "in_shape": list(block.in_shape),
+        "rows": block.shape[0],
+        "cols": block.shape[1],
+        "probes": block.probes,
+        "complete": block.complete,
+        "failing_cells": [
+            {
+                "row": c.row,
+                "col": c.col,
+                "cell": result.cell_label(block, c.row, c.col),
+                "analytic": json_number(c.analytic),
+                "numerical": json_number(c.numerical),
+            }
+            for c in block.cells
+        ],
     }
 
 
@@ -91,6 +115,13 @@ def format_table(result: CheckResult) -> str:
         shape = f"{b.shape[0]}x{b.shape[1]}"
         lines.append(f"{name:<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
         lines.extend(f"    hint: {h}" for h in b.hints)
+    for b in result.large_blocks:
+        name = f"out{b.output} / {result.inputs[b.input].name}"
+        shape = f"{b.shape[0]}x{b.shape[1]}"
+        searched = "searched" if b.complete else "searched (stopped at its budget)"
+        lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(b.cells)} failing cell(s) found")
+        for c in b.cells:
+            lines.append(f"    {result.cell_label(b, c.row, c.col)}  analytic {c.analytic:.6g}, numerical {c.numerical:.6g}")
     lines.append("")
     for c in result.checks:
         lines.append(f"{c.name:<26} {c.status:<7} {c.detail}")
@@ -100,8 +131,8 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"warning: {w}")
     for note in result.notes:
         lines.append(f"note: {note}")
-    total = sum(b.n_failing for b in result.blocks)
-    cells = sum(b.analytic.size for b in result.blocks)
+    total = sum(b.n_failing for b in result.blocks) + sum(len(b.cells) for b in result.large_blocks)
+    cells = sum(b.analytic.size for b in result.blocks) + sum(b.shape[0] * b.shape[1] for b in result.large_blocks)
     failed_checks = [c.name for c in result.checks if c.failed]
     if result.passed:
         verdict = "PASSED"

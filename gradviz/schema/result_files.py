@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.schema.report import result_to_dict
-from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult, TensorInfo
+from gradviz.schema.results import (
+    BlockComparison,
+    CheckOutcome,
+    CheckResult,
+    FoundCell,
+    LargeBlock,
+    TensorInfo,
+)
 from gradviz.schema.settings import CheckSettings
 
 ARRAYS = ("analytic", "numerical", "error", "failing")
@@ -78,6 +85,15 @@ def read_check_result(summary: dict) -> CheckResult:
         analytic_path=paths.get("analytic", "batched"),
         numerical_path=paths.get("numerical", "batched"),
         functions=list(summary.get("functions", [])),
+        large_blocks=[_large_block(b) for b in summary.get("large_blocks", [])],
+    )
+
+
+def _large_block(entry: dict) -> LargeBlock:
+    cells = [FoundCell(c["row"], c["col"], _number(c["analytic"]), _number(c["numerical"])) for c in entry["failing_cells"]]
+    return LargeBlock(
+        entry["output"], entry["input"], tuple(entry["out_shape"]), tuple(entry["in_shape"]), cells,
+        entry["probes"], entry["complete"],
     )
 
 
