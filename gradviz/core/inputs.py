@@ -60,9 +60,15 @@ def resolve_dtype(name: str) -> torch.dtype:
 
 
 def prepare_inputs(
-    raw: Any, device: torch.device, dtype: torch.dtype, names: list[str], filename: str = "<source>"
+    raw: Any,
+    device: torch.device | None,
+    dtype: torch.dtype | None,
+    names: list[str],
+    filename: str = "<source>",
 ) -> PreparedInputs:
     """Fresh copies of every tensor on ``device``; floating tensors also in ``dtype``.
+
+    ``None`` keeps each tensor's own device or dtype (``gradviz.check`` on the caller's tensors).
 
     Only dense differentiable inputs get Jacobian columns. Other tensor arguments (a sparse
     adjacency matrix, an integer index, a complex filter) pass through with their layout and
@@ -130,7 +136,7 @@ def _prepare_container(value: Any, j: int, name: str, device: torch.device, dtyp
                 "as its own argument, or set requires_grad=False if it is fixed data.",
                 filename,
             )
-        target = dtype if value.is_floating_point() else value.dtype
+        target = (dtype or value.dtype) if value.is_floating_point() else value.dtype
         return value.detach().to(device=device, dtype=target).clone()
     if isinstance(value, list | tuple):
         items = [_prepare_container(v, j, name, device, dtype, filename) for v in value]
@@ -160,7 +166,7 @@ def _prepare_tensor(
                 f"inputs only. Pass {name}.to_dense() to check its gradient, or requires_grad=False if "
                 "it is fixed data (an adjacency matrix, say)."
             )
-        target = dtype if a.is_floating_point() else a.dtype
+        target = (dtype or a.dtype) if a.is_floating_point() else a.dtype
         return a.detach().to(device=device, dtype=target).clone()
     if a.is_complex():
         if wants_grad:
@@ -169,7 +175,7 @@ def _prepare_tensor(
                 "and rebuild the complex tensor inside forward."
             )
         return a.detach().to(device=device, copy=True)
-    target = dtype if a.is_floating_point() else a.dtype
+    target = (dtype or a.dtype) if a.is_floating_point() else a.dtype
     # copy=True keeps the strides of a non-overlapping tensor (a transposed weight stays transposed)
     leaf = a.detach().to(device=device, dtype=target, copy=True)
     overlapping = any(st == 0 and sz > 1 for st, sz in zip(a.stride(), a.shape))
