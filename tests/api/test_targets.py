@@ -83,7 +83,7 @@ def test_a_callable_or_a_nested_name_is_a_target_too(project, attribute):
 
 def test_a_file_target_names_what_to_check(project):
     loaded = load_target(f"{project / 'shop' / 'ops.py'}:doubled")
-    assert list(loaded.functions)[0] == "doubled" and check_source(loaded).passed
+    assert next(iter(loaded.functions)) == "doubled" and check_source(loaded).passed
 
 
 def test_inputs_file_replaces_example_inputs(project):
@@ -104,7 +104,7 @@ def test_a_missing_module(project):
 
 def test_a_module_whose_own_import_fails_names_its_line(project):
     (project / "shop" / "broken.py").write_text("import torch\nimport not_a_real_dependency\n")
-    with pytest.raises(UserCodeError, match="Importing shop.broken raised ModuleNotFoundError") as caught:
+    with pytest.raises(UserCodeError, match=r"Importing shop\.broken raised ModuleNotFoundError") as caught:
         load_target("shop.broken:Cube")
     assert caught.value.lineno == 2 and caught.value.filename.endswith("broken.py")
 
