@@ -70,7 +70,9 @@ def test_targets_parse_as_entry_points_and_paths(text, expected):
 def test_a_module_target_is_imported_from_the_current_folder_and_checked(project):
     assert locate_module("shop.ops", project) == (project / "shop" / "ops.py").resolve()
     loaded = load_target("shop.ops:Cube")
-    assert loaded.default_function == "Cube" and loaded.filename == str((project / "shop" / "ops.py").resolve())
+    assert loaded.default_function == "Cube" and loaded.filename == str(
+        (project / "shop" / "ops.py").resolve()
+    )
     assert sys.path[0] == str(project)
     assert check_source(loaded).passed
 
@@ -117,7 +119,9 @@ def test_a_missing_name(project):
 
 @pytest.mark.parametrize(("name", "what"), [("LIMIT", "an int"), ("Holder", "the class Holder")])
 def test_not_a_function(project, name, what):
-    with pytest.raises(TargetError, match=f"shop.ops:{name} is {what}, not a torch.autograd.Function") as caught:
+    with pytest.raises(
+        TargetError, match=f"shop.ops:{name} is {what}, not a torch.autograd.Function"
+    ) as caught:
         load_target(f"shop.ops:{name}")
     assert caught.value.kind == "no_function"
 
