@@ -146,5 +146,14 @@ class Report:
     def __repr__(self) -> str:
         return f"<gradviz.Report {verdict_line(self.result)}>"
 
+    # --- notebooks ------------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        from gradviz.notebook import report_html
+
+        return report_html(self.result)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self._repr_html_(), "text/plain": str(self)}
+
     def _titles(self) -> list[str]:
         return [self.result.block_title(b) for b in self.blocks]
