@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,22 @@ class Report:
     def __repr__(self) -> str:
         return f"<gradviz.Report {verdict_line(self.result)}>"
 
+    # --- files and scripts ----------------------------------------------------------------------
+    def save(self, directory: str | Path) -> list[Path]:
+        """report.json, report.npz (every block's four arrays), an SVG figure and three PNGs per
+        block, and reproducer.py when the inputs can be written into a script."""
+        from gradviz.api.files import save_report
+
+        return save_report(self, Path(directory))
+
+    def reproducer(self) -> str:
+        """A standalone script that rebuilds the inputs and runs ``torch.autograd.gradcheck``; it
+        exits 0 when gradcheck passes and 1 when it fails."""
+        from gradviz.api.reproducer import reproducer_script
+
+        self._need_inputs("reproducer()")
+        return reproducer_script(self)
+
     # --- notebooks ------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
         from gradviz.notebook import report_html
@@ -154,6 +171,12 @@ class Report:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/html": self._repr_html_(), "text/plain": str(self)}
+
+    def _need_inputs(self, what: str) -> None:
+        if self.fn is None or self.inputs is None:
+            raise ValueError(
+                f"Report.{what} needs the Function and inputs: only reports from gradviz.check have them."
+            )
 
     def _titles(self) -> list[str]:
         return [self.result.block_title(b) for b in self.blocks]
