@@ -147,7 +147,7 @@ class Report:
     def __repr__(self) -> str:
         return f"<gradviz.Report {verdict_line(self.result)}>"
 
-    # --- files and scripts ----------------------------------------------------------------------
+    # --- files, scripts, the window ----------------------------------------------------------
     def save(self, directory: str | Path) -> list[Path]:
         """report.json, report.npz (every block's four arrays), an SVG figure and three PNGs per
         block, and reproducer.py when the inputs can be written into a script."""
@@ -162,6 +162,14 @@ class Report:
 
         self._need_inputs("reproducer()")
         return reproducer_script(self)
+
+    def show(self) -> Any:
+        """Open the desktop window on exactly this Function and these inputs (a process of its own);
+        the launched process, or None (and one line saying why) when there is no display."""
+        from gradviz.api.window import show_in_window
+
+        self._need_inputs("show()")
+        return show_in_window(self.fn, self.inputs, self.result.settings)
 
     # --- notebooks ------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
