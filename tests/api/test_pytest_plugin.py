@@ -153,3 +153,43 @@ def test_a_mismatch_wrapped_in_another_exception_is_found():
     except RuntimeError as outer:
         assert isinstance(pytest_plugin.find_mismatch(outer), gradviz.GradientMismatch)
     assert pytest_plugin.find_mismatch(ValueError("unrelated")) is None
+
+
+@pytest.mark.slow
+def test_an_installed_gradviz_registers_the_plugin_with_pytest(tmp_path):
+    """pip-install this tree (no dependencies) and ask pytest for its options: no -p needed."""
+    site = tmp_path / "site"
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert build.returncode == 0, build.stderr
+    assert all(
+        (site / "gradviz" / package / "__init__.py").is_file()
+        for package in ("api", "render", "protocol", "worker")
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "--gradviz-artifacts=DIR" in run.stdout
