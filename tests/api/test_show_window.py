@@ -47,3 +47,13 @@ def test_report_show_opens_the_window_on_the_same_jacobians(request, qtbot, tmp_
         np.testing.assert_array_equal(block.analytic, report.analytic[block.output, block.input])
         np.testing.assert_array_equal(block.numerical, report.numerical[block.output, block.input])
         np.testing.assert_array_equal(block.failing, report.failing[block.output, block.input])
+
+
+def test_gradviz_file_py_opens_the_file_in_the_real_window_without_running_it(request, qtbot, tmp_path):
+    path = tmp_path / "ops.py"
+    path.write_text("import torch\n\n# a Function comes here\n", encoding="utf-8")
+    window = request.getfixturevalue("main_window")
+    request_before = window._request
+    assert open_requested(window, parse_app_args([str(path)]))
+    assert window.editor.text() == path.read_text(encoding="utf-8")
+    assert window.document.path == path and window._request == request_before  # nothing was run
