@@ -61,7 +61,11 @@ def resolve_dtype(name: str) -> torch.dtype:
 
 
 def prepare_inputs(
-    raw: Any, device: torch.device, dtype: torch.dtype, names: list[str], filename: str = "<source>"
+    raw: Any,
+    device: torch.device | None,
+    dtype: torch.dtype | None,
+    names: list[str],
+    filename: str = "<source>",
 ) -> PreparedInputs:
     """The arguments for ``apply`` as gradcheck would see them, with fresh differentiable leaves.
 
@@ -70,6 +74,7 @@ def prepare_inputs(
     fresh leaves gradviz owns and may perturb, keeping any memory they share with other arguments
     (``(x, x)``, ``(x, x.detach())``), as gradcheck's in-place perturbation would see it. Fixed
     arguments (a sparse adjacency matrix, an index, a config dict) pass through untouched.
+    ``device`` and ``dtype`` are what was asked for (None: nothing, as for the caller's own tensors).
     """
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
@@ -236,7 +241,11 @@ def shares_memory_with_others(args: Sequence[Any], j: int) -> bool:
     )
 
 
-def _note_other_dtypes(args: list, device: torch.device, dtype: torch.dtype, names: list[str], notes: list[str]) -> None:
+def _note_other_dtypes(
+    args: list, device: torch.device | None, dtype: torch.dtype | None, names: list[str], notes: list[str]
+) -> None:
+    if device is None or dtype is None:
+        return
     other = [
         f"{names[j]} ({str(a.dtype).removeprefix('torch.')} on {a.device})"
         for j, a in enumerate(args)

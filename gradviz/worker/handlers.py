@@ -20,8 +20,14 @@ Send = Callable[[dict[str, Any]], None]
 
 
 def _load(request: dict[str, Any]):
-    from gradviz.core.loader import load_file, load_source
+    """The user's code: a ``target`` (``pkg.mod:Name`` or ``file.py[:Name]``, with ``inputs_path``
+    a file of arguments saved by torch.save), a file by ``path``, or editor text."""
+    from gradviz.core.loader import load_file, load_source, load_target
 
+    if request.get("target"):
+        loaded = load_target(request["target"], inputs_path=request.get("inputs_path"))
+        request.setdefault("filename", loaded.filename)  # so an escaped error names the module's lines
+        return loaded
     if request.get("path"):
         return load_file(request["path"])
     return load_source(request["source"], request.get("filename") or "<editor>")
