@@ -60,16 +60,22 @@ def save_for_backward_names(fn: type) -> tuple[str | None, ...] | None:
 _DATA_ATTRIBUTE = re.compile(r"\.data\b(?!\s*\()")
 
 
-def reads_data_attribute(fn: type[torch.autograd.Function], source: str | None = None) -> bool:
-    """Whether the Function's module reads ``.data`` anywhere (``g.data``, ``x.data``).
+def reads_data_attribute(fn: object, source: str | None = None) -> bool:
+    """Whether the Function's code may read ``.data`` anywhere (``g.data``, ``x.data``).
 
     ``.data`` of a tensor batched by legacy vmap crashes the process (no exception to catch), so
-    such a Function is checked with plain calls only. ``source`` is the user's file when gradviz
-    loaded it; otherwise the module the class comes from is read.
+    such a Function is checked with plain calls only. The user's file (``source``) and the module
+    the class comes from are read; when neither can be read, or ``fn`` is a plain callable whose
+    Functions cannot be found, the answer is "maybe" (True): plain calls are always safe.
     """
-    if source is None:
+    texts = [source] if source is not None else []
+    if isinstance(fn, type) and issubclass(fn, torch.autograd.Function):
         try:
-            source = inspect.getsource(inspect.getmodule(fn))
+            texts.append(inspect.getsource(inspect.getmodule(fn)))
         except (OSError, TypeError):
-            return False
-    return bool(_DATA_ATTRIBUTE.search(source))
+            pass
+    elif source is None:
+        return True
+    if not texts:
+        return True
+    return any(_DATA_ATTRIBUTE.search(text) for text in texts)
