@@ -31,11 +31,11 @@ from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
-from gradviz.app.results import CheckView
 from gradviz.app.state import RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
 from gradviz.schema.errors import ErrorKind, error_kind
 from gradviz.schema.library import find_builtin, function_names, resources_dir
+from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
 
 DEFAULT_EXAMPLE = "linear"
@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         self.resize(*self._default_size())
         self.run_settings = RunSettings()
         self.document = SourceDocument()
-        self.view: CheckView | None = None
+        self.view: CheckResult | None = None
         self._request = 0  # the check on screen (or coming)
         self._memory_request = 0
         self._memory_queued: dict | None = None  # a memory study waiting for the worker
@@ -445,7 +445,7 @@ class MainWindow(QMainWindow):
             self.loader.load(request, summary)
         self._start_waiting_work()
 
-    def _on_loaded(self, request: int, view: CheckView, prepared: dict) -> None:
+    def _on_loaded(self, request: int, view: CheckResult, prepared: dict) -> None:
         if request != self._request:
             return
         self.run_bar.set_running(False, "done")

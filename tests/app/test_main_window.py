@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions, find_builtin
+from gradviz.schema.report import cell_readout
 from tests.app.conftest import ARTIFACTS, ROOT
 
 RUN_TIMEOUT = 60_000
@@ -205,12 +206,12 @@ def test_switch_blocks_and_hover_readout(qtbot, main_window):
     run_and_wait(qtbot, window)
     panel = window.jacobians
     block = panel.current_block()
-    assert not block.passed and window.view.input_name(block) == "bias"  # first failing block
+    assert not block.passed and window.view.inputs[block.input].name == "bias"  # first failing block
     panel.set_block(0)
     block = panel.current_block()
     assert (block.output, block.input) == (0, 0)
     panel.hover_cell(3, 2)
-    qtbot.waitUntil(lambda: panel.readout.text() == window.view.readout(block, 3, 2))
+    qtbot.waitUntil(lambda: panel.readout.text() == cell_readout(window.view, block, 3, 2))
 
 
 def test_float32_run_shows_gradcheck_advice(qtbot, main_window):
