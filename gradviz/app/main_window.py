@@ -31,7 +31,7 @@ from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
-from gradviz.app.state import RunSettings, SourceDocument
+from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
 from gradviz.schema.errors import ErrorKind, error_kind
 from gradviz.schema.library import find_builtin, function_names, resources_dir
@@ -56,9 +56,10 @@ class MainWindow(QMainWindow):
         self.settings_store = settings or QSettings("gradviz", "gradviz")
         self.setWindowTitle("gradviz")
         self.resize(*self._default_size())
-        self.run_settings = RunSettings()
+        self.run_settings = RunSettings(parent=self)
+        self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
-        self.view: CheckResult | None = None
+        self.current = CurrentResult(self)
         self._request = 0  # the check on screen (or coming)
         self._memory_request = 0
         self._memory_queued: dict | None = None  # a memory study waiting for the worker
@@ -77,7 +78,7 @@ class MainWindow(QMainWindow):
         self.banner = VerdictBanner()
         self.jacobians = JacobianPanel()
         self.graph = GraphPanel()
-        self.memory = MemoryPanel()
+        self.memory = MemoryPanel(self.memory_options)
         self.output = OutputPanel()
         self._build_layout()
         self._build_actions()
@@ -216,11 +217,9 @@ class MainWindow(QMainWindow):
         state = store.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        self.run_settings.update(
-            {k: store.value(f"run/{k}") for k in self.run_settings.to_dict() if store.contains(f"run/{k}")}
-        )
-        if self.run_settings.get("device") != "cpu":
-            self.run_settings.set("device", "cpu")  # CUDA is chosen again once the worker has seen it
+        saved = {k: store.value(f"run/{k}") for k in RunSettings.FIELDS if store.contains(f"run/{k}")}
+        self.run_settings.update(saved, from_text=True)  # a bad value is dropped, never fatal
+        self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
         self.picker.set_recent(self._recent())
         last = store.value("source/last", "")
         if isinstance(last, str) and last.startswith("builtin:") and find_builtin(last[8:]):
@@ -389,15 +388,13 @@ class MainWindow(QMainWindow):
         self.editor.clear_error()
         self.output.clear()
         self.run_bar.set_running(True)
-        settings = self.run_settings.to_dict()
-        timeout = settings.pop("timeout")  # enforced by the worker, which says where the code was
         self._request = self.worker.submit(
             "check",
-            timeout=timeout or None,
+            timeout=self.run_settings.timeout or None,  # enforced by the worker, which says where the code was
             source=self.editor.text(),
             filename=self.document.filename,
             function=self.document.function,
-            settings=settings,
+            settings=self.run_settings.check_settings().to_dict(),
         )
 
     def request_memory(self, options: dict) -> None:
@@ -445,24 +442,30 @@ class MainWindow(QMainWindow):
             self.loader.load(request, summary)
         self._start_waiting_work()
 
-    def _on_loaded(self, request: int, view: CheckResult, prepared: dict) -> None:
+    def _on_loaded(self, request: int, result: CheckResult, prepared: dict) -> None:
         if request != self._request:
             return
         self.run_bar.set_running(False, "done")
-        self.view = view
         self.worker.discard_results_before(request)
-        if view.functions:
-            self.picker.set_functions(view.functions, self.document.function or view.function)
-        self.jacobians.set_result(self.view, prepared)
-        self.graph.set_graph(self._summary.get("graph"), self._summary.get("graph_error"))
+        self.current.set(
+            result,
+            request=request,
+            graph=self._summary.get("graph"),
+            graph_error=self._summary.get("graph_error"),
+            displays=prepared,
+        )
+        if result.functions:
+            self.picker.set_functions(result.functions, self.document.function or result.function)
+        self.jacobians.set_result(result, prepared)
+        self.graph.set_graph(self.current.graph, self.current.graph_error)
         self._on_block_changed()
         if self.memory.result() is None and not self._memory_request:  # populate it once at launch
             self.request_memory(self.memory.options())
         QTimer.singleShot(0, self.result_shown.emit)
 
     def _on_block_changed(self, *_args) -> None:
-        if self.view is not None:
-            self.banner.show_result(self.view, self.jacobians.current_block())
+        if self.current.result is not None:
+            self.banner.show_result(self.current.result, self.jacobians.current_block())
 
     def _on_failed(self, request: int, error: dict) -> None:
         if request == self._memory_request:
@@ -518,7 +521,7 @@ class MainWindow(QMainWindow):
             path=str(self.document.path) if self.document.path and not self.document.builtin_name else None,
             builtin=self.document.builtin_name,
             run=self.run_settings.to_dict(),
-            memory=self.memory.options(),
+            memory=self.memory_options.to_dict(),
             layout=base64.b64encode(bytes(self.saveState())).decode("ascii"),
         )
 
@@ -545,14 +548,14 @@ class MainWindow(QMainWindow):
         self._set_source(session.code, source_path, builtin=builtin)
         self.document.set_function(session.function)
         self.picker.set_functions(function_names(session.code), session.function)
-        self.run_settings.update(session.run)
-        self.memory.set_options(session.memory)
+        dropped = self.run_settings.update(session.run) + self.memory_options.update(session.memory)
         if session.layout:
             try:
                 self.restoreState(QByteArray(base64.b64decode(session.layout, validate=True)))
             except ValueError:
                 pass  # a damaged layout is not worth refusing the code for
-        self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it", 8000)
+        ignored = f" (ignored: {' '.join(dropped)})" if dropped else ""  # a bad value is dropped, never fatal
+        self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it{ignored}", 8000)
         return True
 
     def autosave(self) -> None:

@@ -3,7 +3,8 @@
 The worker's "memory" request measures; this panel only draws the answer: two bars (the fused
 one stacked with the bytes its Function keeps as ``ctx`` attributes), a headline with the saving
 and whether it matches the formula, the sweep over layers and batch sizes, and on CUDA the peak
-and end-of-forward memory. All it computes is display prep: bytes divided into one unit.
+and end-of-forward memory. All it computes is display prep: bytes divided into one unit. Its
+controls show a ``MemorySettings`` state (the defaults are ``schema.settings.MemoryOptions``').
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSizeF, Qt, Signal
+from PySide6.QtCore import QSignalBlocker, QSizeF, Qt, Signal
 from PySide6.QtGui import QFont, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -32,12 +33,12 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app.figures import save_png
+from gradviz.app.state import MemorySettings
+from gradviz.schema.settings import DTYPES
+from gradviz.schema.units import UNITS, format_bytes
 
 VARIANTS = ("unfused", "fused")
 BAR_LABELS = {"unfused": "unfused\nConv2d+BatchNorm2d", "fused": "fused\nFunction"}
-UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3))
-DTYPES = ("float32", "float64")
-DEFAULTS = {"layers": 3, "shape": [8, 3, 32, 32], "out_channels": 16, "kernel": 3, "dtype": "float32"}
 UNFUSED_COLOUR = "#4c72b0"
 FUSED_COLOUR = "#dd8452"
 CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
@@ -50,12 +51,12 @@ BAR_WIDTH = 0.6
 
 
 def choose_unit(largest: float) -> tuple[str, int]:
-    """The biggest binary unit in which ``largest`` bytes is still at least 1."""
-    name, size = UNITS[0]
-    for name_, size_ in UNITS:
-        if largest >= size_:
-            name, size = name_, size_
-    return name, size
+    """The biggest binary unit in which ``largest`` bytes is still at least 1: both plots' y axis."""
+    chosen = UNITS[0]
+    for unit in UNITS:
+        if largest >= unit[1]:
+            chosen = unit
+    return chosen
 
 
 def format_in(n: float, unit: tuple[str, int]) -> str:
@@ -66,11 +67,6 @@ def format_in(n: float, unit: tuple[str, int]) -> str:
     v = n / size
     decimals = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
     return f"{v:,.{decimals}f} {name}"
-
-
-def format_bytes(n: float) -> str:
-    """Bytes in the unit that suits them."""
-    return format_in(n, choose_unit(abs(n)))
 
 
 def _mark(ok: bool) -> str:
@@ -100,10 +96,9 @@ def _style_plot(plot: pg.PlotItem, title: str, font: QFont) -> None:
     plot.showGrid(y=True, alpha=0.2)
 
 
-def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
+def _spin(low: int, high: int, tip: str) -> QSpinBox:
     box = QSpinBox()
     box.setRange(low, high)
-    box.setValue(value)
     box.setToolTip(tip)
     return box
 
@@ -113,8 +108,9 @@ class MemoryPanel(QWidget):
 
     measure_requested = Signal(dict)  # options for the worker's "memory" request
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, options: MemorySettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.state = options if options is not None else MemorySettings(parent=self)
         self._payload: dict[str, Any] | None = None
         self._unit: tuple[str, int] = UNITS[0]
         self._build_controls()
@@ -124,26 +120,26 @@ class MemoryPanel(QWidget):
         layout.setContentsMargins(6, 4, 6, 4)
         layout.addLayout(self._controls)
         layout.addWidget(self.stack, 1)
+        self._connect_state()
         self.measure_button.clicked.connect(self._on_measure_clicked)
         self.set_result(None)
 
     # building ---------------------------------------------------------------------------------
 
     def _build_controls(self) -> None:
-        self.layers_spin = _spin(1, 8, DEFAULTS["layers"], "Conv2d + BatchNorm2d pairs in the stack")
-        n, c, h, w = DEFAULTS["shape"]
-        self.batch_spin = _spin(1, 1024, n, "N: batch size")
-        self.channels_spin = _spin(1, 256, c, "C: input channels")
-        self.height_spin = _spin(1, 1024, h, "H: input height")
-        self.width_spin = _spin(1, 1024, w, "W: input width")
+        self.layers_spin = _spin(1, 8, "Conv2d + BatchNorm2d pairs in the stack")
+        self.batch_spin = _spin(1, 1024, "N: batch size")
+        self.channels_spin = _spin(1, 256, "C: input channels")
+        self.height_spin = _spin(1, 1024, "H: input height")
+        self.width_spin = _spin(1, 1024, "W: input width")
         self.shape_spins = (self.batch_spin, self.channels_spin, self.height_spin, self.width_spin)
         for box, prefix in zip(self.shape_spins, "NCHW"):
             box.setPrefix(f"{prefix} ")
-        self.out_channels_spin = _spin(1, 1024, DEFAULTS["out_channels"], "Output channels of every conv")
-        self.kernel_spin = _spin(1, 15, DEFAULTS["kernel"], "Kernel size (k x k, stride 1, no padding)")
+        self.out_channels_spin = _spin(1, 1024, "Output channels of every conv")
+        self.kernel_spin = _spin(1, 15, "Kernel size (k x k, stride 1, no padding)")
+        self.count_spins = {"layers": self.layers_spin, "out_channels": self.out_channels_spin, "kernel": self.kernel_spin}
         self.dtype_combo = QComboBox()
-        self.dtype_combo.addItems(DTYPES)
-        self.dtype_combo.setCurrentText(DEFAULTS["dtype"])
+        self.dtype_combo.addItems(sorted(DTYPES))  # float32 first: the study's default
         self.device_combo = QComboBox()
         self.device_combo.setToolTip("Where to measure; peak memory is measured on CUDA")
         self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -325,39 +321,14 @@ class MemoryPanel(QWidget):
 
     def options(self) -> dict:
         """The options the controls show, as the worker's "memory" request takes them."""
-        return {
-            "layers": self.layers_spin.value(),
-            "shape": [box.value() for box in self.shape_spins],
-            "out_channels": self.out_channels_spin.value(),
-            "kernel": self.kernel_spin.value(),
-            "device": self.device_combo.currentText(),
-            "dtype": self.dtype_combo.currentText(),
-        }
-
-    def set_options(self, options: dict) -> None:
-        """Show these options in the controls (a session being opened); unknown keys are ignored."""
-        spins = {"layers": self.layers_spin, "out_channels": self.out_channels_spin, "kernel": self.kernel_spin}
-        for key, spin in spins.items():
-            if isinstance(options.get(key), int):
-                spin.setValue(options[key])
-        shape = options.get("shape")
-        if isinstance(shape, list) and len(shape) == 4 and all(isinstance(v, int) for v in shape):
-            for box, value in zip(self.shape_spins, shape):
-                box.setValue(value)
-        if options.get("dtype") in DTYPES:
-            self.dtype_combo.setCurrentText(options["dtype"])
-        if isinstance(options.get("device"), str) and self.device_combo.findText(options["device"]) >= 0:
-            self.device_combo.setCurrentText(options["device"])
+        return self.state.to_dict()
 
     def set_devices(self, names: list[str]) -> None:
         """Offer these devices, keeping the current one if it is still there."""
-        current = self.device_combo.currentText()
-        self.device_combo.blockSignals(True)
-        self.device_combo.clear()
-        self.device_combo.addItems(list(names))
-        if current in names:
-            self.device_combo.setCurrentText(current)
-        self.device_combo.blockSignals(False)
+        with QSignalBlocker(self.device_combo):
+            self.device_combo.clear()
+            self.device_combo.addItems(list(names))
+        self._on_device_changed()
 
     def set_result(self, payload: dict | None) -> None:
         """Draw a memory payload ({"study", "sweep"}); None clears the panel."""
@@ -542,6 +513,60 @@ class MemoryPanel(QWidget):
         self.message.setText(text)
         self.message.setStyleSheet(f"color: {FAIL_COLOUR if error else '#555'}")
         self.stack.setCurrentWidget(self.message)
+
+    # state <-> controls -------------------------------------------------------------------------
+
+    def _connect_state(self) -> None:
+        state = self.state
+        for name, spin in self.count_spins.items():
+            getattr(state, f"{name}_changed").connect(lambda _value, name=name: self._on_count_changed(name))
+            spin.valueChanged.connect(lambda value, name=name: state.set(name, value))
+        state.shape_changed.connect(self._on_shape_changed)
+        for box in self.shape_spins:
+            box.valueChanged.connect(self._on_shape_edited)
+        state.dtype_changed.connect(self._on_dtype_changed)
+        self.dtype_combo.currentTextChanged.connect(lambda text: setattr(state, "dtype", text))
+        state.device_changed.connect(self._on_device_changed)
+        self.device_combo.currentTextChanged.connect(lambda text: setattr(state, "device", text))
+        for name in self.count_spins:
+            self._on_count_changed(name)
+        self._on_shape_changed()
+        self._on_dtype_changed()
+        self._on_device_changed()
+
+    # A control that cannot show a value (out of its range, a device not offered) shows the
+    # nearest it can and writes that back: what is measured is what the panel shows.
+
+    def _on_count_changed(self, name: str) -> None:
+        spin, value = self.count_spins[name], self.state.get(name)
+        with QSignalBlocker(spin):
+            spin.setValue(min(max(value, spin.minimum()), spin.maximum()))
+        if spin.value() != value:
+            self.state.set(name, spin.value())
+
+    def _on_shape_changed(self, *_args) -> None:
+        for box, value in zip(self.shape_spins, self.state.shape):
+            with QSignalBlocker(box):
+                box.setValue(min(max(value, box.minimum()), box.maximum()))
+        if self._shown_shape() != self.state.shape:
+            self.state.shape = self._shown_shape()
+
+    def _on_shape_edited(self, _value: int) -> None:
+        self.state.shape = self._shown_shape()
+
+    def _shown_shape(self) -> tuple[int, int, int, int]:
+        return tuple(box.value() for box in self.shape_spins)
+
+    def _on_dtype_changed(self, *_args) -> None:
+        with QSignalBlocker(self.dtype_combo):
+            self.dtype_combo.setCurrentText(self.state.dtype)
+
+    def _on_device_changed(self, *_args) -> None:
+        combo = self.device_combo
+        with QSignalBlocker(combo):
+            combo.setCurrentIndex(max(combo.findText(self.state.device), 0))
+        if combo.count() and combo.currentText() != self.state.device:
+            self.state.device = combo.currentText()
 
     def _on_measure_clicked(self) -> None:
         self.measure_requested.emit(self.options())
