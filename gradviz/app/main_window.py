@@ -1,6 +1,9 @@
 """The main window: picker and editor on the left, the run bar on top, the Jacobians side by
-side in the centre with the autograd graph below them, the memory study on the right. Panels are docks; their layout, the last file and
-the run settings persist in QSettings."""
+side in the centre with the autograd graph below them, the memory study on the right.
+
+It builds the panels and their state objects and wires them to the run controller, which owns the
+worker's queue; panels are docks, and the layout, the last file and the run settings persist.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -29,11 +33,12 @@ from gradviz.app.panels.output_panel import OutputPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
+from gradviz.app.preferences import Preferences
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
+from gradviz.app.run_controller import CheckRequest, RunController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.errors import ErrorKind, error_kind
 from gradviz.schema.library import find_builtin, function_names, resources_dir
 from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
@@ -41,7 +46,6 @@ from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, 
 DEFAULT_EXAMPLE = "linear"
 DEFAULT_SIZE = (1680, 1020)  # shrunk to the screen, never below MIN_SIZE
 MIN_SIZE = (1280, 800)
-MAX_RECENT = 8
 AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file this long after the last keystroke
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 
@@ -54,23 +58,22 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None, *, auto_run: bool = True) -> None:
         super().__init__()
         self.settings_store = settings or QSettings("gradviz", "gradviz")
+        self.preferences = Preferences(self.settings_store)
         self.setWindowTitle("gradviz")
         self.resize(*self._default_size())
         self.run_settings = RunSettings(parent=self)
         self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
         self.current = CurrentResult(self)
-        self._request = 0  # the check on screen (or coming)
-        self._memory_request = 0
-        self._memory_queued: dict | None = None  # a memory study waiting for the worker
-        self._summary: dict = {}
-        self._pending_run = False
+        self._summary: dict = {}  # the worker's answer to the check being loaded
         self._clean_text = ""
 
         self.recovery = RecoveryStore()
         self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
         self._autosave.timeout.connect(self.autosave)
         self.worker = WorkerClient(self)
+        self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
+        self.controller = RunController(self.worker, self)
         self.loader = ResultLoader(self)
         self.picker = PickerPanel()
         self.editor = EditorPanel()
@@ -196,60 +199,47 @@ class MainWindow(QMainWindow):
         self.editor.text_edited.connect(self._on_text_edited)
         self.run_bar.run_requested.connect(self.request_run)
         self.run_bar.cancel_requested.connect(self.cancel_run)
-        self.worker.ready.connect(self._on_worker_ready)
-        self.worker.progress.connect(self._on_progress)
-        self.worker.finished.connect(self._on_finished)
-        self.worker.failed.connect(self._on_failed)
-        self.worker.crashed.connect(self._on_crashed)
         self.worker.output.connect(self.output.append)
+        controller = self.controller
+        controller.check_queued.connect(self._on_check_queued)
+        controller.check_started.connect(self._on_check_started)
+        controller.progress.connect(self.run_bar.set_progress)
+        controller.check_finished.connect(self._on_check_finished)
+        controller.check_failed.connect(self._on_check_failed)
+        controller.worker_died.connect(self._on_worker_died)
+        controller.memory_finished.connect(self._on_memory_finished)
+        controller.memory_failed.connect(self.memory.set_error)
         self.loader.loaded.connect(self._on_loaded)
-        self.loader.failed.connect(lambda request, message: self._on_failed(request, {"kind": "io", "message": message}))
+        self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
+        self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
         self.memory.measure_requested.connect(self.request_memory)
         self.document.path_changed.connect(self._update_title)
 
     # --- persistence -----------------------------------------------------------------------
     def _restore(self) -> None:
-        store = self.settings_store
-        geometry = store.value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
-        state = store.value("window/state")
-        if isinstance(state, QByteArray):
-            self.restoreState(state)
-        saved = {k: store.value(f"run/{k}") for k in RunSettings.FIELDS if store.contains(f"run/{k}")}
-        self.run_settings.update(saved, from_text=True)  # a bad value is dropped, never fatal
+        prefs = self.preferences
+        prefs.restore_layout(self)
+        self.run_settings.update(prefs.run_values(RunSettings.FIELDS), from_text=True)  # bad values dropped
         self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
-        self.picker.set_recent(self._recent())
-        last = store.value("source/last", "")
-        if isinstance(last, str) and last.startswith("builtin:") and find_builtin(last[8:]):
+        self.picker.set_recent(prefs.recent())
+        last = prefs.last_source()
+        if last.startswith("builtin:") and find_builtin(last[8:]):
             self.load_builtin(last[8:])
-        elif isinstance(last, str) and last and Path(last).is_file():
+        elif last and Path(last).is_file():
             self.open_file(Path(last))
         else:
             self.load_builtin(DEFAULT_EXAMPLE)
 
     def _save_settings(self) -> None:
-        store = self.settings_store
-        store.setValue("window/geometry", self.saveGeometry())
-        store.setValue("window/state", self.saveState())
-        for key, value in self.run_settings.to_dict().items():
-            store.setValue(f"run/{key}", value)
-        if self.document.builtin_name:
-            store.setValue("source/last", f"builtin:{self.document.builtin_name}")
-        elif self.document.path:
-            store.setValue("source/last", str(self.document.path))
-        store.sync()
-
-    def _recent(self) -> list[str]:
-        value = self.settings_store.value("source/recent", [])
-        paths = [value] if isinstance(value, str) else list(value or [])
-        return [p for p in paths if Path(p).is_file()]
+        prefs = self.preferences
+        prefs.save_layout(self)
+        prefs.save_run_values(self.run_settings.to_dict())
+        prefs.save_last_source(self.document.builtin_name, self.document.path)
+        prefs.sync()
 
     def _remember(self, path: Path) -> None:
-        paths = [str(path)] + [p for p in self._recent() if p != str(path)]
-        self.settings_store.setValue("source/recent", paths[:MAX_RECENT])
-        self.picker.set_recent(paths[:MAX_RECENT])
+        self.picker.set_recent(self.preferences.remember(path))
 
     # --- documents -------------------------------------------------------------------------
     def load_builtin(self, name: str) -> None:
@@ -374,129 +364,89 @@ class MainWindow(QMainWindow):
 
     # --- running ---------------------------------------------------------------------------
     def request_run(self) -> None:
-        """Run now if the worker is up, else as soon as it is."""
-        if self.worker.busy:
-            if self.worker.running == self._memory_request:  # a short study: run right after it
-                self._pending_run = True
-                self.run_bar.set_running(True)
-            return
-        if not self.worker.is_ready:
-            self._pending_run = True
-            self.run_bar.set_running(True)
-            self.banner.show_message("Starting the worker (importing torch)…", "idle")
-            return
-        self.editor.clear_error()
-        self.output.clear()
-        self.run_bar.set_running(True)
-        self._request = self.worker.submit(
-            "check",
-            timeout=self.run_settings.timeout or None,  # enforced by the worker, which says where the code was
-            source=self.editor.text(),
-            filename=self.document.filename,
-            function=self.document.function,
-            settings=self.run_settings.check_settings().to_dict(),
+        """Run the editor's code now if the worker is free, else as soon as it is."""
+        self.controller.run_check(
+            CheckRequest(
+                source=self.editor.text(),
+                filename=self.document.filename,
+                function=self.document.function,
+                settings=self.run_settings.check_settings(),
+                timeout=self.run_settings.timeout or None,
+            )
         )
 
     def request_memory(self, options: dict) -> None:
         """Measure the conv-BN study with these options; waits for a running check to finish."""
-        if self.worker.busy or not self.worker.is_ready:
-            self._memory_queued = options
-            return
-        self._memory_queued = None
-        self._memory_request = self.worker.submit("memory", options=options)
+        self.controller.measure_memory(options)
 
     def cancel_run(self) -> None:
-        self._pending_run = False
-        if self.worker.busy:
-            self.worker.cancel()  # the worker answers with failed(cancelled), naming the line
+        self.controller.cancel()
         self.run_bar.set_running(False, "cancelled")
 
     def _on_worker_ready(self, info: dict) -> None:
         devices = info.get("devices", [])
         self.run_bar.set_devices(devices)
         self.memory.set_devices([d["name"] for d in devices if d.get("available")])
-        self._start_waiting_work()
 
-    def _start_waiting_work(self) -> None:
-        """The worker is idle: a waiting check first, then a waiting memory study."""
-        if self.worker.busy or not self.worker.is_ready:
-            return
-        if self._pending_run:
-            self._pending_run = False
-            self.run_bar.set_running(False)
-            self.request_run()
-        elif self._memory_queued is not None:
-            self.request_memory(self._memory_queued)
+    def _on_check_queued(self, for_worker: bool) -> None:
+        self.run_bar.set_running(True)
+        if for_worker:
+            self.banner.show_message("Starting the worker (importing torch)…", "idle")
 
-    def _on_progress(self, request: int, done: int, total: int) -> None:
-        if request == self._request:
-            self.run_bar.set_progress(done, total)
+    def _on_check_started(self, _request: int) -> None:
+        self.editor.clear_error()
+        self.output.clear()
+        self.run_bar.set_running(True)
 
-    def _on_finished(self, request: int, summary: dict) -> None:
-        if request == self._memory_request:
-            self.memory.set_result(summary)
-            QTimer.singleShot(0, self.memory_shown.emit)
-        elif request == self._request:
-            self._summary = summary
-            self.run_bar.set_progress_text("loading result…")
-            self.loader.load(request, summary)
-        self._start_waiting_work()
+    def _on_check_finished(self, request: int, summary: dict) -> None:
+        self._summary = summary
+        self.run_bar.set_progress_text("loading result…")
+        self.loader.load(request, summary)
 
-    def _on_loaded(self, request: int, result: CheckResult, prepared: dict) -> None:
-        if request != self._request:
+    def _on_loaded(self, request: int, result: CheckResult, displays: dict) -> None:
+        if not self.controller.is_current(request):  # a newer run has started meanwhile
             return
         self.run_bar.set_running(False, "done")
-        self.worker.discard_results_before(request)
+        self.controller.result_shown(request)
+        summary = self._summary
         self.current.set(
-            result,
-            request=request,
-            graph=self._summary.get("graph"),
-            graph_error=self._summary.get("graph_error"),
-            displays=prepared,
+            result, request=request, graph=summary.get("graph"), graph_error=summary.get("graph_error"), displays=displays
         )
-        if result.functions:
-            self.picker.set_functions(result.functions, self.document.function or result.function)
-        self.jacobians.set_result(result, prepared)
-        self.graph.set_graph(self.current.graph, self.current.graph_error)
-        self._on_block_changed()
-        if self.memory.result() is None and not self._memory_request:  # populate it once at launch
+        if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
             self.request_memory(self.memory.options())
         QTimer.singleShot(0, self.result_shown.emit)
+
+    def _on_result_changed(self) -> None:
+        result = self.current.result
+        if result.functions:
+            self.picker.set_functions(result.functions, self.document.function or result.function)
+        self.jacobians.set_result(result, self.current.displays)
+        self.graph.set_graph(self.current.graph, self.current.graph_error)
+        self._on_block_changed()
 
     def _on_block_changed(self, *_args) -> None:
         if self.current.result is not None:
             self.banner.show_result(self.current.result, self.jacobians.current_block())
 
-    def _on_failed(self, request: int, error: dict) -> None:
-        if request == self._memory_request:
-            self.memory.set_error(error.get("message", "The memory study failed."))
-        self._start_waiting_work()
-        if request != self._request:
+    def _on_check_failed(self, request: int, error: dict) -> None:
+        if not self.controller.is_current(request):
             return
-        kind, message = error_kind(error.get("kind")), error.get("message", "")
-        line = error.get("lineno")
-        self.run_bar.set_running(False, {ErrorKind.CANCELLED: "cancelled", ErrorKind.TIMEOUT: "timed out"}.get(kind, "error"))
-        if kind.in_user_code and error.get("filename") in (None, self.document.filename):
-            traceback_text = "\n".join(
-                f"  line {f['lineno']}, in {f['name']}: {f['line']}" for f in error.get("traceback") or []
-            )
-            self.editor.show_error(message, line, traceback_text)
-        if kind == ErrorKind.CANCELLED:
-            self.banner.show_message("Cancelled.", "idle", message if line else "")
-            return
-        where = f" (line {line})" if line and kind.in_user_code else ""
-        if kind == ErrorKind.TIMEOUT:
-            message += " (Change the limit in the run bar's timeout box.)"
-        self.banner.show_message(f"{kind.headline}{where}", "error", message)
-        self.run_failed.emit(message)
+        failure = describe_failure(error, self.document.filename)
+        self.run_bar.set_running(False, failure.progress)
+        if failure.mark_editor:
+            self.editor.show_error(failure.message, failure.line, failure.traceback)
+        self.banner.show_message(failure.headline, failure.state, failure.details)
+        if failure.reported is not None:
+            self.run_failed.emit(failure.reported)
 
-    def _on_crashed(self, request: int, message: str) -> None:
-        if request and request == self._memory_request:
-            self.memory.set_error(message)
-            return
+    def _on_worker_died(self, message: str) -> None:
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
         self.run_failed.emit(message)
+
+    def _on_memory_finished(self, payload: dict) -> None:
+        self.memory.set_result(payload)
+        QTimer.singleShot(0, self.memory_shown.emit)
 
     def _zoom(self, step: int) -> None:
         size = self.editor.editor.font().pointSize() + step
