@@ -10,20 +10,11 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication,
-    QDockWidget,
-    QFileDialog,
-    QMainWindow,
-    QMessageBox,
-    QScrollArea,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
+from gradviz.app import window_layout
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
@@ -37,16 +28,14 @@ from gradviz.app.preferences import Preferences
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.app.source_controller import SourceController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.library import find_builtin, function_names, resources_dir
+from gradviz.schema.library import find_builtin
 from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
 
 DEFAULT_EXAMPLE = "linear"
-DEFAULT_SIZE = (1680, 1020)  # shrunk to the screen, never below MIN_SIZE
-MIN_SIZE = (1280, 800)
-AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file this long after the last keystroke
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 
 
@@ -60,17 +49,13 @@ class MainWindow(QMainWindow):
         self.settings_store = settings or QSettings("gradviz", "gradviz")
         self.preferences = Preferences(self.settings_store)
         self.setWindowTitle("gradviz")
-        self.resize(*self._default_size())
+        self.resize(*window_layout.default_size())
         self.run_settings = RunSettings(parent=self)
         self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
         self.current = CurrentResult(self)
         self._summary: dict = {}  # the worker's answer to the check being loaded
-        self._clean_text = ""
-
         self.recovery = RecoveryStore()
-        self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
-        self._autosave.timeout.connect(self.autosave)
         self.worker = WorkerClient(self)
         self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
         self.controller = RunController(self.worker, self)
@@ -83,7 +68,11 @@ class MainWindow(QMainWindow):
         self.graph = GraphPanel()
         self.memory = MemoryPanel(self.memory_options)
         self.output = OutputPanel()
-        self._build_layout()
+        self.source = SourceController(self, self.editor, self.picker, self.document, self.preferences, self.recovery)
+        self.docks = window_layout.arrange(self, {
+            "run_bar": self.run_bar, "banner": self.banner, "jacobians": self.jacobians, "picker": self.picker,
+            "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
+        })
         self._build_actions()
         self._connect()
         self._restore()
@@ -91,77 +80,16 @@ class MainWindow(QMainWindow):
         if auto_run:
             self.request_run()
 
-    # --- layout ----------------------------------------------------------------------------
-    def _build_layout(self) -> None:
-        toolbar = QToolBar("Run")
-        toolbar.setObjectName("run_toolbar")
-        toolbar.setMovable(False)
-        toolbar.addWidget(self.run_bar)
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, toolbar)
-
-        centre = QWidget()
-        layout = QVBoxLayout(centre)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.banner)
-        layout.addWidget(self.jacobians, 1)
-        self.setCentralWidget(centre)
-
-        self.docks: dict[str, QDockWidget] = {}
-        self._add_dock("Functions", self.picker, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self._add_dock("Code", self.editor, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self._add_dock("Output", self.output, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self._add_dock("Autograd graph", self.graph, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self._add_dock("Memory: fused vs unfused conv-BN", self.memory, Qt.DockWidgetArea.RightDockWidgetArea)
-        # the left column runs the full height; the bottom docks sit under the Jacobians only
-        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
-        height = self.height()
-        self.resizeDocks(
-            [self.docks["Functions"], self.docks["Code"], self.docks["Output"]],
-            [250, height - 400, 110],
-            Qt.Orientation.Vertical,
-        )
-        self.resizeDocks([self.docks["Code"]], [410], Qt.Orientation.Horizontal)
-        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.resizeDocks([self.docks["Autograd graph"]], [int(height * 0.36)], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["Memory: fused vs unfused conv-BN"]], [440], Qt.Orientation.Horizontal)
-
-    @staticmethod
-    def _default_size() -> tuple[int, int]:
-        screen = QApplication.primaryScreen()
-        if screen is None:
-            return DEFAULT_SIZE
-        available = screen.availableGeometry()
-        return (
-            max(MIN_SIZE[0], min(DEFAULT_SIZE[0], available.width())),
-            max(MIN_SIZE[1], min(DEFAULT_SIZE[1], available.height())),
-        )
-
-    def _add_dock(
-        self, title: str, widget: QWidget, area: Qt.DockWidgetArea, *, scroll: bool = False
-    ) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"dock_{title.split(':')[0].lower().replace(' ', '_')}")
-        if scroll:  # a dock squeezed below the panel's minimum scrolls instead of squeezing the window
-            area_widget = QScrollArea()
-            area_widget.setWidgetResizable(True)
-            area_widget.setFrameShape(QScrollArea.Shape.NoFrame)
-            area_widget.setWidget(widget)
-            widget = area_widget
-        dock.setWidget(widget)
-        self.addDockWidget(area, dock)
-        self.docks[title] = dock
-        return dock
-
     def _build_actions(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         view_menu = self.menuBar().addMenu("&View")
         run_menu = self.menuBar().addMenu("&Run")
         self.actions: dict[str, QAction] = {}
         for name, text, shortcut, slot, menu in (
-            ("new", "&New Function…", QKeySequence.StandardKey.New, self.new_function, file_menu),
-            ("open", "&Open…", QKeySequence.StandardKey.Open, self.open_dialog, file_menu),
-            ("save", "&Save", QKeySequence.StandardKey.Save, self.save, file_menu),
-            ("save_as", "Save &As…", QKeySequence.StandardKey.SaveAs, self.save_as, file_menu),
+            ("new", "&New Function…", QKeySequence.StandardKey.New, self.source.new_function, file_menu),
+            ("open", "&Open…", QKeySequence.StandardKey.Open, self.source.open_dialog, file_menu),
+            ("save", "&Save", QKeySequence.StandardKey.Save, self.source.save, file_menu),
+            ("save_as", "Save &As…", QKeySequence.StandardKey.SaveAs, self.source.save_as, file_menu),
             ("open_session", "Open Sess&ion…", "Ctrl+Shift+O", self.open_session_dialog, file_menu),
             ("save_session", "Save Sessio&n…", "Ctrl+Alt+S", self.save_session_dialog, file_menu),
             ("export", "&Export figures…", "Ctrl+E", self.export_dialog, file_menu),
@@ -191,12 +119,7 @@ class MainWindow(QMainWindow):
             view_menu.addAction(dock.toggleViewAction())
 
     def _connect(self) -> None:
-        self.picker.builtin_chosen.connect(self.load_builtin)
-        self.picker.file_chosen.connect(lambda path: self.open_file(Path(path)))
-        self.picker.new_requested.connect(self.new_function)
-        self.picker.open_requested.connect(self.open_dialog)
-        self.picker.function_chosen.connect(self.document.set_function)
-        self.editor.text_edited.connect(self._on_text_edited)
+        self.source.title_changed.connect(self.setWindowTitle)
         self.run_bar.run_requested.connect(self.request_run)
         self.run_bar.cancel_requested.connect(self.cancel_run)
         self.worker.output.connect(self.output.append)
@@ -214,7 +137,6 @@ class MainWindow(QMainWindow):
         self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
         self.memory.measure_requested.connect(self.request_memory)
-        self.document.path_changed.connect(self._update_title)
 
     # --- persistence -----------------------------------------------------------------------
     def _restore(self) -> None:
@@ -238,98 +160,21 @@ class MainWindow(QMainWindow):
         prefs.save_last_source(self.document.builtin_name, self.document.path)
         prefs.sync()
 
-    def _remember(self, path: Path) -> None:
-        self.picker.set_recent(self.preferences.remember(path))
-
-    # --- documents -------------------------------------------------------------------------
+    # --- documents (SourceController keeps the editor's text, its file and its recovery copy) ---
     def load_builtin(self, name: str) -> None:
-        path = find_builtin(name)
-        if path is None or not self.maybe_keep_changes():
-            return
-        self._set_source(path.read_text(encoding="utf-8"), path, builtin=name)
-        self.picker.select_builtin(name)
+        self.source.load_builtin(name)
 
     def open_file(self, path: Path) -> None:
         """Open a file as text; nothing runs until the user presses Run."""
-        if not self.maybe_keep_changes():
-            return
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = (
-                "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
-            )
-            QMessageBox.warning(self, "Cannot open file", f"Cannot open {path}: {why}.")
-            return
-        self._set_source(text, path)
-        self._remember(path)
+        self.source.open_file(path)
 
-    def new_function(self) -> None:
-        if not self.maybe_keep_changes():
-            return
-        template = resources_dir() / "templates" / "new_function.py"
-        self._set_source(template.read_text(encoding="utf-8"), None)
-        self._clean_text = ""  # a new file counts as unsaved
-
-    def _set_source(self, text: str, path: Path | None, *, builtin: str | None = None) -> None:
-        self.editor.set_text(text)
-        self._clean_text = text
-        self.document.set_path(path, builtin=builtin)
-        names = function_names(text)
-        self.document.set_function(None)
-        self.picker.set_functions(names, None)
-        self._update_title()
+    def offer_recovery(self) -> bool:
+        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
+        return self.source.offer_recovery()
 
     @property
     def modified(self) -> bool:
-        return self.editor.text() != self._clean_text
-
-    def maybe_keep_changes(self) -> bool:
-        """Ask before unsaved text is replaced; False means the user cancelled."""
-        if not self.modified or not self.isVisible():
-            return True
-        answer = QMessageBox.question(
-            self,
-            "Unsaved changes",
-            f"Save the changes to {self.document.title}?",
-            QMessageBox.StandardButton.Save
-            | QMessageBox.StandardButton.Discard
-            | QMessageBox.StandardButton.Cancel,
-        )
-        if answer == QMessageBox.StandardButton.Save:
-            return self.save()
-        return answer == QMessageBox.StandardButton.Discard
-
-    def save(self) -> bool:
-        if self.document.path is None or self.document.builtin_name:
-            return self.save_as()
-        return self.save_to(self.document.path)
-
-    def save_as(self) -> bool:
-        start = str(
-            self.document.path.parent
-            if self.document.path and not self.document.builtin_name
-            else Path.home()
-        )
-        path, _ = QFileDialog.getSaveFileName(self, "Save Function", start, "Python files (*.py)")
-        return self.save_to(Path(path)) if path else False
-
-    def save_to(self, path: Path) -> bool:
-        try:
-            path.write_text(self.editor.text(), encoding="utf-8")
-        except OSError as exc:
-            QMessageBox.warning(self, "Cannot save", f"Cannot save {path}: {exc.strerror or exc}.")
-            return False
-        self._clean_text = self.editor.text()
-        self.document.set_path(path)
-        self._remember(path)
-        self._update_title()
-        return True
-
-    def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open Function", str(Path.home()), "Python files (*.py)")
-        if path:
-            self.open_file(Path(path))
+        return self.source.modified
 
     def export_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Export figures to folder", str(Path.home()))
@@ -351,16 +196,6 @@ class MainWindow(QMainWindow):
         if written:
             self.statusBar().showMessage(f"Exported {len(written)} figures to {folder}", 8000)
         return written
-
-    def _update_title(self) -> None:
-        star = "*" if self.modified else ""
-        self.setWindowTitle(f"{self.document.title}{star} — gradviz")
-
-    def _on_text_edited(self) -> None:
-        self._update_title()
-        self._autosave.start()
-        if self.document.builtin_name is None:
-            self.picker.set_functions(function_names(self.editor.text()), self.document.function)
 
     # --- running ---------------------------------------------------------------------------
     def request_run(self) -> None:
@@ -452,7 +287,7 @@ class MainWindow(QMainWindow):
         size = self.editor.editor.font().pointSize() + step
         self.editor.set_font_size(max(7, min(32, size)))
 
-    # --- sessions and recovery -------------------------------------------------------------
+    # --- sessions --------------------------------------------------------------------------
     def open_session_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open session", str(Path.home()), SESSION_FILTER)
         if path:
@@ -491,13 +326,11 @@ class MainWindow(QMainWindow):
         except SessionError as exc:
             QMessageBox.warning(self, "Cannot open session", exc.message)
             return False
-        if not self.maybe_keep_changes():
+        if not self.source.maybe_keep_changes():
             return False
         builtin = session.builtin if session.builtin and find_builtin(session.builtin) else None
         source_path = find_builtin(builtin) if builtin else (Path(session.path) if session.path else None)
-        self._set_source(session.code, source_path, builtin=builtin)
-        self.document.set_function(session.function)
-        self.picker.set_functions(function_names(session.code), session.function)
+        self.source.set_source(session.code, source_path, builtin=builtin, function=session.function)
         dropped = self.run_settings.update(session.run) + self.memory_options.update(session.memory)
         if session.layout:
             try:
@@ -508,48 +341,12 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it{ignored}", 8000)
         return True
 
-    def autosave(self) -> None:
-        """Keep unsaved text where the next launch finds it if this process dies."""
-        if self.modified:
-            path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
-            self.recovery.write(self.editor.text(), self.document.title, path)
-        else:
-            self.recovery.clear()
-
-    def offer_recovery(self) -> bool:
-        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
-        orphans = self.recovery.orphans()
-        if not orphans:
-            return False
-        newest, *older = orphans
-        for stale in older:
-            RecoveryStore.discard(stale)
-        answer = QMessageBox.question(
-            self,
-            "Restore unsaved work?",
-            f"gradviz ended without saving your changes to {newest.title}. Restore them into the editor?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        )
-        if answer != QMessageBox.StandardButton.Yes:
-            RecoveryStore.discard(newest)
-            return False
-        path = Path(newest.path) if newest.path and Path(newest.path).is_file() else None
-        self._set_source(path.read_text(encoding="utf-8") if path else "", path)
-        self.editor.set_text(newest.text)  # differs from the file: shows as modified
-        self._clean_text = self._clean_text if path else ""
-        self.picker.set_functions(function_names(newest.text), None)
-        self._update_title()
-        RecoveryStore.discard(newest)
-        self.autosave()  # now it is this process's unsaved text
-        return True
-
     # --- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.maybe_keep_changes():
+        if not self.source.maybe_keep_changes():
             event.ignore()
             return
         self._save_settings()
-        self._autosave.stop()
-        self.recovery.clear()
+        self.source.close()
         self.worker.shutdown()
         event.accept()

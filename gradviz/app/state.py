@@ -44,6 +44,7 @@ class SchemaState(QObject):
         return getattr(self._values, name)
 
     def set(self, name: str, value: Any) -> None:
+        """Validate ``value`` with the schema, store it and emit ``<name>_changed`` if it differs."""
         if name not in self.FIELDS:
             raise SettingsError(f"{name} is not a setting here (known: {', '.join(self.FIELDS)}).")
         if self._types.get(name) is float and isinstance(value, int) and not isinstance(value, bool):
