@@ -10,10 +10,11 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel, choose_unit, format_in
+from gradviz.app.memory_display import format_in
+from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel
 from gradviz.app.state import MemorySettings
 from gradviz.schema.settings import MemoryOptions
-from gradviz.schema.units import UNITS, format_bytes
+from gradviz.schema.units import format_bytes
 from gradviz.worker.handlers import handle_memory
 from tests.app.conftest import ARTIFACTS
 
@@ -283,9 +284,3 @@ def test_a_value_the_controls_cannot_show_is_clamped_and_written_back(panel):
     assert panel.state.shape == (1, 3, panel.height_spin.maximum(), 32)
     panel.state.device = "cuda"  # not offered here: what is measured is what the panel shows
     assert panel.state.device == panel.device_combo.currentText() == "cpu"
-
-
-def test_choose_unit_is_the_largest_binary_unit_that_keeps_a_number_at_least_one():
-    assert choose_unit(0) == UNITS[0] and choose_unit(1023) == ("B", 1)
-    assert choose_unit(1024) == ("KiB", 1024) and choose_unit(5 * 2**30) == ("GiB", 2**30)
-    assert format_in(1536, choose_unit(1536)) == "1.50 KiB" and format_in(384, ("B", 1)) == "384 B"

@@ -3,15 +3,15 @@
 The worker's "memory" request measures; this panel only draws the answer: two bars (the fused
 one stacked with the bytes its Function keeps as ``ctx`` attributes), a headline with the saving
 and whether it matches the formula, the sweep over layers and batch sizes, and on CUDA the peak
-and end-of-forward memory. All it computes is display prep: bytes divided into one unit. Its
-controls show a ``MemorySettings`` state (the defaults are ``schema.settings.MemoryOptions``').
+and end-of-forward memory. Its display prep (one byte unit, the texts, the sweep's curves) comes from
+``gradviz.app.memory_display``; its controls show a ``MemorySettings`` state (the defaults are
+``schema.settings.MemoryOptions``').
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, QSizeF, Qt, Signal
 from PySide6.QtGui import QFont, QTextDocument
@@ -33,51 +33,30 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app.figures import save_png
+from gradviz.app.memory_display import (
+    FAIL_COLOUR,
+    VARIANTS,
+    bar_top,
+    checks_html,
+    choose_unit,
+    format_in,
+    headline,
+    measured_points,
+    sweep_curves,
+)
 from gradviz.app.state import MemorySettings
 from gradviz.schema.settings import DTYPES
 from gradviz.schema.units import UNITS, format_bytes
 
-VARIANTS = ("unfused", "fused")
 BAR_LABELS = {"unfused": "unfused\nConv2d+BatchNorm2d", "fused": "fused\nFunction"}
 UNFUSED_COLOUR = "#4c72b0"
 FUSED_COLOUR = "#dd8452"
 CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
 BATCH_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
-PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
 INK = "#222"
 EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
 CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
 BAR_WIDTH = 0.6
-
-
-def choose_unit(largest: float) -> tuple[str, int]:
-    """The biggest binary unit in which ``largest`` bytes is still at least 1: both plots' y axis."""
-    chosen = UNITS[0]
-    for unit in UNITS:
-        if largest >= unit[1]:
-            chosen = unit
-    return chosen
-
-
-def format_in(n: float, unit: tuple[str, int]) -> str:
-    """Bytes in the given unit, about three significant figures: 1.15 MiB, 17.1 MiB, 384 B."""
-    name, size = unit
-    if size == 1:
-        return f"{n:,.0f} B"
-    v = n / size
-    decimals = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
-    return f"{v:,.{decimals}f} {name}"
-
-
-def _mark(ok: bool) -> str:
-    colour = PASS_COLOUR if ok else FAIL_COLOUR
-    return f'<span style="color:{colour}; font-weight:bold">{"✓" if ok else "✗"}</span>'
-
-
-def _dtype_of(study: dict) -> str:
-    """ ", float32" from the first saved tensor, or "" when there is none."""
-    tensors = study["variants"]["unfused"].get("tensors") or [{}]
-    return f", {tensors[0]['dtype']}" if "dtype" in tensors[0] else ""
 
 
 def _style_plot(plot: pg.PlotItem, title: str, font: QFont) -> None:
@@ -338,7 +317,7 @@ class MemoryPanel(QWidget):
             self._show_message(EMPTY_TEXT, error=False)
             return
         study, sweep = payload["study"], payload.get("sweep") or []
-        self._unit = choose_unit(self._bar_top(study))
+        self._unit = choose_unit(bar_top(study))
         self._draw_bars(study)
         self._draw_headline(study)
         self._draw_peaks(study)
@@ -375,12 +354,6 @@ class MemoryPanel(QWidget):
 
     # drawing ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _bar_top(study: dict) -> int:
-        """The taller bar, in bytes: it picks the unit of both plots and the headline."""
-        unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
-        return max(unfused["saved_bytes"], fused["saved_bytes"] + fused.get("ctx_attribute_bytes", 0))
-
     def _draw_bars(self, study: dict) -> None:
         name, size = self._unit
         unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
@@ -388,7 +361,7 @@ class MemoryPanel(QWidget):
         self.bar_items["unfused"].setOpts(height=[unfused["saved_bytes"] / size])
         self.bar_items["fused"].setOpts(height=[fused["saved_bytes"] / size])
         self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
-        top = self._bar_top(study) / size
+        top = bar_top(study) / size
         self.bar_plot.getPlotItem().setYRange(0, top * 1.3 if top > 0 else 1, padding=0)
         self.bar_plot.getPlotItem().setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
         self.bar_texts["unfused"].setText(
@@ -404,20 +377,8 @@ class MemoryPanel(QWidget):
             text.show()
 
     def _draw_headline(self, study: dict) -> None:
-        unfused = study["variants"]["unfused"]["saved_bytes"]
-        difference, formula = study["saved_difference_bytes"], study["formula_bytes"]
-        percent = 100.0 * difference / unfused if unfused else 0.0
-        verb = "saves" if difference >= 0 else "costs"
-        self.headline.setText(f"fused {verb} {format_in(abs(difference), self._unit)} ({abs(percent):.1f} %)")
-        agrees = difference == formula
-        n, c, h, w = study["shape"]
-        self.checks_label.setText(
-            f"difference = formula {_mark(agrees)} &nbsp;({difference:,} B measured, {formula:,} B by formula)"
-            f" &nbsp;&nbsp; outputs match {_mark(bool(study['outputs_match']))}"
-            f" &nbsp; gradients match {_mark(bool(study['grads_match']))}<br>"
-            f'<span style="color:#555; font-size:12pt">{study["layers"]} layers, input {n}x{c}x{h}x{w}'
-            f"{_dtype_of(study)} on {study['device']}</span>"
-        )
+        self.headline.setText(headline(study, self._unit))
+        self.checks_label.setText(checks_html(study))
 
     def _draw_peaks(self, study: dict) -> None:
         variants = study["variants"]
@@ -443,35 +404,26 @@ class MemoryPanel(QWidget):
         name, size = self._unit
         batches = sorted({row["batch"] for row in sweep})
         colours = {batch: BATCH_COLOURS[k % len(BATCH_COLOURS)] for k, batch in enumerate(batches)}
-        # variant by variant, so the three-column legend reads as a table: unfused above fused
-        for variant, style, symbol in (
-            ("unfused", Qt.PenStyle.SolidLine, "o"),
-            ("fused", Qt.PenStyle.DashLine, "t"),
-        ):
-            for batch in batches:
-                rows = sorted((r for r in sweep if r["batch"] == batch), key=lambda r: r["layers"])
-                x = np.array([r["layers"] for r in rows], dtype=float)
-                y = np.array([r[f"{variant}_saved_bytes"] for r in rows], dtype=float) / size
-                curve = plot.plot(
-                    x,
-                    y,
-                    pen=pg.mkPen(colours[batch], width=3, style=style),
-                    symbol=symbol,
-                    symbolSize=8,
-                    symbolBrush=colours[batch],
-                    symbolPen=None,
-                )
-                self.sweep_curves[(variant, batch)] = curve
-                self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
+        styles = {"unfused": (Qt.PenStyle.SolidLine, "o"), "fused": (Qt.PenStyle.DashLine, "t")}
+        for (variant, batch), (x, y) in sweep_curves(sweep, size).items():  # unfused first: the legend's rows
+            style, symbol = styles[variant]
+            curve = plot.plot(
+                x,
+                y,
+                pen=pg.mkPen(colours[batch], width=3, style=style),
+                symbol=symbol,
+                symbolSize=8,
+                symbolBrush=colours[batch],
+                symbolPen=None,
+            )
+            self.sweep_curves[(variant, batch)] = curve
+            self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
         plot.setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
         self.measured_line.setPos(study["layers"])
         self.measured_line.show()
-        here = [r for r in sweep if r["layers"] == study["layers"] and r["batch"] == study["shape"][0]]
-        self.measured_points.setData(
-            x=[study["layers"]] * 2 * len(here),
-            y=[r[f"{v}_saved_bytes"] / size for r in here for v in VARIANTS],
-        )
-        if here:
+        x, y = measured_points(study, sweep, size)
+        self.measured_points.setData(x=x, y=y)
+        if x:
             self.sweep_legend.addItem(self.measured_points, "the bars")
         self._pin_legend_size()
         plot.setXRange(0.7, 8.3, padding=0)
