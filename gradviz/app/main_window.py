@@ -199,7 +199,8 @@ class MainWindow(QMainWindow):
 
     # --- running ---------------------------------------------------------------------------
     def request_run(self) -> None:
-        """Run the editor's code now if the worker is free, else as soon as it is."""
+        """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""
+        target, inputs_path = self.document.target or (None, None)
         self.controller.run_check(
             CheckRequest(
                 source=self.editor.text(),
@@ -207,8 +208,28 @@ class MainWindow(QMainWindow):
                 function=self.document.function,
                 settings=self.run_settings.check_settings(),
                 timeout=self.run_settings.timeout or None,
+                target=target,
+                inputs_path=inputs_path,
             )
         )
+
+    def open_target(self, target: str, inputs_path: str | None, settings: dict | None = None) -> None:
+        """Check a Function where it lives (``pkg.mod:Name`` or ``file.py:Name``) on saved inputs,
+        as ``gradviz.show`` asks: the worker imports it; this process never does. Runs at once."""
+        if not self.source.maybe_keep_changes():
+            return
+        if settings:
+            dropped = self.run_settings.update(settings)
+            if dropped:
+                self.statusBar().showMessage("Ignored settings: " + "; ".join(dropped), 8000)
+        inputs = f"\n# on the inputs saved in {inputs_path}" if inputs_path else ""
+        self.source.set_source(
+            f"# gradviz checks {target}{inputs}\n# (the worker imports it where it lives; open its file to edit it)\n",
+            None,
+        )
+        self.document.target = (target, inputs_path)
+        self.source.update_title()
+        self.request_run()
 
     def request_memory(self, options: dict) -> None:
         """Measure the conv-BN study with these options; waits for a running check to finish."""

@@ -26,6 +26,8 @@ class CheckRequest:
     function: str | None
     settings: CheckSettings
     timeout: float | None = None  # seconds before the worker stops the run; None: never
+    target: str | None = None  # pkg.mod:Name or file.py:Name, loaded by the worker instead of source
+    inputs_path: str | None = None  # tensors saved with torch.save, for a target
 
 
 class Worker(Protocol):
@@ -134,13 +136,16 @@ class RunController(QObject):
 
     # --- the worker's answers --------------------------------------------------------------
     def _send_check(self, request: CheckRequest) -> None:
+        code = (
+            {"target": request.target, "inputs_path": request.inputs_path}
+            if request.target
+            else {"source": request.source, "filename": request.filename, "function": request.function}
+        )
         self._check = self.worker.submit(
             "check",
             timeout=request.timeout,  # enforced by the worker, which says where the code was
-            source=request.source,
-            filename=request.filename,
-            function=request.function,
             settings=request.settings.to_dict(),
+            **code,
         )
         self._awaited.add(self._check)
         self.check_started.emit(self._check)

@@ -46,7 +46,7 @@ class SourceController(QObject):
         picker.open_requested.connect(self.open_dialog)
         picker.function_chosen.connect(document.set_function)
         editor.text_edited.connect(self._on_text_edited)
-        document.path_changed.connect(self._update_title)
+        document.path_changed.connect(self.update_title)
 
     # --- replacing the text ----------------------------------------------------------------
     def load_builtin(self, name: str) -> None:
@@ -90,7 +90,7 @@ class SourceController(QObject):
         self.document.set_path(path, builtin=builtin)
         self.document.set_function(function)
         self.picker.set_functions(function_names(text), function)
-        self._update_title()
+        self.update_title()
 
     # --- saving ----------------------------------------------------------------------------
     @property
@@ -132,7 +132,7 @@ class SourceController(QObject):
         self._clean_text = self.editor.text()
         self.document.set_path(path)
         self._remember(path)
-        self._update_title()
+        self.update_title()
         return True
 
     # --- recovery --------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class SourceController(QObject):
         self.editor.set_text(newest.text)  # differs from the file: shows as modified
         self._clean_text = self._clean_text if path else ""
         self.picker.set_functions(function_names(newest.text), None)
-        self._update_title()
+        self.update_title()
         RecoveryStore.discard(newest)
         self.autosave()  # now it is this process's unsaved text
         return True
@@ -180,12 +180,12 @@ class SourceController(QObject):
     def _remember(self, path: Path) -> None:
         self.picker.set_recent(self.preferences.remember(path))
 
-    def _update_title(self) -> None:
+    def update_title(self) -> None:
         star = "*" if self.modified else ""
         self.title_changed.emit(f"{self.document.title}{star} — gradviz")
 
     def _on_text_edited(self) -> None:
-        self._update_title()
+        self.update_title()
         self._autosave.start()
         if self.document.builtin_name is None:
             self.picker.set_functions(function_names(self.editor.text()), self.document.function)

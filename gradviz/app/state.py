@@ -195,6 +195,9 @@ class SourceDocument(QObject):
         self._path: Path | None = None
         self._function: str | None = None
         self.builtin_name: str | None = None  # set while the text is an unmodified built-in
+        # set while the window checks a Function where it lives (gradviz.show, gradviz app --target):
+        # (target, inputs file); the worker imports it, the editor only describes it
+        self.target: tuple[str, str | None] | None = None
 
     @property
     def path(self) -> Path | None:
@@ -202,6 +205,7 @@ class SourceDocument(QObject):
 
     def set_path(self, path: Path | None, *, builtin: str | None = None) -> None:
         self.builtin_name = builtin
+        self.target = None  # another document: no longer the target
         if path != self._path:
             self._path = path
             self.path_changed.emit()
@@ -222,6 +226,8 @@ class SourceDocument(QObject):
 
     @property
     def title(self) -> str:
+        if self.target:
+            return self.target[0]
         if self.builtin_name:
             return f"{self.builtin_name}.py (built-in)"
         return self._path.name if self._path else "untitled.py"
