@@ -14,10 +14,10 @@ import faulthandler, os, signal, sys, time
 faulthandler.register(signal.SIGUSR1, open(sys.argv[1], "w"), all_threads=True)
 
 def backward():
+    print("ready", flush=True)
     while True:
         time.sleep(0.01)
 
-print("ready", flush=True)
 backward()
 """
 
