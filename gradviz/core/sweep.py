@@ -307,8 +307,8 @@ def classify(b: BlockSweep, steps: Sequence[float], settings: CheckSettings, dty
     right = (
         f"the Taylor remainder falls like h^{slope}"
         if b.remainder_slope is not None
-        else "the Taylor remainder stays within round-off at every step (f is linear along the test direction, "
-        f"or {dtype} too coarse to show its slope)"
+        else "the Taylor remainder stays within round-off at every step (f is linear along the test direction"
+        + (")" if dtype == "float64" else f", or {dtype} too coarse to show its slope)")
     )
     if wrong:
         right = f"the error is within tolerance at eps={settings.eps:g}, though the Taylor remainder's slope {slope} shows a small discrepancy"

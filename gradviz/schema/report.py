@@ -186,7 +186,7 @@ def format_sweep(sweep: SweepResult) -> str:
             lines.append(row)
         columns = f" ({b.columns} of {b.shape[1]} columns)" if b.swept and b.columns and b.columns < b.shape[1] else ""
         lines.append(f"  {sweep_slopes(b)}; round-off floor {b.floor:.2g}{columns}")
-        lines.append(f"  {b.verdict.headline}: {b.message}")
+        lines.append(f"  {b.message}")
     lines.append("")
     lines += [f"note: {n}" for n in sweep.notes]
     best = f" Suggested eps: {sweep.best_eps:g}." if sweep.best_eps is not None else ""
