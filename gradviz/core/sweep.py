@@ -279,8 +279,9 @@ def classify(b: BlockSweep, steps: Sequence[float], settings: CheckSettings, dty
         best = valley(b.ratios)
         if best is not None:
             b.best_eps = steps[best]
-            b.truncation_slope = _side_slope(steps, b.errors, max(0, best - 4), best + 1)
-            b.roundoff_slope = _side_slope(steps, b.errors, best, best + 5)
+            # each side's slope from the four steps beyond the bottom, where one effect dominates
+            b.truncation_slope = _side_slope(steps, b.errors, max(0, best - 4), best)
+            b.roundoff_slope = _side_slope(steps, b.errors, best + 1, best + 5)
         passes_at_eps = bool(b.ratios[at] <= 1)
     slope = _fmt_slope(b.remainder_slope)
     kink = b.curvature_slope is not None and b.curvature_slope < SLOPE_SPLIT
