@@ -60,6 +60,7 @@ FLOOR_FACTOR = 4.0  # round-off of w·f(x): FLOOR_FACTOR · machine eps · Σ|w|
 CLEAN = 10.0  # a remainder counts only this far above its floor
 WINDOW_DECADES = 2.0  # slopes are fitted over the smallest clean steps spanning this many decades
 SLOPE_SPLIT = 1.5  # below: slope ≈ 1 (wrong J, or a kink); above: slope ≈ 2
+NO_EPS_HELPS = (Verdict.BACKWARD_WRONG, Verdict.NON_DIFFERENTIABLE, Verdict.INCONCLUSIVE)
 SWEEP_CHUNK_FACTOR = 4  # the sweep's vmapped chunks may be this many times the check's
 
 
@@ -204,7 +205,8 @@ def sweep_function(
         overall=overall,
         verdict=verdict,
         message=message,
-        best_eps=overall.best_eps,
+        # an eps to re-run at only where the backward is right (a wrong one fails at every eps)
+        best_eps=overall.best_eps if verdict not in NO_EPS_HELPS else None,
         notes=notes + list(inputs.notes),
         seconds=time.perf_counter() - start,
         path="loop" if "loop" in paths else "batched",

@@ -56,6 +56,11 @@ _HEADLINES = {
 EPS_FIXABLE = (Verdict.EPS_TOO_SMALL, Verdict.EPS_TOO_LARGE)
 
 
+def jitter_for(eps: float) -> float:
+    """How far to move inputs off a kink for a check at ``eps``: many steps wide, at most 0.1."""
+    return min(0.1, max(1e-3, 100 * eps))
+
+
 def _out(value: float | None) -> float | str | None:
     """Finite floats as numbers; NaN and infinities as strings (strict JSON)."""
     if value is None or math.isfinite(value):
