@@ -243,7 +243,10 @@ def cell_readout(result: CheckResult, block: BlockComparison, row: int, col: int
     bound = result.settings.tolerance().bound(n)
     err = abs(a - n)
     verdict = f"fails: > {bound:.2g}" if block.failing[row, col] else f"ok: <= {bound:.2g}"
-    return f"{result.cell_label(block, row, col)}: analytic {a:.3g}, numerical {n:.3g}, |err| {err:.1e} ({verdict})"
+    kink = "; non-differentiable here (kink)" if block.kinks is not None and block.kinks[row, col] else ""
+    return (
+        f"{result.cell_label(block, row, col)}: analytic {a:.3g}, numerical {n:.3g}, |err| {err:.1e} ({verdict}{kink})"
+    )
 
 
 def verdict_line(result: CheckResult) -> str:

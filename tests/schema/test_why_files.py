@@ -9,7 +9,7 @@ import torch
 
 from gradviz.core.check import check_function
 from gradviz.core.sweep import sweep_function
-from gradviz.schema.report import format_table, result_to_dict
+from gradviz.schema.report import cell_readout, format_table, result_to_dict
 from gradviz.schema.result_files import read_check_result, write_check_result
 from gradviz.schema.settings import CheckSettings
 from tests.core.why_functions import Abs, Tanh, abs_inputs, random_inputs
@@ -29,6 +29,8 @@ def test_kinks_and_sweep_read_back(tmp_path):
     data = result_to_dict(result)
     assert data["blocks"][0]["kinks"] == 3 and data["blocks"][0]["kink_cells"][0] == "out0[0] / x[0]"
     assert data["blocks"][0]["sweep"]["verdict"] == "non_differentiable"
+    assert cell_readout(result, result.blocks[0], 0, 0).endswith("(fails: > 1e-05; non-differentiable here (kink))")
+    assert "kink" not in cell_readout(result, result.blocks[0], 1, 1)
     table = format_table(result)
     assert "kinks: 3 failing cell(s) non-differentiable here" in table
     assert "sweep: non-differentiable near this point" in table
