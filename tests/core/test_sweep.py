@@ -16,7 +16,7 @@ import torch
 from gradviz.core.check import check_function, check_source, example_arguments
 from gradviz.core.loader import choose_function, load_file
 from gradviz.core.sweep import fit_slope, sweep_function, sweep_source, valley
-from gradviz.schema.errors import SettingsError
+from gradviz.schema.errors import Cancelled, SettingsError
 from gradviz.schema.library import builtin_functions
 from gradviz.schema.settings import SWEEP_STEPS, CheckSettings, SweepOptions
 from gradviz.schema.sweep import SweepResult, Verdict
@@ -170,3 +170,18 @@ def test_check_verdicts_do_not_depend_on_the_explanations():
         for a, b in zip(explained.blocks, plain.blocks):
             np.testing.assert_array_equal(a.failing, b.failing)
             assert b.kinks is None
+
+
+def test_progress_reaches_its_total_and_cancel_stops_the_sweep():
+    seen = []
+    sweep_function(MatMul, random_inputs((4, 4), (4, 4)), progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1][0] == seen[-1][1]
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    calls = []
+
+    def cancel() -> bool:
+        calls.append(1)
+        return len(calls) > 2
+
+    with pytest.raises(Cancelled):
+        sweep_function(MatMul, random_inputs((4, 4), (4, 4)), cancel=cancel)
