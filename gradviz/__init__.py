@@ -1,3 +1,25 @@
-"""gradviz: see what a custom torch.autograd.Function's backward really computes."""
+"""gradviz: see what a custom torch.autograd.Function's backward really computes.
+
+``gradviz.check(fn, inputs)`` gives gradcheck's verdict with every cell of both Jacobians;
+``gradviz.show(fn, inputs)`` opens the window on them. ``import gradviz`` does not import torch
+(the window's process imports this package too): the API is loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["GradientMismatch", "GradvizError", "Report", "check", "show"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GradvizError":
+        from gradviz.schema.errors import GradvizError
+
+        return GradvizError
+    if name in __all__:
+        from gradviz import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'gradviz' has no attribute {name!r}")

@@ -25,6 +25,17 @@ DEFAULTS = CheckSettings()
 SWEEP_DEFAULTS = SweepOptions()
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+COMMANDS = ("check", "sweep", "memory", "graph", "list", "app")
+DOCUMENTS = (".py", ".gradviz")  # `gradviz FILE.py` and `gradviz SESSION.gradviz` open them in the window
+TARGET_HELP = (
+    "a .py file (FILE.py:Name picks a Function or a function calling one), a module target "
+    "package.module:Name (imported with the current folder first on sys.path, as python -m does), or "
+    "the name of a built-in example (see 'gradviz list')"
+)
+INPUTS_HELP = (
+    "the arguments of apply, saved with torch.save (a tensor or a tuple), loaded with weights_only=True "
+    "instead of the file's example_inputs; moved to --device and --dtype"
+)
 MAX_TRACEBACK_FRAMES = 12  # a RecursionError has a thousand identical frames: show both ends
 
 
@@ -38,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
 
     check = commands.add_parser("check", help="compare the analytic and numerical Jacobians of a Function")
-    check.add_argument("file", help="a .py file, or the name of a built-in example (see 'gradviz list')")
+    check.add_argument("file", metavar="TARGET", help=TARGET_HELP)
     check.add_argument("--function", help="which Function to check when the file defines several")
+    check.add_argument("--inputs", metavar="FILE", help=INPUTS_HELP)
     _add_run_arguments(check)
     check.add_argument(
         "--max-memory-mb", type=float, help="refuse Jacobians larger than this (default: RAM/4)"
@@ -101,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     graph = commands.add_parser("graph", help="the autograd graph of one forward, its saved tensors and backward order")
-    graph.add_argument("file", help="a .py file, or the name of a built-in example (see 'gradviz list')")
+    graph.add_argument("file", metavar="TARGET", help=TARGET_HELP)
     graph.add_argument("--function", help="which Function to use when the file defines several")
+    graph.add_argument("--inputs", metavar="FILE", help=INPUTS_HELP)
     graph.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     graph.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     graph.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"seed for example_inputs (default: {DEFAULTS.seed})")
@@ -153,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         return _launch_app(argv)
     if argv[0] == "app":  # its options belong to the app's own parser
         return _launch_app(argv[1:])
+    if argv[0] not in COMMANDS and argv[0].endswith(DOCUMENTS):
+        return _launch_app(argv)  # a file or session to open in the window
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return run_check(args)
@@ -265,7 +280,8 @@ def run_check(args: argparse.Namespace) -> int:
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
-        "save": args.save,  # the worker runs in our working directory
+        # resolved here: the user's code may os.chdir before the arrays are written
+        "save": str(Path(args.save).resolve()) if args.save else None,
         "sweep": args.sweep,
     }
     reply = _run_in_worker("check", args, settings, extra)
@@ -315,6 +331,39 @@ def run_graph(args: argparse.Namespace) -> int:
     return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
 
 
+def code_request(text: str, function: str | None, inputs: str | None) -> dict:
+    """The part of a request that names the user's code: a file by ``path`` (with ``function``), or
+    a ``target`` (a module, a file's named object, or a file with ``inputs_path``); refused here
+    (GradvizError) when the file or the inputs file is not there."""
+    from gradviz.schema.source_files import check_source_file
+    from gradviz.schema.targets import check_inputs_path, is_module_target, locate_module, parse_target
+
+    request: dict = {"function": function}
+    if inputs is not None:
+        request["inputs_path"] = str(check_inputs_path(inputs).resolve())
+    if is_module_target(text) and not Path(text).exists():
+        module, _, name = text.partition(":")
+        located = locate_module(module, Path.cwd())
+        if located is not None:
+            request["filename"] = str(located.resolve())  # to quote its lines if a run hangs or crashes
+        return {**request, "target": text, "function": _one_name(name, function)}
+    target = parse_target(text)
+    path = check_source_file(_resolve_file(target.path)).resolve()
+    request["path"] = str(path)
+    if target.attribute or inputs is not None:
+        name = _one_name(target.attribute, function)
+        request.update(target=f"{path}:{name}" if name else str(path), function=name)
+    return request
+
+
+def _one_name(in_target: str | None, flag: str | None) -> str | None:
+    from gradviz.schema.errors import SettingsError
+
+    if in_target and flag and in_target != flag:
+        raise SettingsError(f"Two names for the Function: {in_target} (in the target) and --function {flag}; give one.")
+    return in_target or flag
+
+
 def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
     """Validate, send one request to a fresh worker, and report its failure; the Reply or None.
 
@@ -322,7 +371,6 @@ def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
     """
     from gradviz.schema.errors import GradvizError
     from gradviz.schema.settings import check_timeout
-    from gradviz.schema.source_files import check_source_file
     from gradviz.worker.client import WorkerStartError, run_request
 
     if not _stdout_usable(args.json):
@@ -331,11 +379,11 @@ def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
         timeout = check_timeout(args.timeout)
         checked = settings()
         checked.validate()
-        path = check_source_file(_resolve_file(args.file)).resolve()
+        code = code_request(args.file, args.function, getattr(args, "inputs", None))
     except GradvizError as exc:
         _report_worker_error(exc.to_dict(), args.json)
         return None
-    request = {"path": str(path), "function": args.function, "settings": checked.to_dict(), **extra}
+    request = {**code, "settings": checked.to_dict(), **extra}
     try:
         reply = run_request(op, request, timeout=timeout, output=sys.stderr)
     except WorkerStartError as exc:

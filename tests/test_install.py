@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_every_package_is_listed_for_the_wheel():
+    """A package missing from pyproject's list is silently left out of a non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "gradviz").rglob("__init__.py")
+    }
+    assert on_disk <= listed, sorted(on_disk - listed)
+
+
 @pytest.mark.slow
 def test_non_editable_install_finds_resources(tmp_path):
+    shutil.rmtree(ROOT / "build", ignore_errors=True)  # a stale build/ would ship modules that are gone
     target = tmp_path / "site"
     build = subprocess.run(
         [

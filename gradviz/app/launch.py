@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 
@@ -22,17 +24,74 @@ def parse_app_args(argv: list[str]) -> argparse.Namespace:
         "--screenshot", metavar="PATH", help="render offscreen after the first run, save, exit"
     )
     parser.add_argument("--example", default=None, help="built-in example to open (default: the last one)")
+    parser.add_argument("path", nargs="?", help="a .py file or a .gradviz session to open (nothing runs until Run)")
+    parser.add_argument("--target", help="open this Function and run it: package.module:Name or FILE.py:Name")
+    parser.add_argument("--inputs", metavar="FILE", help="with --target: its arguments, saved with torch.save")
+    parser.add_argument("--settings", metavar="FILE", help="with --target: the check's settings, as JSON")
     return parser.parse_args(argv)
+
+
+def refuse_arguments(args: argparse.Namespace) -> str | None:
+    """One line saying what is wrong with the command line, before Qt starts; None when it is fine."""
+    from gradviz.schema.errors import GradvizError
+    from gradviz.schema.settings import CheckSettings
+
+    if args.path and not Path(args.path).is_file():
+        return f"gradviz: cannot open {args.path}: no such file."
+    if (args.inputs or args.settings) and not args.target:
+        return "gradviz: --inputs and --settings go with --target."
+    for name in ("inputs", "settings"):
+        value = getattr(args, name)
+        if value and not Path(value).is_file():
+            return f"gradviz: --{name} {value}: no such file."
+    if args.settings:
+        try:
+            CheckSettings.from_dict(json.loads(Path(args.settings).read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, GradvizError) as exc:
+            return f"gradviz: --settings {args.settings} is not gradviz settings: {getattr(exc, 'message', exc)}"
+    return None
+
+
+def open_requested(window, args: argparse.Namespace) -> bool:
+    """Open what the command line names; True when the window now shows it (no other run is
+    started then: a file or session waits for Run, a target runs by itself).
+
+    A target needs ``window.open_target(target, inputs_path, settings)``; until the window has
+    it, one line says so and the window starts as usual.
+    """
+    if args.path:
+        path = Path(args.path)
+        if path.suffix == ".gradviz":
+            return bool(window.open_session(path))
+        window.open_file(path)
+        return True
+    if args.target:
+        open_target = getattr(window, "open_target", None)
+        if open_target is None:
+            print(
+                f"gradviz: this window cannot open targets yet, so {args.target} is not shown; run "
+                f"'gradviz check {args.target}' for its verdict.",
+                file=sys.stderr,
+            )
+            return False
+        settings = json.loads(Path(args.settings).read_text(encoding="utf-8")) if args.settings else None
+        open_target(args.target, args.inputs, settings)
+        return True
+    return False
 
 
 def run_app(argv: list[str]) -> int:
     args = parse_app_args(argv)
+    refused = refuse_arguments(args)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     if args.screenshot and not has_display():
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     if not has_display():
         print(
             "gradviz: no display found (DISPLAY is not set). Use 'gradviz check FILE' for a headless "
-            "check, or start the app under Xvfb.",
+            "check, display a gradviz.check report in a notebook, or start the app under Xvfb.",
             file=sys.stderr,
         )
         return 2
@@ -47,11 +106,12 @@ def run_app(argv: list[str]) -> int:
     if args.example:
         window.load_builtin(args.example)
     window.show()
-    if not args.screenshot:
+    if not args.screenshot and not (args.path or args.target):
         window.offer_recovery()
     if args.screenshot:
         _save_screenshot_when_done(app, window, args.screenshot)
-    window.request_run()
+    if not open_requested(window, args):
+        window.request_run()
     code = app.exec()
     release_window(window)
     return code

@@ -1,26 +1,21 @@
 """The main window: picker and editor on the left, the run bar on top, the Jacobians side by
-side in the centre with the autograd graph below them, the memory study on the right. Panels are docks; their layout, the last file and
-the run settings persist in QSettings."""
+side in the centre with the autograd graph below them, the memory study on the right.
+
+It builds the panels and their state objects and wires them to the run controller, which owns the
+worker's queue; panels are docks, and the layout, the last file and the run settings persist.
+"""
 
 from __future__ import annotations
 
 import base64
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication,
-    QDockWidget,
-    QFileDialog,
-    QMainWindow,
-    QMessageBox,
-    QScrollArea,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
+from gradviz.app import window_layout
+from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -29,20 +24,18 @@ from gradviz.app.panels.output_panel import OutputPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
+from gradviz.app.preferences import Preferences
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
-from gradviz.app.results import CheckView
-from gradviz.app.state import RunSettings, SourceDocument
+from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.app.source_controller import SourceController
+from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.errors import ErrorKind, error_kind
-from gradviz.schema.library import find_builtin, function_names, resources_dir
+from gradviz.schema.library import find_builtin
+from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
 
 DEFAULT_EXAMPLE = "linear"
-DEFAULT_SIZE = (1680, 1020)  # shrunk to the screen, never below MIN_SIZE
-MIN_SIZE = (1280, 800)
-MAX_RECENT = 8
-AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file this long after the last keystroke
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 
 
@@ -54,22 +47,18 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None, *, auto_run: bool = True) -> None:
         super().__init__()
         self.settings_store = settings or QSettings("gradviz", "gradviz")
+        self.preferences = Preferences(self.settings_store)
         self.setWindowTitle("gradviz")
-        self.resize(*self._default_size())
-        self.run_settings = RunSettings()
+        self.resize(*window_layout.default_size())
+        self.run_settings = RunSettings(parent=self)
+        self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
-        self.view: CheckView | None = None
-        self._request = 0  # the check on screen (or coming)
-        self._memory_request = 0
-        self._memory_queued: dict | None = None  # a memory study waiting for the worker
-        self._summary: dict = {}
-        self._pending_run = False
-        self._clean_text = ""
-
+        self.current = CurrentResult(self)
+        self._summary: dict = {}  # the worker's answer to the check being loaded
         self.recovery = RecoveryStore()
-        self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
-        self._autosave.timeout.connect(self.autosave)
         self.worker = WorkerClient(self)
+        self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
+        self.controller = RunController(self.worker, self)
         self.loader = ResultLoader(self)
         self.picker = PickerPanel()
         self.editor = EditorPanel()
@@ -77,9 +66,13 @@ class MainWindow(QMainWindow):
         self.banner = VerdictBanner()
         self.jacobians = JacobianPanel()
         self.graph = GraphPanel()
-        self.memory = MemoryPanel()
+        self.memory = MemoryPanel(self.memory_options)
         self.output = OutputPanel()
-        self._build_layout()
+        self.source = SourceController(self, self.editor, self.picker, self.document, self.preferences, self.recovery)
+        self.docks = window_layout.arrange(self, {
+            "run_bar": self.run_bar, "banner": self.banner, "jacobians": self.jacobians, "picker": self.picker,
+            "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
+        })
         self._build_actions()
         self._connect()
         self._restore()
@@ -87,77 +80,16 @@ class MainWindow(QMainWindow):
         if auto_run:
             self.request_run()
 
-    # --- layout ----------------------------------------------------------------------------
-    def _build_layout(self) -> None:
-        toolbar = QToolBar("Run")
-        toolbar.setObjectName("run_toolbar")
-        toolbar.setMovable(False)
-        toolbar.addWidget(self.run_bar)
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, toolbar)
-
-        centre = QWidget()
-        layout = QVBoxLayout(centre)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.banner)
-        layout.addWidget(self.jacobians, 1)
-        self.setCentralWidget(centre)
-
-        self.docks: dict[str, QDockWidget] = {}
-        self._add_dock("Functions", self.picker, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self._add_dock("Code", self.editor, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self._add_dock("Output", self.output, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self._add_dock("Autograd graph", self.graph, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self._add_dock("Memory: fused vs unfused conv-BN", self.memory, Qt.DockWidgetArea.RightDockWidgetArea)
-        # the left column runs the full height; the bottom docks sit under the Jacobians only
-        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
-        height = self.height()
-        self.resizeDocks(
-            [self.docks["Functions"], self.docks["Code"], self.docks["Output"]],
-            [250, height - 400, 110],
-            Qt.Orientation.Vertical,
-        )
-        self.resizeDocks([self.docks["Code"]], [410], Qt.Orientation.Horizontal)
-        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.resizeDocks([self.docks["Autograd graph"]], [int(height * 0.36)], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["Memory: fused vs unfused conv-BN"]], [440], Qt.Orientation.Horizontal)
-
-    @staticmethod
-    def _default_size() -> tuple[int, int]:
-        screen = QApplication.primaryScreen()
-        if screen is None:
-            return DEFAULT_SIZE
-        available = screen.availableGeometry()
-        return (
-            max(MIN_SIZE[0], min(DEFAULT_SIZE[0], available.width())),
-            max(MIN_SIZE[1], min(DEFAULT_SIZE[1], available.height())),
-        )
-
-    def _add_dock(
-        self, title: str, widget: QWidget, area: Qt.DockWidgetArea, *, scroll: bool = False
-    ) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"dock_{title.split(':')[0].lower().replace(' ', '_')}")
-        if scroll:  # a dock squeezed below the panel's minimum scrolls instead of squeezing the window
-            area_widget = QScrollArea()
-            area_widget.setWidgetResizable(True)
-            area_widget.setFrameShape(QScrollArea.Shape.NoFrame)
-            area_widget.setWidget(widget)
-            widget = area_widget
-        dock.setWidget(widget)
-        self.addDockWidget(area, dock)
-        self.docks[title] = dock
-        return dock
-
     def _build_actions(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         view_menu = self.menuBar().addMenu("&View")
         run_menu = self.menuBar().addMenu("&Run")
         self.actions: dict[str, QAction] = {}
         for name, text, shortcut, slot, menu in (
-            ("new", "&New Function…", QKeySequence.StandardKey.New, self.new_function, file_menu),
-            ("open", "&Open…", QKeySequence.StandardKey.Open, self.open_dialog, file_menu),
-            ("save", "&Save", QKeySequence.StandardKey.Save, self.save, file_menu),
-            ("save_as", "Save &As…", QKeySequence.StandardKey.SaveAs, self.save_as, file_menu),
+            ("new", "&New Function…", QKeySequence.StandardKey.New, self.source.new_function, file_menu),
+            ("open", "&Open…", QKeySequence.StandardKey.Open, self.source.open_dialog, file_menu),
+            ("save", "&Save", QKeySequence.StandardKey.Save, self.source.save, file_menu),
+            ("save_as", "Save &As…", QKeySequence.StandardKey.SaveAs, self.source.save_as, file_menu),
             ("open_session", "Open Sess&ion…", "Ctrl+Shift+O", self.open_session_dialog, file_menu),
             ("save_session", "Save Sessio&n…", "Ctrl+Alt+S", self.save_session_dialog, file_menu),
             ("export", "&Export figures…", "Ctrl+E", self.export_dialog, file_menu),
@@ -187,160 +119,62 @@ class MainWindow(QMainWindow):
             view_menu.addAction(dock.toggleViewAction())
 
     def _connect(self) -> None:
-        self.picker.builtin_chosen.connect(self.load_builtin)
-        self.picker.file_chosen.connect(lambda path: self.open_file(Path(path)))
-        self.picker.new_requested.connect(self.new_function)
-        self.picker.open_requested.connect(self.open_dialog)
-        self.picker.function_chosen.connect(self.document.set_function)
-        self.editor.text_edited.connect(self._on_text_edited)
+        self.source.title_changed.connect(self.setWindowTitle)
         self.run_bar.run_requested.connect(self.request_run)
         self.run_bar.cancel_requested.connect(self.cancel_run)
-        self.worker.ready.connect(self._on_worker_ready)
-        self.worker.progress.connect(self._on_progress)
-        self.worker.finished.connect(self._on_finished)
-        self.worker.failed.connect(self._on_failed)
-        self.worker.crashed.connect(self._on_crashed)
         self.worker.output.connect(self.output.append)
+        controller = self.controller
+        controller.check_queued.connect(self._on_check_queued)
+        controller.check_started.connect(self._on_check_started)
+        controller.progress.connect(self.run_bar.set_progress)
+        controller.check_finished.connect(self._on_check_finished)
+        controller.check_failed.connect(self._on_check_failed)
+        controller.worker_died.connect(self._on_worker_died)
+        controller.memory_finished.connect(self._on_memory_finished)
+        controller.memory_failed.connect(self.memory.set_error)
         self.loader.loaded.connect(self._on_loaded)
-        self.loader.failed.connect(lambda request, message: self._on_failed(request, {"kind": "io", "message": message}))
+        self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
+        self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
         self.memory.measure_requested.connect(self.request_memory)
-        self.document.path_changed.connect(self._update_title)
 
     # --- persistence -----------------------------------------------------------------------
     def _restore(self) -> None:
-        store = self.settings_store
-        geometry = store.value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
-        state = store.value("window/state")
-        if isinstance(state, QByteArray):
-            self.restoreState(state)
-        self.run_settings.update(
-            {k: store.value(f"run/{k}") for k in self.run_settings.to_dict() if store.contains(f"run/{k}")}
-        )
-        if self.run_settings.get("device") != "cpu":
-            self.run_settings.set("device", "cpu")  # CUDA is chosen again once the worker has seen it
-        self.picker.set_recent(self._recent())
-        last = store.value("source/last", "")
-        if isinstance(last, str) and last.startswith("builtin:") and find_builtin(last[8:]):
+        prefs = self.preferences
+        prefs.restore_layout(self)
+        self.run_settings.update(prefs.run_values(RunSettings.FIELDS), from_text=True)  # bad values dropped
+        self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
+        self.picker.set_recent(prefs.recent())
+        last = prefs.last_source()
+        if last.startswith("builtin:") and find_builtin(last[8:]):
             self.load_builtin(last[8:])
-        elif isinstance(last, str) and last and Path(last).is_file():
+        elif last and Path(last).is_file():
             self.open_file(Path(last))
         else:
             self.load_builtin(DEFAULT_EXAMPLE)
 
     def _save_settings(self) -> None:
-        store = self.settings_store
-        store.setValue("window/geometry", self.saveGeometry())
-        store.setValue("window/state", self.saveState())
-        for key, value in self.run_settings.to_dict().items():
-            store.setValue(f"run/{key}", value)
-        if self.document.builtin_name:
-            store.setValue("source/last", f"builtin:{self.document.builtin_name}")
-        elif self.document.path:
-            store.setValue("source/last", str(self.document.path))
-        store.sync()
+        prefs = self.preferences
+        prefs.save_layout(self)
+        prefs.save_run_values(self.run_settings.to_dict())
+        prefs.save_last_source(self.document.builtin_name, self.document.path)
+        prefs.sync()
 
-    def _recent(self) -> list[str]:
-        value = self.settings_store.value("source/recent", [])
-        paths = [value] if isinstance(value, str) else list(value or [])
-        return [p for p in paths if Path(p).is_file()]
-
-    def _remember(self, path: Path) -> None:
-        paths = [str(path)] + [p for p in self._recent() if p != str(path)]
-        self.settings_store.setValue("source/recent", paths[:MAX_RECENT])
-        self.picker.set_recent(paths[:MAX_RECENT])
-
-    # --- documents -------------------------------------------------------------------------
+    # --- documents (SourceController keeps the editor's text, its file and its recovery copy) ---
     def load_builtin(self, name: str) -> None:
-        path = find_builtin(name)
-        if path is None or not self.maybe_keep_changes():
-            return
-        self._set_source(path.read_text(encoding="utf-8"), path, builtin=name)
-        self.picker.select_builtin(name)
+        self.source.load_builtin(name)
 
     def open_file(self, path: Path) -> None:
         """Open a file as text; nothing runs until the user presses Run."""
-        if not self.maybe_keep_changes():
-            return
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = (
-                "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
-            )
-            QMessageBox.warning(self, "Cannot open file", f"Cannot open {path}: {why}.")
-            return
-        self._set_source(text, path)
-        self._remember(path)
+        self.source.open_file(path)
 
-    def new_function(self) -> None:
-        if not self.maybe_keep_changes():
-            return
-        template = resources_dir() / "templates" / "new_function.py"
-        self._set_source(template.read_text(encoding="utf-8"), None)
-        self._clean_text = ""  # a new file counts as unsaved
-
-    def _set_source(self, text: str, path: Path | None, *, builtin: str | None = None) -> None:
-        self.editor.set_text(text)
-        self._clean_text = text
-        self.document.set_path(path, builtin=builtin)
-        names = function_names(text)
-        self.document.set_function(None)
-        self.picker.set_functions(names, None)
-        self._update_title()
+    def offer_recovery(self) -> bool:
+        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
+        return self.source.offer_recovery()
 
     @property
     def modified(self) -> bool:
-        return self.editor.text() != self._clean_text
-
-    def maybe_keep_changes(self) -> bool:
-        """Ask before unsaved text is replaced; False means the user cancelled."""
-        if not self.modified or not self.isVisible():
-            return True
-        answer = QMessageBox.question(
-            self,
-            "Unsaved changes",
-            f"Save the changes to {self.document.title}?",
-            QMessageBox.StandardButton.Save
-            | QMessageBox.StandardButton.Discard
-            | QMessageBox.StandardButton.Cancel,
-        )
-        if answer == QMessageBox.StandardButton.Save:
-            return self.save()
-        return answer == QMessageBox.StandardButton.Discard
-
-    def save(self) -> bool:
-        if self.document.path is None or self.document.builtin_name:
-            return self.save_as()
-        return self.save_to(self.document.path)
-
-    def save_as(self) -> bool:
-        start = str(
-            self.document.path.parent
-            if self.document.path and not self.document.builtin_name
-            else Path.home()
-        )
-        path, _ = QFileDialog.getSaveFileName(self, "Save Function", start, "Python files (*.py)")
-        return self.save_to(Path(path)) if path else False
-
-    def save_to(self, path: Path) -> bool:
-        try:
-            path.write_text(self.editor.text(), encoding="utf-8")
-        except OSError as exc:
-            QMessageBox.warning(self, "Cannot save", f"Cannot save {path}: {exc.strerror or exc}.")
-            return False
-        self._clean_text = self.editor.text()
-        self.document.set_path(path)
-        self._remember(path)
-        self._update_title()
-        return True
-
-    def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open Function", str(Path.home()), "Python files (*.py)")
-        if path:
-            self.open_file(Path(path))
+        return self.source.modified
 
     def export_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Export figures to folder", str(Path.home()))
@@ -363,143 +197,118 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Exported {len(written)} figures to {folder}", 8000)
         return written
 
-    def _update_title(self) -> None:
-        star = "*" if self.modified else ""
-        self.setWindowTitle(f"{self.document.title}{star} — gradviz")
-
-    def _on_text_edited(self) -> None:
-        self._update_title()
-        self._autosave.start()
-        if self.document.builtin_name is None:
-            self.picker.set_functions(function_names(self.editor.text()), self.document.function)
-
     # --- running ---------------------------------------------------------------------------
     def request_run(self) -> None:
-        """Run now if the worker is up, else as soon as it is."""
-        if self.worker.busy:
-            if self.worker.running == self._memory_request:  # a short study: run right after it
-                self._pending_run = True
-                self.run_bar.set_running(True)
-            return
-        if not self.worker.is_ready:
-            self._pending_run = True
-            self.run_bar.set_running(True)
-            self.banner.show_message("Starting the worker (importing torch)…", "idle")
-            return
-        self.editor.clear_error()
-        self.output.clear()
-        self.run_bar.set_running(True)
-        settings = self.run_settings.to_dict()
-        timeout = settings.pop("timeout")  # enforced by the worker, which says where the code was
-        self._request = self.worker.submit(
-            "check",
-            timeout=timeout or None,
-            source=self.editor.text(),
-            filename=self.document.filename,
-            function=self.document.function,
-            settings=settings,
+        """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""
+        target, inputs_path = self.document.target or (None, None)
+        self.controller.run_check(
+            CheckRequest(
+                source=self.editor.text(),
+                filename=self.document.filename,
+                function=self.document.function,
+                settings=self.run_settings.check_settings(),
+                timeout=self.run_settings.timeout or None,
+                target=target,
+                inputs_path=inputs_path,
+            )
         )
+
+    def open_target(self, target: str, inputs_path: str | None, settings: dict | None = None) -> None:
+        """Check a Function where it lives (``pkg.mod:Name`` or ``file.py:Name``) on saved inputs,
+        as ``gradviz.show`` asks: the worker imports it; this process never does. Runs at once."""
+        if not self.source.maybe_keep_changes():
+            return
+        if settings:
+            dropped = self.run_settings.update(settings)
+            if dropped:
+                self.statusBar().showMessage("Ignored settings: " + "; ".join(dropped), 8000)
+        inputs = f"\n# on the inputs saved in {inputs_path}" if inputs_path else ""
+        self.source.set_source(
+            f"# gradviz checks {target}{inputs}\n# (the worker imports it where it lives; open its file to edit it)\n",
+            None,
+        )
+        self.document.target = (target, inputs_path)
+        self.source.update_title()
+        self.request_run()
 
     def request_memory(self, options: dict) -> None:
         """Measure the conv-BN study with these options; waits for a running check to finish."""
-        if self.worker.busy or not self.worker.is_ready:
-            self._memory_queued = options
-            return
-        self._memory_queued = None
-        self._memory_request = self.worker.submit("memory", options=options)
+        self.controller.measure_memory(options)
 
     def cancel_run(self) -> None:
-        self._pending_run = False
-        if self.worker.busy:
-            self.worker.cancel()  # the worker answers with failed(cancelled), naming the line
+        self.controller.cancel()
         self.run_bar.set_running(False, "cancelled")
 
     def _on_worker_ready(self, info: dict) -> None:
         devices = info.get("devices", [])
         self.run_bar.set_devices(devices)
         self.memory.set_devices([d["name"] for d in devices if d.get("available")])
-        self._start_waiting_work()
 
-    def _start_waiting_work(self) -> None:
-        """The worker is idle: a waiting check first, then a waiting memory study."""
-        if self.worker.busy or not self.worker.is_ready:
-            return
-        if self._pending_run:
-            self._pending_run = False
-            self.run_bar.set_running(False)
-            self.request_run()
-        elif self._memory_queued is not None:
-            self.request_memory(self._memory_queued)
+    def _on_check_queued(self, for_worker: bool) -> None:
+        self.run_bar.set_running(True)
+        if for_worker:
+            self.banner.show_message("Starting the worker (importing torch)…", "idle")
 
-    def _on_progress(self, request: int, done: int, total: int) -> None:
-        if request == self._request:
-            self.run_bar.set_progress(done, total)
+    def _on_check_started(self, _request: int) -> None:
+        self.editor.clear_error()
+        self.output.clear()
+        self.run_bar.set_running(True)
 
-    def _on_finished(self, request: int, summary: dict) -> None:
-        if request == self._memory_request:
-            self.memory.set_result(summary)
-            QTimer.singleShot(0, self.memory_shown.emit)
-        elif request == self._request:
-            self._summary = summary
-            self.run_bar.set_progress_text("loading result…")
-            self.loader.load(request, summary)
-        self._start_waiting_work()
+    def _on_check_finished(self, request: int, summary: dict) -> None:
+        self._summary = summary
+        self.run_bar.set_progress_text("loading result…")
+        self.loader.load(request, summary)
 
-    def _on_loaded(self, request: int, view: CheckView, prepared: dict) -> None:
-        if request != self._request:
+    def _on_loaded(self, request: int, result: CheckResult, displays: dict) -> None:
+        if not self.controller.is_current(request):  # a newer run has started meanwhile
             return
         self.run_bar.set_running(False, "done")
-        self.view = view
-        self.worker.discard_results_before(request)
-        if view.functions:
-            self.picker.set_functions(view.functions, self.document.function or view.function)
-        self.jacobians.set_result(self.view, prepared)
-        self.graph.set_graph(self._summary.get("graph"), self._summary.get("graph_error"))
-        self._on_block_changed()
-        if self.memory.result() is None and not self._memory_request:  # populate it once at launch
+        self.controller.result_shown(request)
+        summary = self._summary
+        self.current.set(
+            result, request=request, graph=summary.get("graph"), graph_error=summary.get("graph_error"), displays=displays
+        )
+        if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
             self.request_memory(self.memory.options())
         QTimer.singleShot(0, self.result_shown.emit)
 
+    def _on_result_changed(self) -> None:
+        result = self.current.result
+        if result.functions:
+            self.picker.set_functions(result.functions, self.document.function or result.function)
+        self.jacobians.set_result(result, self.current.displays)
+        self.graph.set_graph(self.current.graph, self.current.graph_error)
+        self._on_block_changed()
+
     def _on_block_changed(self, *_args) -> None:
-        if self.view is not None:
-            self.banner.show_result(self.view, self.jacobians.current_block())
+        if self.current.result is not None:
+            self.banner.show_result(self.current.result, self.jacobians.current_block())
 
-    def _on_failed(self, request: int, error: dict) -> None:
-        if request == self._memory_request:
-            self.memory.set_error(error.get("message", "The memory study failed."))
-        self._start_waiting_work()
-        if request != self._request:
+    def _on_check_failed(self, request: int, error: dict) -> None:
+        if not self.controller.is_current(request):
             return
-        kind, message = error_kind(error.get("kind")), error.get("message", "")
-        line = error.get("lineno")
-        self.run_bar.set_running(False, {ErrorKind.CANCELLED: "cancelled", ErrorKind.TIMEOUT: "timed out"}.get(kind, "error"))
-        if kind.in_user_code and error.get("filename") in (None, self.document.filename):
-            traceback_text = "\n".join(
-                f"  line {f['lineno']}, in {f['name']}: {f['line']}" for f in error.get("traceback") or []
-            )
-            self.editor.show_error(message, line, traceback_text)
-        if kind == ErrorKind.CANCELLED:
-            self.banner.show_message("Cancelled.", "idle", message if line else "")
-            return
-        where = f" (line {line})" if line and kind.in_user_code else ""
-        if kind == ErrorKind.TIMEOUT:
-            message += " (Change the limit in the run bar's timeout box.)"
-        self.banner.show_message(f"{kind.headline}{where}", "error", message)
-        self.run_failed.emit(message)
+        failure = describe_failure(error, self.document.filename)
+        self.run_bar.set_running(False, failure.progress)
+        if failure.mark_editor:
+            self.editor.show_error(failure.message, failure.line, failure.traceback)
+        self.banner.show_message(failure.headline, failure.state, failure.details)
+        if failure.reported is not None:
+            self.run_failed.emit(failure.reported)
 
-    def _on_crashed(self, request: int, message: str) -> None:
-        if request and request == self._memory_request:
-            self.memory.set_error(message)
-            return
+    def _on_worker_died(self, message: str) -> None:
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
         self.run_failed.emit(message)
+
+    def _on_memory_finished(self, payload: dict) -> None:
+        self.memory.set_result(payload)
+        QTimer.singleShot(0, self.memory_shown.emit)
 
     def _zoom(self, step: int) -> None:
         size = self.editor.editor.font().pointSize() + step
         self.editor.set_font_size(max(7, min(32, size)))
 
-    # --- sessions and recovery -------------------------------------------------------------
+    # --- sessions --------------------------------------------------------------------------
     def open_session_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open session", str(Path.home()), SESSION_FILTER)
         if path:
@@ -518,7 +327,7 @@ class MainWindow(QMainWindow):
             path=str(self.document.path) if self.document.path and not self.document.builtin_name else None,
             builtin=self.document.builtin_name,
             run=self.run_settings.to_dict(),
-            memory=self.memory.options(),
+            memory=self.memory_options.to_dict(),
             layout=base64.b64encode(bytes(self.saveState())).decode("ascii"),
         )
 
@@ -538,65 +347,27 @@ class MainWindow(QMainWindow):
         except SessionError as exc:
             QMessageBox.warning(self, "Cannot open session", exc.message)
             return False
-        if not self.maybe_keep_changes():
+        if not self.source.maybe_keep_changes():
             return False
         builtin = session.builtin if session.builtin and find_builtin(session.builtin) else None
         source_path = find_builtin(builtin) if builtin else (Path(session.path) if session.path else None)
-        self._set_source(session.code, source_path, builtin=builtin)
-        self.document.set_function(session.function)
-        self.picker.set_functions(function_names(session.code), session.function)
-        self.run_settings.update(session.run)
-        self.memory.set_options(session.memory)
+        self.source.set_source(session.code, source_path, builtin=builtin, function=session.function)
+        dropped = self.run_settings.update(session.run) + self.memory_options.update(session.memory)
         if session.layout:
             try:
                 self.restoreState(QByteArray(base64.b64decode(session.layout, validate=True)))
             except ValueError:
                 pass  # a damaged layout is not worth refusing the code for
-        self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it", 8000)
-        return True
-
-    def autosave(self) -> None:
-        """Keep unsaved text where the next launch finds it if this process dies."""
-        if self.modified:
-            path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
-            self.recovery.write(self.editor.text(), self.document.title, path)
-        else:
-            self.recovery.clear()
-
-    def offer_recovery(self) -> bool:
-        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
-        orphans = self.recovery.orphans()
-        if not orphans:
-            return False
-        newest, *older = orphans
-        for stale in older:
-            RecoveryStore.discard(stale)
-        answer = QMessageBox.question(
-            self,
-            "Restore unsaved work?",
-            f"gradviz ended without saving your changes to {newest.title}. Restore them into the editor?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        )
-        if answer != QMessageBox.StandardButton.Yes:
-            RecoveryStore.discard(newest)
-            return False
-        path = Path(newest.path) if newest.path and Path(newest.path).is_file() else None
-        self._set_source(path.read_text(encoding="utf-8") if path else "", path)
-        self.editor.set_text(newest.text)  # differs from the file: shows as modified
-        self._clean_text = self._clean_text if path else ""
-        self.picker.set_functions(function_names(newest.text), None)
-        self._update_title()
-        RecoveryStore.discard(newest)
-        self.autosave()  # now it is this process's unsaved text
+        ignored = f" (ignored: {' '.join(dropped)})" if dropped else ""  # a bad value is dropped, never fatal
+        self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it{ignored}", 8000)
         return True
 
     # --- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.maybe_keep_changes():
+        if not self.source.maybe_keep_changes():
             event.ignore()
             return
         self._save_settings()
-        self._autosave.stop()
-        self.recovery.clear()
+        self.source.close()
         self.worker.shutdown()
         event.accept()

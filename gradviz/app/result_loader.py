@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QThreadPool, Signal
 
-from gradviz.app.panels.jacobian_panel import prepare_displays
-from gradviz.app.results import CheckView
+from gradviz.app.display import prepare_displays
+from gradviz.schema.errors import GradvizError
+from gradviz.schema.result_files import read_check_result
 
 
 class ResultLoader(QObject):
-    loaded = Signal(int, object, object)  # request id, CheckView, prepared displays
+    loaded = Signal(int, object, object)  # request id, CheckResult, prepared displays
     failed = Signal(int, str)  # request id, message
 
     def load(self, request: int, summary: dict) -> None:
@@ -18,8 +19,8 @@ class ResultLoader(QObject):
 
     def _load(self, request: int, summary: dict) -> None:
         try:
-            view = CheckView.from_summary(summary)
-        except (OSError, ValueError, KeyError) as exc:
+            result = read_check_result(summary)
+        except (OSError, ValueError, KeyError, GradvizError) as exc:
             self.failed.emit(request, f"Could not read the result files: {exc}")
             return
-        self.loaded.emit(request, view, prepare_displays(view))
+        self.loaded.emit(request, result, prepare_displays(result))

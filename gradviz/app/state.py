@@ -1,56 +1,187 @@
 """Small state objects, one per concern, each emitting a signal per change (napari/glue style).
 
-Views take a state in ``__init__``, subscribe there, update their widgets with signals
-blocked, and write back through the state's setters.
+Views take a state in ``__init__``, subscribe there, update their widgets with signals blocked,
+and write back through the state. Settings are the schema's own types (``CheckSettings``,
+``MemoryOptions``): the defaults and the validation live there, the state only adds signals.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import typing
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, Signal
 
-
-@dataclass
-class RunValues:
-    """What a run is asked to do; the defaults are gradcheck's."""
-
-    device: str = "cpu"
-    dtype: str = "float64"
-    eps: float = 1e-6
-    atol: float = 1e-5
-    rtol: float = 1e-3
-    seed: int = 0
-    timeout: int = 120  # seconds before a run is stopped as hung; 0: never (gradviz's, not the core's)
+from gradviz.schema.errors import SettingsError
+from gradviz.schema.results import CheckResult
+from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings, MemoryOptions
 
 
-class RunSettings(QObject):
-    """The run bar's state: device, dtype, tolerances, seed."""
+def _field(name: str) -> property:
+    return property(lambda self: self.get(name), lambda self, value: self.set(name, value), doc=name)
 
-    changed = Signal(str)  # the field's name
 
-    def __init__(self, values: RunValues | None = None) -> None:
-        super().__init__()
-        self._values = values or RunValues()
+class SchemaState(QObject):
+    """A schema dataclass behind signals: ``<field>_changed`` for each name in ``FIELDS``.
+
+    ``set`` raises SettingsError for a value the schema refuses; ``update`` (values from a
+    session or QSettings) drops such a value and says why, so a bad file is never fatal.
+    """
+
+    schema: ClassVar[type]
+    FIELDS: ClassVar[tuple[str, ...]]
+
+    def __init__(self, values: Any = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._values = values if values is not None else self.schema()
+        self._values.validate()
+        self._types = typing.get_type_hints(self.schema)
 
     def get(self, name: str) -> Any:
         return getattr(self._values, name)
 
     def set(self, name: str, value: Any) -> None:
-        if getattr(self._values, name) != value:
-            setattr(self._values, name, value)
-            self.changed.emit(name)
+        """Validate ``value`` with the schema, store it and emit ``<name>_changed`` if it differs."""
+        if name not in self.FIELDS:
+            raise SettingsError(f"{name} is not a setting here (known: {', '.join(self.FIELDS)}).")
+        if self._types.get(name) is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        candidate = self.schema.from_dict({**self._values.to_dict(), name: value})  # validates
+        if getattr(candidate, name) != getattr(self._values, name):
+            self._values = candidate
+            getattr(self, f"{name}_changed").emit(getattr(candidate, name))
+
+    def update(self, values: Mapping[str, Any], *, from_text: bool = False) -> list[str]:
+        """Apply each value that passes validation; return a sentence for each one dropped.
+
+        ``from_text``: the values are strings (QSettings' INI files), parsed by the field's type.
+        """
+        dropped = []
+        for name, value in values.items():
+            try:
+                self.set(name, self._parse(name, value) if from_text else value)
+            except SettingsError as exc:
+                dropped.append(exc.message)
+        return dropped
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self._values)
+        """The fields in FIELDS as JSON-ready values (a session's ``run`` or ``memory``)."""
+        values = self._values.to_dict()
+        return {name: values[name] if name in values else self.get(name) for name in self.FIELDS}
 
-    def update(self, values: dict[str, Any]) -> None:
-        known = {f.name for f in fields(RunValues)}
-        for name, value in values.items():
-            if name in known:
-                self.set(name, type(getattr(self._values, name))(value))
+    def _parse(self, name: str, value: Any) -> Any:
+        kind = self._types.get(name, str)
+        if not isinstance(value, str) or kind not in (int, float):
+            return value
+        try:
+            return kind(value)
+        except ValueError:
+            raise SettingsError(f"{name} must be a number, not {value!r}.") from None
+
+
+class RunSettings(SchemaState):
+    """The run bar's state: the CheckSettings a run is sent with, and the window's time limit."""
+
+    schema = CheckSettings
+    FIELDS = ("device", "dtype", "eps", "atol", "rtol", "seed", "timeout")
+    device_changed = Signal(str)
+    dtype_changed = Signal(str)
+    eps_changed = Signal(float)
+    atol_changed = Signal(float)
+    rtol_changed = Signal(float)
+    seed_changed = Signal(object)  # torch's seeds reach 2**64 - 1: more than a Qt int holds
+    timeout_changed = Signal(object)  # seconds; 0: never
+
+    device = _field("device")
+    dtype = _field("dtype")
+    eps = _field("eps")
+    atol = _field("atol")
+    rtol = _field("rtol")
+    seed = _field("seed")
+    timeout = _field("timeout")
+
+    def __init__(
+        self, values: CheckSettings | None = None, timeout: int = RUN_TIMEOUT_S, parent: QObject | None = None
+    ) -> None:
+        super().__init__(values, parent)
+        self._types["timeout"] = int
+        self._timeout = check_run_timeout(timeout)
+
+    def check_settings(self) -> CheckSettings:
+        """A copy of what the next run is asked to do."""
+        return replace(self._values)
+
+    def get(self, name: str) -> Any:
+        return self._timeout if name == "timeout" else super().get(name)
+
+    def set(self, name: str, value: Any) -> None:
+        if name != "timeout":
+            super().set(name, value)
+        elif check_run_timeout(value) != self._timeout:
+            self._timeout = value
+            self.timeout_changed.emit(value)
+
+
+def check_run_timeout(value: object) -> int:
+    """The window's run time limit: whole seconds, 0 meaning never."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SettingsError(f"timeout must be a whole number of seconds >= 0 (0: never), not {value!r}.")
+    return value
+
+
+class MemorySettings(SchemaState):
+    """The memory panel's state: the conv-BN stack the next measurement builds."""
+
+    schema = MemoryOptions
+    FIELDS = ("layers", "shape", "out_channels", "kernel", "device", "dtype")
+    layers_changed = Signal(object)
+    shape_changed = Signal(object)  # (N, C, H, W)
+    out_channels_changed = Signal(object)
+    kernel_changed = Signal(object)
+    device_changed = Signal(str)
+    dtype_changed = Signal(str)
+
+    layers = _field("layers")
+    shape = _field("shape")
+    out_channels = _field("out_channels")
+    kernel = _field("kernel")
+    device = _field("device")
+    dtype = _field("dtype")
+
+    def options(self) -> MemoryOptions:
+        """A copy of the options the next measurement is asked for."""
+        return replace(self._values)
+
+
+class CurrentResult(QObject):
+    """The check on screen: its CheckResult, the request it answered, and the graph that came with it."""
+
+    changed = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.result: CheckResult | None = None
+        self.request = 0  # the worker request the result answered; 0 before the first
+        self.graph: dict | None = None  # GraphModel.to_dict() of the checked Function
+        self.graph_error: str | None = None  # why there is no graph
+        self.displays: dict = {}  # display prep made off the GUI thread (gradviz.app.display)
+
+    def set(
+        self,
+        result: CheckResult,
+        *,
+        request: int,
+        graph: dict | None = None,
+        graph_error: str | None = None,
+        displays: dict | None = None,
+    ) -> None:
+        self.result, self.request = result, request
+        self.graph, self.graph_error = graph, graph_error
+        self.displays = displays or {}
+        self.changed.emit()
 
 
 class SourceDocument(QObject):
@@ -64,6 +195,9 @@ class SourceDocument(QObject):
         self._path: Path | None = None
         self._function: str | None = None
         self.builtin_name: str | None = None  # set while the text is an unmodified built-in
+        # set while the window checks a Function where it lives (gradviz.show, gradviz app --target):
+        # (target, inputs file); the worker imports it, the editor only describes it
+        self.target: tuple[str, str | None] | None = None
 
     @property
     def path(self) -> Path | None:
@@ -71,6 +205,7 @@ class SourceDocument(QObject):
 
     def set_path(self, path: Path | None, *, builtin: str | None = None) -> None:
         self.builtin_name = builtin
+        self.target = None  # another document: no longer the target
         if path != self._path:
             self._path = path
             self.path_changed.emit()
@@ -91,6 +226,8 @@ class SourceDocument(QObject):
 
     @property
     def title(self) -> str:
+        if self.target:
+            return self.target[0]
         if self.builtin_name:
             return f"{self.builtin_name}.py (built-in)"
         return self._path.name if self._path else "untitled.py"

@@ -9,15 +9,18 @@ summarised. ``jacobian_only`` drops the other checks; ``all_checks`` adds double
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import time
+import warnings
 from typing import Any
 
 import torch
 
-from gradviz.core import checks
+from gradviz.core import checks, large
 from gradviz.core.compare import compare_block
+from gradviz.core.function_info import reads_data_attribute
 from gradviz.core.hints import diagnose, diagnose_across
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
@@ -36,7 +39,6 @@ from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
     GradvizError,
-    SizeLimitError,
     UserCodeError,
     from_exception,
 )
@@ -137,6 +139,8 @@ def check_function(
     """
     settings = settings or CheckSettings()
     settings.validate()
+    if settings.batched and reads_data_attribute(fn, loaded.source if loaded else None):
+        settings = dataclasses.replace(settings, batched=False)  # vmap + .data would crash the process
     code = _CodeFiles(fn, loaded)
     args, in_indices = inputs.args, inputs.grad_indices
     leaves = [args[j] for j in in_indices]
@@ -156,8 +160,10 @@ def check_function(
                 "Jacobian to compare."
             )
     empty = _empty_blocks(outputs, out_indices, args, in_indices, inputs.names)
-    _guard_size(outputs, out_indices, leaves, in_indices, inputs.names, settings)
     noise = _forward_noise(fn, args, outputs, out_indices)
+    too_large = _too_large(outputs, out_indices, leaves, settings)
+    if too_large and not zero_analytic:
+        return _check_large(fn, inputs, outputs, out_infos, out_indices, settings, too_large, progress, cancel, name)
 
     rows = sum(outputs[i].numel() for i in out_indices)
     cols = sum(x.numel() for x in leaves)
@@ -189,6 +195,7 @@ def check_function(
     result.warnings = _warnings(result, leaves, settings, zero_analytic, empty)
     result.warnings += [j.note for j in (numerical, analytic) if j is not None and j.note]
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
+    result.notes += _beyond_gradcheck(outputs)
     if settings.explain and not zero_analytic:
         _explain(fn, inputs, settings, result, mutates, tracker)
     if not zero_analytic:
@@ -356,6 +363,11 @@ def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSour
             continue
         if o.is_meta:
             raise refuse(f"returned a meta tensor as output {i}: it has no values to compare.")
+        if o.is_quantized:
+            raise refuse(
+                f"returned a quantized tensor as output {i}; gradviz compares floating-point outputs. "
+                "Return out.dequantize() to check it."
+            )
         if o.layout != torch.strided:
             raise refuse(
                 f"returned a {str(o.layout).removeprefix('torch.')} tensor as output {i}; gradviz (like "
@@ -402,21 +414,76 @@ def _input_infos(inputs: PreparedInputs) -> list[TensorInfo]:
     return infos
 
 
-def _guard_size(outputs, out_indices, leaves, in_indices, names, settings: CheckSettings) -> None:
-    """Refuse, before allocating, Jacobians that would not fit in the memory budget."""
+BYTES_PER_CELL = 8 + 8 + 4 + 1  # analytic, numerical (float64), error map (float32), failing mask
+
+
+def _too_large(outputs, out_indices, leaves, settings: CheckSettings) -> str | None:
+    """Why the Jacobians cannot be held (they and their maps would pass the memory limit), or None."""
     limit = settings.max_jacobian_bytes or default_memory_limit()
     rows = sum(outputs[i].numel() for i in out_indices)
     cols = sum(x.numel() for x in leaves)
-    needed = 2 * rows * cols * 8 + 2 * settings.chunk_bytes
+    needed = rows * cols * BYTES_PER_CELL + 2 * settings.chunk_bytes
     if needed <= limit:
-        return
-    biggest = max(in_indices, key=lambda j: leaves[in_indices.index(j)].numel())
-    raise SizeLimitError(
-        f"The two Jacobians would take {format_bytes(needed)} ({rows:,} output elements × {cols:,} input "
-        f"elements × 8 bytes × 2), more than the limit of {format_bytes(limit)}. Shrink the inputs in "
-        f"example_inputs (the largest is {names[biggest]} with {leaves[in_indices.index(biggest)].numel():,} "
-        "elements), mark inputs you do not need with requires_grad=False, or raise the limit (--max-memory-mb)."
+        return None
+    return (
+        f"The Jacobians would take {format_bytes(needed)} ({rows:,} output elements × {cols:,} input elements), "
+        f"more than the limit of {format_bytes(limit)}: gradviz checked random projections (as gradcheck's "
+        "fast mode does) and searched for wrong cells by bisection instead of computing every cell."
     )
+
+
+def _check_large(fn, inputs, outputs, out_infos, out_indices, settings, why, progress, cancel, name) -> CheckResult:
+    """A check that never holds a Jacobian: gradcheck's fast-mode verdict, then the wrong cells found."""
+    args, in_indices = inputs.args, inputs.grad_indices
+    start = time.perf_counter()
+    tracker = Progress(len(out_indices) * len(in_indices) * large.MAX_PROBES, progress, cancel)
+    checks_found = [_fast_gradcheck(fn, args, settings)]
+    found = []
+    for i in out_indices:
+        for j in in_indices:
+            tracker.check_cancel()
+            found.append(large.search_block(fn.apply, args, outputs[i], i, j, settings.tolerance(), seed=settings.seed, progress=tracker))
+            tracker.advance(large.MAX_PROBES)
+    leaf = args[in_indices[0]]
+    result = CheckResult(
+        function=name or fn.__name__,
+        device=str(leaf.device),
+        dtype=str(leaf.dtype).removeprefix("torch."),
+        inputs=_input_infos(inputs),
+        outputs=out_infos,
+        blocks=[],
+        settings=settings,
+        warnings=[why] + [f"{_large_title(b, inputs.names)}: the search stopped after {b.probes} calls; more cells may fail." for b in found if not b.complete],
+        notes=list(inputs.notes),
+        checks=checks_found,
+        analytic_path="projections",
+        numerical_path="projections",
+        large_blocks=found,
+    )
+    result.seconds = {"total": time.perf_counter() - start}
+    return result
+
+
+def _large_title(block, names) -> str:
+    return f"out{block.output} / {names[block.input]}"
+
+
+def _fast_gradcheck(fn, args, settings: CheckSettings) -> CheckOutcome:
+    """torch.autograd.gradcheck(fast_mode=True) itself: PyTorch's verdict from random projections."""
+    def wrapper(*a):
+        return call_apply(fn.apply, a, clone=True)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.autograd.gradcheck(
+                wrapper, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol, fast_mode=True,
+                check_undefined_grad=not settings.jacobian_only, nondet_tol=settings.nondet_tol,
+            )
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CheckOutcome("fast_projection", checks.FAILED, f"gradcheck(fast_mode=True) failed: {first}")
+    return CheckOutcome("fast_projection", checks.PASSED, "gradcheck(fast_mode=True) passed on random projections.")
 
 
 _COUNT = re.compile(r"returned an incorrect number of gradients")
@@ -426,7 +493,13 @@ _SHAPE = re.compile(r"returned an invalid gradient at index (\d+)")
 def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, code) -> Jacobian:
     try:
         return analytical_jacobian(
-            outputs, out_indices, leaves, in_indices, chunk_bytes=settings.chunk_bytes, progress=tracker
+            outputs,
+            out_indices,
+            leaves,
+            in_indices,
+            chunk_bytes=settings.chunk_bytes,
+            progress=tracker,
+            batched=settings.batched,
         )
     except GradvizError:
         raise
@@ -475,6 +548,7 @@ def _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, co
             clone_inputs=mutates,
             chunk_bytes=settings.chunk_bytes,
             progress=tracker,
+            batched=settings.batched,
         )
     except (GradvizError, Cancelled) as exc:
         if isinstance(exc, UserCodeError) and exc.filename == "<source>":
@@ -506,6 +580,25 @@ def _forward_noise(fn, args, outputs, out_indices) -> float:
         return worst
     except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
         return 0.0
+
+
+def _beyond_gradcheck(outputs: tuple) -> list[str]:
+    """Outputs torch.autograd.gradcheck itself cannot take (it raises), though gradviz can."""
+    found = []
+    if any(not isinstance(o, torch.Tensor) for o in outputs):
+        found.append("an output that is not a tensor")
+    if any(isinstance(o, torch.Tensor) and o.dtype == torch.bool for o in outputs):
+        found.append("a bool output")
+    floats = [k for k, o in enumerate(outputs) if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())]
+    others = [k for k, o in enumerate(outputs) if isinstance(o, torch.Tensor) and k not in floats]
+    if floats and others and min(others) < max(floats):
+        found.append("an integer output before a floating-point one")
+    if not found:
+        return []
+    return [
+        f"torch.autograd.gradcheck raises on this Function ({' and '.join(found)}), so it gives no verdict "
+        "here; gradviz compared the floating-point outputs as gradcheck does for the others."
+    ]
 
 
 def _forward_warnings(fn, names, undeclared, noise: float, settings: CheckSettings) -> list[str]:

@@ -90,6 +90,15 @@ def check_multiplied_by_grad_output(
         return CheckOutcome(
             GRAD_OUTPUT, FAILED, f"backward raised {type(exc).__name__} with zero output gradients: {exc}"
         )
+    for g, leaf, name in zip(grads, leaves, names):
+        if g is not None and g.layout != leaf.layout:
+            layout = str(g.layout).removeprefix("torch.")
+            return CheckOutcome(
+                GRAD_OUTPUT,
+                FAILED,
+                f"backward returned a {layout} gradient for {name}, a {str(leaf.layout).removeprefix('torch.')} "
+                "input: the gradient of an input must have its layout (gradcheck: 'grad is incorrect layout').",
+            )
     problem = _nonzero_gradient(grads, names)
     if problem:
         return CheckOutcome(

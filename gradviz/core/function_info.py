@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["is_once_differentiable", "save_for_backward_names"]
+__all__ = ["is_once_differentiable", "reads_data_attribute", "save_for_backward_names"]
 
 # Every @once_differentiable wrapper shares this code object.
 _ONCE_DIFFERENTIABLE_CODE = once_differentiable(lambda ctx: None).__code__
@@ -54,3 +55,27 @@ def save_for_backward_names(fn: type) -> tuple[str | None, ...] | None:
     if len(calls) != 1 or any(isinstance(a, ast.Starred) for a in calls[0].args):
         return None
     return tuple(a.id if isinstance(a, ast.Name) else None for a in calls[0].args)
+
+
+_DATA_ATTRIBUTE = re.compile(r"\.data\b(?!\s*\()")
+
+
+def reads_data_attribute(fn: object, source: str | None = None) -> bool:
+    """Whether the Function's code may read ``.data`` anywhere (``g.data``, ``x.data``).
+
+    ``.data`` of a tensor batched by legacy vmap crashes the process (no exception to catch), so
+    such a Function is checked with plain calls only. The user's file (``source``) and the module
+    the class comes from are read; when neither can be read, or ``fn`` is a plain callable whose
+    Functions cannot be found, the answer is "maybe" (True): plain calls are always safe.
+    """
+    texts = [source] if source is not None else []
+    if isinstance(fn, type) and issubclass(fn, torch.autograd.Function):
+        try:
+            texts.append(inspect.getsource(inspect.getmodule(fn)))
+        except (OSError, TypeError):
+            pass
+    elif source is None:
+        return True
+    if not texts:
+        return True
+    return any(_DATA_ATTRIBUTE.search(text) for text in texts)

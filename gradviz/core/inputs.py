@@ -6,6 +6,7 @@ cloning, and nothing the check does can touch tensors the user's module keeps.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,13 +61,20 @@ def resolve_dtype(name: str) -> torch.dtype:
 
 
 def prepare_inputs(
-    raw: Any, device: torch.device, dtype: torch.dtype, names: list[str], filename: str = "<source>"
+    raw: Any,
+    device: torch.device | None,
+    dtype: torch.dtype | None,
+    names: list[str],
+    filename: str = "<source>",
 ) -> PreparedInputs:
-    """Fresh copies of every tensor on ``device``; floating tensors also in ``dtype``.
+    """The arguments for ``apply`` as gradcheck would see them, with fresh differentiable leaves.
 
-    Only dense differentiable inputs get Jacobian columns. Other tensor arguments (a sparse
-    adjacency matrix, an integer index, a complex filter) pass through with their layout and
-    strides; a differentiable one that cannot be perturbed element by element is refused.
+    Tensors keep the dtype, device, strides and layout ``example_inputs`` gave them (it is told
+    the run's device and dtype; a note says when it used others). Differentiable inputs become
+    fresh leaves gradviz owns and may perturb, keeping any memory they share with other arguments
+    (``(x, x)``, ``(x, x.detach())``), as gradcheck's in-place perturbation would see it. Fixed
+    arguments (a sparse adjacency matrix, an index, a config dict) pass through untouched.
+    ``device`` and ``dtype`` are what was asked for (None: nothing, as for the caller's own tensors).
     """
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
@@ -79,29 +87,17 @@ def prepare_inputs(
             filename,
         )
     notes: list[str] = []
-    args = [
-        _prepare_tensor(a, j, names[j], device, dtype, notes, filename)
-        if isinstance(a, torch.Tensor)
-        else _prepare_container(a, j, names[j], device, dtype, filename)
-        for j, a in enumerate(raw)
-    ]
-    prepared = PreparedInputs(tuple(args), names, notes)
-    if not prepared.grad_indices:
-        floats = [j for j, a in enumerate(args) if _differentiable_kind(a)]
-        if not floats:
-            raise UserCodeError(
-                ErrorKind.EXAMPLE_INPUTS,
-                "No dense floating-point tensor among the inputs, so there is nothing to differentiate.",
-                filename,
-            )
-        for j in floats:
-            args[j].requires_grad_(True)
-        listed = ", ".join(names[j] for j in floats)
-        notes.append(
-            f"No input had requires_grad=True, so every floating-point input was checked ({listed})."
-        )
-        prepared = PreparedInputs(tuple(args), names, notes)
-    return prepared
+    for j, a in enumerate(raw):
+        if isinstance(a, torch.Tensor):
+            _refuse_unusable(a, j, names[j], filename)
+        else:
+            _refuse_grad_inside(a, j, names[j], filename)
+    args = list(raw)
+    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        args = _with_grad_on_floats(args, names, notes, filename)
+    args = _fresh_leaves(args)
+    _note_other_dtypes(args, device, dtype, names, notes)
+    return PreparedInputs(tuple(args), names, notes)
 
 
 def _differentiable_kind(a: Any) -> bool:
@@ -112,37 +108,11 @@ def _differentiable_kind(a: Any) -> bool:
         and a.is_floating_point()
         and not a.is_meta
         and not a.is_nested
+        and not a.is_quantized
     )
 
 
-def _prepare_container(value: Any, j: int, name: str, device: torch.device, dtype: torch.dtype, filename: str) -> Any:
-    """Tensors inside a list, tuple or dict argument: moved like any fixed tensor argument.
-
-    autograd does not look inside containers passed to ``apply``, so a tensor in one that
-    requires grad would never get a gradient: refused, as gradcheck cannot check it either.
-    """
-    if isinstance(value, torch.Tensor):
-        if value.requires_grad:
-            raise UserCodeError(
-                ErrorKind.EXAMPLE_INPUTS,
-                f"Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd does "
-                "not track tensors inside containers passed to apply, so it would never get a gradient. Pass it "
-                "as its own argument, or set requires_grad=False if it is fixed data.",
-                filename,
-            )
-        target = dtype if value.is_floating_point() else value.dtype
-        return value.detach().to(device=device, dtype=target).clone()
-    if isinstance(value, list | tuple):
-        items = [_prepare_container(v, j, name, device, dtype, filename) for v in value]
-        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
-    if isinstance(value, dict):
-        return {k: _prepare_container(v, j, name, device, dtype, filename) for k, v in value.items()}
-    return value
-
-
-def _prepare_tensor(
-    a: torch.Tensor, j: int, name: str, device: torch.device, dtype: torch.dtype, notes: list[str], filename: str
-) -> torch.Tensor:
+def _refuse_unusable(a: torch.Tensor, j: int, name: str, filename: str) -> None:
     def refuse(why: str) -> UserCodeError:
         return UserCodeError(ErrorKind.EXAMPLE_INPUTS, f"Input {j} ({name}) {why}", filename)
 
@@ -151,34 +121,138 @@ def _prepare_tensor(
             "is a meta tensor: it has a shape but no values, so there is nothing to evaluate. "
             "Create it on a real device (example_inputs receives the device to use)."
         )
-    wants_grad = a.requires_grad
+    if not a.requires_grad:
+        return
     if a.layout != torch.strided or a.is_nested:
-        if wants_grad:
-            kind = "nested" if a.is_nested else str(a.layout).removeprefix("torch.")
-            raise refuse(
-                f"is a {kind} tensor that requires grad: gradviz computes Jacobian columns for dense "
-                f"inputs only. Pass {name}.to_dense() to check its gradient, or requires_grad=False if "
-                "it is fixed data (an adjacency matrix, say)."
-            )
-        target = dtype if a.is_floating_point() else a.dtype
-        return a.detach().to(device=device, dtype=target).clone()
+        kind = "nested" if a.is_nested else str(a.layout).removeprefix("torch.")
+        raise refuse(
+            f"is a {kind} tensor that requires grad: gradviz computes Jacobian columns for dense "
+            f"inputs only. Pass {name}.to_dense() to check its gradient, or requires_grad=False if "
+            "it is fixed data (an adjacency matrix, say)."
+        )
     if a.is_complex():
-        if wants_grad:
-            raise refuse(
-                "is complex and requires grad; gradviz checks real inputs. Pass torch.view_as_real(...) "
-                "and rebuild the complex tensor inside forward."
-            )
-        return a.detach().to(device=device, copy=True)
-    target = dtype if a.is_floating_point() else a.dtype
-    # copy=True keeps the strides of a non-overlapping tensor (a transposed weight stays transposed)
-    leaf = a.detach().to(device=device, dtype=target, copy=True)
-    overlapping = any(st == 0 and sz > 1 for st, sz in zip(a.stride(), a.shape))
-    if wants_grad and a.is_floating_point():
-        if overlapping:
-            leaf = leaf.contiguous()
-            notes.append(
-                f"{name} was an expanded tensor (elements sharing memory); gradviz checked a contiguous copy, "
-                "since perturbing one shared element would move several (gradcheck refuses such inputs)."
-            )
-        leaf.requires_grad_(True)
-    return leaf
+        raise refuse(
+            "is complex and requires grad; gradviz checks real inputs. Pass torch.view_as_real(...) "
+            "and rebuild the complex tensor inside forward."
+        )
+    if _has_internal_overlap(a):
+        raise refuse(
+            "has elements that share memory (an expanded or overlapping view), so moving one element "
+            f"would move several and finite differences would be wrong (gradcheck refuses such inputs too). "
+            f"Pass {name}.contiguous() or {name}.clone()."
+        )
+
+
+def _has_internal_overlap(t: torch.Tensor) -> bool:
+    """Two elements of ``t`` at one memory address (an expanded or overlapping ``as_strided`` view)."""
+    verdict = torch._debug_has_internal_overlap(t)  # 0: no, 1: yes, 2: too hard to tell cheaply
+    if verdict != 2:
+        return verdict == 1
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()) if size > 0)
+    offsets = torch.arange(extent).as_strided(t.shape, t.stride())
+    return offsets.unique().numel() < t.numel()
+
+
+def _refuse_grad_inside(value: Any, j: int, name: str, filename: str) -> None:
+    """A tensor requiring grad inside a list, tuple or dict argument would never get a gradient:
+    autograd does not look inside containers passed to ``apply`` (gradcheck raises there)."""
+    seen: set[int] = set()
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, torch.Tensor):
+            if item.requires_grad:
+                raise UserCodeError(
+                    ErrorKind.EXAMPLE_INPUTS,
+                    f"Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd "
+                    "does not track tensors inside containers passed to apply, so it would never get a "
+                    "gradient. Pass it as its own argument, or set requires_grad=False if it is fixed data.",
+                    filename,
+                )
+            continue
+        if id(item) in seen or depth > MAX_CONTAINER_DEPTH:
+            continue  # a cycle, or deeper than anyone nests tensors: nothing more to look at
+        if isinstance(item, list | tuple | set | frozenset):
+            seen.add(id(item))
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, dict):
+            seen.add(id(item))
+            stack.extend((v, depth + 1) for v in item.values())
+
+
+MAX_CONTAINER_DEPTH = 64
+
+
+def _with_grad_on_floats(args: list, names: list[str], notes: list[str], filename: str) -> list:
+    floats = [j for j, a in enumerate(args) if _differentiable_kind(a)]
+    if not floats:
+        raise UserCodeError(
+            ErrorKind.EXAMPLE_INPUTS,
+            "No dense floating-point tensor among the inputs, so there is nothing to differentiate.",
+            filename,
+        )
+    args = [a.detach().requires_grad_(True) if j in floats else a for j, a in enumerate(args)]
+    notes.append(
+        f"No input had requires_grad=True, so every floating-point input was checked ({', '.join(names[j] for j in floats)})."
+    )
+    return args
+
+
+def _storage_key(t: torch.Tensor) -> tuple[str, int] | None:
+    if t.layout != torch.strided or t.is_meta or t.is_nested or t.is_quantized:
+        return None
+    ptr = t.untyped_storage().data_ptr()
+    return (str(t.device), ptr) if ptr else None
+
+
+def _fresh_leaves(args: list) -> list:
+    """Differentiable inputs as new leaves with their own memory; arguments that shared memory
+    with one of them share the new memory the same way (same offsets and strides)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for j, a in enumerate(args):
+        key = _storage_key(a) if isinstance(a, torch.Tensor) else None
+        if key is not None:
+            groups.setdefault(key, []).append(j)
+    fresh = list(args)
+    for positions in groups.values():
+        if not any(args[j].requires_grad for j in positions):
+            continue  # fixed data: untouched
+        storage = args[positions[0]].untyped_storage()
+        copy = storage.clone() if len(positions) > 1 else None
+        made: dict[int, torch.Tensor] = {}  # id of an original tensor -> its new twin
+        for j in positions:
+            original = args[j]
+            if id(original) not in made:
+                if copy is None:
+                    twin = original.detach().clone(memory_format=torch.preserve_format)
+                else:
+                    twin = torch.empty(0, dtype=original.dtype, device=original.device)
+                    twin.set_(copy, original.storage_offset(), original.size(), original.stride())
+                made[id(original)] = twin.requires_grad_(original.requires_grad)
+            fresh[j] = made[id(original)]
+    return fresh
+
+
+def shares_memory_with_others(args: Sequence[Any], j: int) -> bool:
+    """Whether input j shares memory with another argument (then perturbing it moves both)."""
+    key = _storage_key(args[j])
+    return key is not None and any(
+        isinstance(a, torch.Tensor) and k != j and _storage_key(a) == key for k, a in enumerate(args)
+    )
+
+
+def _note_other_dtypes(
+    args: list, device: torch.device | None, dtype: torch.dtype | None, names: list[str], notes: list[str]
+) -> None:
+    if device is None or dtype is None:
+        return
+    other = [
+        f"{names[j]} ({str(a.dtype).removeprefix('torch.')} on {a.device})"
+        for j, a in enumerate(args)
+        if isinstance(a, torch.Tensor) and a.requires_grad and (a.dtype != dtype or a.device.type != device.type)
+    ]
+    if other:
+        notes.append(
+            f"example_inputs returned {', '.join(other)} although {str(dtype).removeprefix('torch.')} on "
+            f"{device.type} was asked for: gradviz checked them as returned."
+        )

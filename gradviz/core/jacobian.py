@@ -14,14 +14,16 @@ call can change it.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch._vmap_internals import _vmap
 
+from gradviz.core.inputs import shares_memory_with_others
 from gradviz.schema.errors import Cancelled, ErrorKind, UserCodeError
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
 
@@ -80,12 +82,19 @@ def chunk_length(bytes_per_item: int, count: int, chunk_bytes: int) -> int:
 
 
 def _fill_rows(target: np.ndarray, at: int, grads: torch.Tensor | None, rows: int) -> None:
-    """Copy ``rows`` gradient rows into ``target[at:at + rows]``; None (input unused) is zeros."""
+    """Copy ``rows`` gradient rows into ``target[at:at + rows]``; None (input unused) is zeros.
+
+    A sparse gradient counts by its dense values, as in gradcheck's Jacobian (its layout is
+    judged by the grad_output check).
+    """
     view = torch.from_numpy(target)[at : at + rows]
     if grads is None:
         view.zero_()
     else:
-        view.copy_(grads.detach().reshape(rows, -1))
+        grads = grads.detach()
+        if grads.layout != torch.strided:
+            grads = grads.to_dense()
+        view.copy_(grads.reshape(rows, -1))
 
 
 # --- analytic: rows from the user's backward ------------------------------------------------
@@ -114,7 +123,7 @@ def analytical_jacobian(
     progress = progress or Progress(0)
     blocks: dict[BlockKey, np.ndarray] = {}
     in_numel = sum(x.numel() for x in inputs)
-    path, note = ("batched" if batched else "loop"), None
+    allowed, used, note = batched, set(), None
     for i in out_indices:
         out = outputs[i]
         rows = out.numel()
@@ -132,18 +141,46 @@ def analytical_jacobian(
             else:
                 chunk = [b[: r1 - r0] for b in buffers]
             done = False
-            if path == "batched":
-                done = _batched_rows(out, inputs, r0, r1, chunk)
-                if done and r0 == 0:
-                    note = _disagreement_with_loop(out, inputs, chunk, r0, r1, progress)
+            if allowed and rows > SMALL:
+                # plain calls first: a backward that caches on ctx caches plain tensors, not vmapped ones
+                probe = _probe(r0, r1) if r0 == 0 else []
+                plain = [np.empty((len(probe), t.shape[1])) for t in chunk]
+                vjp_rows(out, inputs, probe, plain, progress, at=range(len(probe)))
+                with batched_phase():
+                    done = _batched_rows(out, inputs, r0, r1, chunk)
+                if done and probe:
+                    note = _disagreement(chunk, plain, [r - r0 for r in probe], out.dtype, "backward", "row")
                     done = note is None
-                path = "batched" if done else "loop"
+                allowed = done
             if not done:
                 vjp_rows(out, inputs, range(r0, r1), chunk, progress, at=range(r1 - r0))
+            used.add("batched" if done else "loop")
             if visit is not None:
                 visit(i, r0, r1, chunk)
             progress.advance(r1 - r0)
-    return Jacobian(blocks, path, note)
+    return Jacobian(blocks, "batched" if used == {"batched"} else "loop", note)
+
+
+SMALL = 16  # rows or columns up to this many: plain calls, as gradcheck makes them (cheap, and exact)
+_PHASE_HOOK: list[Callable[[bool], None]] = []  # the worker's "now in vmap" reporter, if any
+
+
+@contextlib.contextmanager
+def batched_phase() -> Iterator[None]:
+    """Around every vmapped call into user code: a run process tells its worker, which retries
+    the request without batches if the process dies in there (vmap and ``.data`` can segfault)."""
+    for hook in _PHASE_HOOK:
+        hook(True)
+    try:
+        yield
+    finally:
+        for hook in _PHASE_HOOK:
+            hook(False)
+
+
+def _probe(start: int, stop: int) -> list[int]:
+    """First, middle and last index of a chunk: where batched and plain calls are compared."""
+    return sorted({start, (start + stop - 1) // 2, stop - 1})
 
 
 def _basis(out: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
@@ -197,39 +234,40 @@ def vjp_rows(
             _fill_rows(target, r if at is None else at[k], g, 1)
 
 
-def _disagreement_with_loop(
-    out: torch.Tensor,
-    inputs: Sequence[torch.Tensor],
-    chunk: list[np.ndarray],
-    r0: int,
-    r1: int,
-    progress: Progress,
+def _disagreement(
+    batched: list[np.ndarray], plain: list[np.ndarray], at: list[int], dtype: torch.dtype, what: str, unit: str,
+    *, scale: float = 0.0,
 ) -> str | None:
-    """Compare the chunk's first and last batched rows with plain backward calls; None when they agree.
+    """None when the batched values at rows ``at`` equal the plain calls' up to rounding.
 
-    A backward can run under vmap yet compute something else there (it reads the batch size,
-    calls ``.item()`` through a fallback, keeps state): gradcheck's plain calls are the reference.
+    Rounding is judged in the dtype the user's code computed in (float32 rounds far more than
+    float64): ROUNDING_ULPS units in the last place of the largest value involved (``scale``
+    when the values are differences of larger numbers). Anything more is a Function that
+    computes something else under vmap, and the plain calls (gradcheck's) win.
     """
-    probe = sorted({r0, r1 - 1})
-    plain = [np.empty((len(probe), t.shape[1])) for t in chunk]
-    vjp_rows(out, inputs, probe, plain, progress, at=range(len(probe)))
-    for target, ref in zip(chunk, plain):
-        batched = target[[r - r0 for r in probe]]
-        if not _same_values(batched, ref):
-            worst = float(np.nanmax(np.abs(batched - ref), initial=0.0))
+    eps = float(torch.finfo(dtype).eps) if dtype.is_floating_point else 0.0
+    for target, ref in zip(batched, plain):
+        got = target[at]
+        tolerance = ROUNDING_ULPS * eps * max(_finite_max(got), _finite_max(ref), scale)
+        with np.errstate(invalid="ignore"):
+            same = (np.abs(got - ref) <= tolerance) | (got == ref) | (np.isnan(got) & np.isnan(ref))
+        if not bool(np.all(same)):
+            with np.errstate(invalid="ignore"):
+                worst = float(np.nanmax(np.abs(got - ref), initial=0.0))
             return (
-                "The backward gives different gradients when called batched (vmap, is_grads_batched) "
-                f"than when called once per row (up to {worst:.3g} apart), so gradviz used one call "
-                "per row, as gradcheck does."
+                f"The {what} gave different results when called batched (vmap) than when called once per "
+                f"{unit} (up to {worst:.3g} apart, more than rounding), so gradviz used one call per {unit}, "
+                "as gradcheck does."
             )
     return None
 
 
-def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal up to the rounding a batched kernel may differ by (NaN equals NaN here)."""
-    finite = np.abs(b[np.isfinite(b)])
-    atol = 1e-9 * max(float(finite.max()) if finite.size else 0.0, 1.0)
-    return bool(np.allclose(a, b, rtol=1e-6, atol=atol, equal_nan=True))
+ROUNDING_ULPS = 64
+
+
+def _finite_max(a: np.ndarray) -> float:
+    finite = np.abs(a[np.isfinite(a)])
+    return float(finite.max()) if finite.size else 0.0
 
 
 # --- numerical: columns from central differences -----------------------------------------------
@@ -295,7 +333,7 @@ def numerical_jacobian(
     batched forward runs without autograd and is checked against plain ones.
     """
     progress = progress or Progress(0)
-    path, note = ("batched" if batched else "loop"), None
+    used, note = set(), None
     blocks: dict[BlockKey, np.ndarray] = {}
     with torch.enable_grad():
         reference = tuple(
@@ -307,22 +345,27 @@ def numerical_jacobian(
             for i in out_indices:
                 blocks[i, j] = np.empty((reference[i].numel(), numel))
             k = chunk_length(columns.bytes_per_column, min(numel, MAX_CHUNK_COLUMNS), chunk_bytes)
+            allowed = batched and numel > SMALL and columns.can_batch and columns.same_without_autograd()
             for c0 in range(0, numel, k):
                 c1 = min(numel, c0 + k)
                 progress.check_cancel()
                 diffs = None
-                if path == "batched" and columns.can_batch:
-                    diffs = columns.batched(c0, c1)
-                    if diffs is not None and c0 == 0:
-                        note = columns.disagreement_with_loop(diffs, c0, c1)
+                if allowed:
+                    probe = _probe(c0, c1) if c0 == 0 else []
+                    plain = columns.looped(probe)
+                    with batched_phase():
+                        diffs = columns.batched(c0, c1)
+                    if diffs is not None and probe:
+                        note = columns.disagreement(diffs, plain, [c - c0 for c in probe])
                         diffs = None if note else diffs
-                    path = "batched" if diffs is not None else "loop"
+                    allowed = diffs is not None
                 if diffs is None:
                     diffs = columns.looped(range(c0, c1), progress)
+                used.add("batched" if allowed else "loop")
                 for i in out_indices:
                     _store_columns(blocks[i, j], c0, diffs[i], eps)
                 progress.advance(c1 - c0)
-    return Jacobian(blocks, path, note)
+    return Jacobian(blocks, "batched" if used == {"batched"} else "loop", note)
 
 
 def _store_columns(block: np.ndarray, c0: int, diffs: torch.Tensor, eps: float) -> None:
@@ -341,7 +384,8 @@ class _ColumnFiller:
         self.reference = reference
         x = args[j].detach()
         self.values = x.flatten().clone()  # C order, whatever the strides; a copy, never a view of x
-        self.can_batch = x.is_contiguous()  # the batched copies are contiguous; keep strided inputs exact
+        # the batched copies are contiguous and alias nothing: strided or shared inputs stay exact
+        self.can_batch = x.is_contiguous() and not shares_memory_with_others(args, j)
         out_bytes = sum(reference[i].numel() * reference[i].element_size() for i in out_indices)
         self.bytes_per_column = 2 * (x.numel() * x.element_size() + out_bytes)
 
@@ -356,8 +400,10 @@ class _ColumnFiller:
         """Two forwards per column; each output copied out at once (it may alias the input)."""
         columns = list(columns)
         diffs = self._empty(len(columns))
+        if not columns:
+            return diffs
         perturb = _Perturber(self.args[self.j])
-        original = self.values[torch.tensor(columns, device=self.values.device)]
+        original = self.values[torch.tensor(columns, dtype=torch.long, device=self.values.device)]
         plus, minus = perturb.values(original + self.eps), perturb.values(original - self.eps)
         original = perturb.values(original)
         for k, c in enumerate(columns):
@@ -424,15 +470,39 @@ class _ColumnFiller:
             return None
         return diffs
 
-    def disagreement_with_loop(self, diffs: dict[int, torch.Tensor], c0: int, c1: int) -> str | None:
-        """Guard against a forward that runs under vmap but means something else there."""
-        probe = sorted({c0, c1 - 1})
-        loop = self.looped(probe)
+    def same_without_autograd(self) -> bool:
+        """The batched forward sees input j without requires_grad and runs in no-grad mode; a
+        forward that reads ``ctx.needs_input_grad`` or ``requires_grad`` computes something else
+        then. One plain forward in those conditions, against the reference, tells."""
+        call = list(self.args)
+        call[self.j] = self.args[self.j].detach()
+        try:
+            with torch.no_grad():
+                outputs = call_apply(self.apply, call, clone=self.clone_inputs)
+            seen = [outputs[i].detach() for i in self.out_indices]
+        except Exception:
+            return False
+        for i, got in zip(self.out_indices, seen):
+            ref = self.reference[i]
+            if not isinstance(got, torch.Tensor) or got.shape != ref.shape:
+                return False
+            as_numpy = [t.cpu().double().numpy().reshape(1, -1) for t in (got, ref)]
+            if _disagreement(as_numpy[:1], as_numpy[1:], [0], ref.dtype, "forward", "column"):
+                return False
+        return True
+
+    def disagreement(self, diffs: dict[int, torch.Tensor], plain: dict[int, torch.Tensor], at: list[int]) -> str | None:
+        """Guard against a forward that runs under vmap but means something else there.
+
+        The compared values are differences f(x+eps) - f(x-eps): rounding is judged against the
+        size of f itself, not of the difference.
+        """
         for i in self.out_indices:
-            batched = diffs[i][[c - c0 for c in probe]]
-            if not _same_values(batched.cpu().double().numpy(), loop[i].cpu().double().numpy()):
-                return (
-                    "The forward gives different results when called batched (vmap) than when called "
-                    "once per perturbed input, so gradviz used one call per column, as gradcheck does."
-                )
+            ref = self.reference[i]
+            scale = float(ref.detach().abs().nan_to_num(posinf=0.0, neginf=0.0).max()) if ref.numel() else 0.0
+            got = diffs[i].detach().cpu().double().numpy()
+            expected = plain[i].detach().cpu().double().numpy()
+            note = _disagreement([got], [expected], at, ref.dtype, "forward", "column", scale=scale)
+            if note:
+                return note
         return None

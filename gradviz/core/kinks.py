@@ -45,7 +45,9 @@ def mark_kinks(
     for j in sorted({b.input for b in failing}):
         mine = [b for b in failing if b.input == j]
         columns = np.flatnonzero(np.logical_or.reduce([b.failing.any(axis=0) for b in mine]))[:MAX_KINK_COLUMNS]
-        forward = PerturbedForward(apply, args, j, [b.output for b in mine], clone_inputs=clone_inputs)
+        forward = PerturbedForward(
+            apply, args, j, [b.output for b in mine], clone_inputs=clone_inputs, batched=settings.batched
+        )
         for b in mine:
             b.kinks = np.zeros(b.shape, dtype=bool)
         h = settings.eps

@@ -7,19 +7,25 @@ what a user gets when they paste the code into the editor.
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import linecache
+import os
+import re
 import sys
 import types
 import uuid
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from gradviz.schema.errors import ErrorKind, Frame, UserCodeError, from_exception
+from gradviz.core.callables import as_checkable, describe_not_checkable
+from gradviz.schema.errors import ErrorKind, Frame, GradvizError, SettingsError, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
+from gradviz.schema.targets import Target, check_inputs_path, locate_module, parse_target
 
 MAX_QUOTED_LINE = 120  # characters of a bad line quoted in a syntax error
 
@@ -139,6 +145,13 @@ def find_functions(module: types.ModuleType) -> dict[str, type[torch.autograd.Fu
 def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch.autograd.Function]:
     """The Function called ``name``; without a name, FUNCTION or the first one defined."""
     name = name or loaded.default_function
+    if name is not None and type(name) is not str:
+        raise UserCodeError(
+            ErrorKind.UNKNOWN_FUNCTION,
+            f"FUNCTION must be the name of a Function, a string such as {next(iter(loaded.functions))!r}; "
+            f"it is a {type(name).__name__}.",
+            loaded.filename,
+        )
     if name is None:
         name = next(iter(loaded.functions))
         if len(loaded.functions) > 1:
@@ -218,3 +231,133 @@ def _syntax_error(exc: SyntaxError, filename: str) -> UserCodeError:
     if text.strip():
         message += f": {text.strip()}"
     return UserCodeError(ErrorKind.SYNTAX, message, filename, exc.lineno, frames)
+
+
+# --- targets: a Function where it already lives, inputs from a file ---------------------------
+
+
+class TargetError(GradvizError):
+    """A target or inputs file gradviz cannot use: one sentence, no traceback of gradviz's."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def load_target(target: str | Target, *, inputs_path: str | Path | None = None) -> LoadedSource:
+    """``pkg.mod:Name`` (imported, the current folder first on ``sys.path`` as ``python -m`` puts
+    it) or ``file.py[:Name]`` (run as ``gradviz check file.py`` runs it). With ``inputs_path``,
+    ``example_inputs`` gives that file's arguments instead of the module's own."""
+    target = parse_target(target) if isinstance(target, str) else target
+    if target.module:
+        loaded = _load_module_target(target.module, target.attribute)
+    else:
+        loaded = load_file(target.path)
+        if target.attribute:
+            _pick_attribute(loaded, target.attribute, str(target))
+    if inputs_path is not None:
+        args = load_inputs_file(inputs_path)
+        loaded.example_inputs = lambda device, dtype: args  # prepare_inputs copies them each time
+    return loaded
+
+
+def _load_module_target(name: str, attribute: str | None) -> LoadedSource:
+    module = import_target_module(name)
+    filename = str(Path(module.__file__).resolve()) if getattr(module, "__file__", None) else f"<module {name}>"
+    try:
+        source = read_source(filename)
+    except GradvizError:  # a compiled or huge module: only line numbers are lost
+        source = ""
+    functions = find_functions(module)
+    example_inputs = module.__dict__.get("example_inputs")
+    loaded = LoadedSource(filename, source, module, functions, example_inputs if callable(example_inputs) else None)
+    if attribute:
+        _pick_attribute(loaded, attribute, f"{name}:{attribute}")
+    elif not functions:
+        raise TargetError(
+            ErrorKind.NO_FUNCTION,
+            f"Module {name} defines or imports no torch.autograd.Function subclass: name one with {name}:Name.",
+        )
+    return loaded
+
+
+def import_target_module(name: str) -> types.ModuleType:
+    """Import ``name`` with the current folder first on ``sys.path``; a clear error if it is not there.
+
+    A module that is found but fails while importing is the user's code failing: its line is named.
+    """
+    cwd = os.getcwd()
+    if sys.path[:1] != [cwd]:
+        sys.path.insert(0, cwd)
+    filename = str(locate_module(name) or f"<module {name}>")
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise TargetError(
+                ErrorKind.IMPORT,
+                f"No module named {exc.name!r} (searched {cwd} first, then sys.path): check the spelling, run "
+                f"gradviz from the folder that holds {exc.name.split('.')[0]}, or install that package.",
+            ) from None
+        raise from_exception(ErrorKind.IMPORT, exc, filename, f"Importing {name}") from None
+    except (Exception, SystemExit) as exc:
+        raise from_exception(ErrorKind.IMPORT, exc, filename, f"Importing {name}") from None
+
+
+def _pick_attribute(loaded: LoadedSource, attribute: str, target: str) -> None:
+    """Make ``attribute`` (dotted for nested names) the one to check: a Function or a callable on one."""
+    obj: object = loaded.module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            offered = ", ".join(loaded.functions) or "none"
+            raise TargetError(
+                ErrorKind.UNKNOWN_FUNCTION,
+                f"{target}: {loaded.filename} has no attribute {part!r} (Functions there: {offered}).",
+            )
+        obj = getattr(obj, part)
+    try:
+        fn = as_checkable(obj, attribute)
+    except TypeError:
+        raise TargetError(ErrorKind.NO_FUNCTION, f"{target} {describe_not_checkable(obj)}") from None
+    loaded.functions = {attribute: fn, **{k: v for k, v in loaded.functions.items() if k != attribute}}
+    loaded.default_function = attribute
+
+
+def load_inputs_file(path: str | Path) -> tuple:
+    """The positional arguments saved with ``torch.save``, loaded with ``weights_only=True`` (so the
+    file cannot run code) onto the CPU; one tensor counts as one argument."""
+    try:
+        path = check_inputs_path(path)
+    except SettingsError as exc:
+        raise TargetError(ErrorKind.EXAMPLE_INPUTS, exc.message) from None
+    try:
+        value = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        refused = _UNSAFE_GLOBAL.search(str(exc))
+        if refused:
+            raise _bad_inputs(
+                path,
+                f"it holds a {refused.group(1)}, which loading with weights_only=True refuses (it could run code). "
+                "Save only tensors, numbers, strings, None and tuples, lists or dicts of them: torch.save((x, w), path).",
+            ) from None
+        if not zipfile.is_zipfile(path):
+            why = "its bytes are not the zip archive torch.save writes"
+        else:
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            why = f"{type(exc).__name__}: {lines[-1] if lines else 'damaged'}"
+        raise _bad_inputs(path, f"it is not a file written by torch.save ({why}).") from None
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if isinstance(value, tuple | list):
+        return tuple(value)
+    hint = " gradviz passes the inputs to apply by position: save a tuple (x, w)." if isinstance(value, dict) else ""
+    kind = type(value).__name__
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    raise _bad_inputs(path, f"it holds {article} {kind}, not a tensor or a tuple of arguments.{hint}")
+
+
+_UNSAFE_GLOBAL = re.compile(r"Unsupported global: GLOBAL (\S+)")
+
+
+def _bad_inputs(path: Path, why: str) -> TargetError:
+    return TargetError(ErrorKind.EXAMPLE_INPUTS, f"Cannot use {path} as inputs: {why}")

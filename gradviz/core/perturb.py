@@ -3,7 +3,9 @@
 The eps sweep and the kink probe both need ``f(x)`` with input j replaced by many nearby
 values. As for the numerical Jacobian, a chunk of copies goes through one vmapped forward where
 the Function allows it (checked once against plain calls), and through one plain call per copy
-otherwise, with grad mode on and the arguments requiring grad as gradcheck calls them. Every
+otherwise (``batched=False``: always), with grad mode on and the arguments requiring grad as
+gradcheck calls them. A vmapped call runs inside ``batched_phase`` so the worker can retry a run
+that dies there with plain calls only. Every
 output is copied out before the next call, and every argument handed to user code is a fresh
 copy: nothing the forward keeps or modifies can reach the next evaluation.
 """
@@ -17,7 +19,7 @@ import numpy as np
 import torch
 from torch._vmap_internals import _vmap
 
-from gradviz.core.jacobian import call_apply
+from gradviz.core.jacobian import batched_phase, call_apply
 from gradviz.schema.errors import ErrorKind, UserCodeError
 
 
@@ -83,7 +85,7 @@ class PerturbedForward:
             return tuple(outputs[i] for i in self.out_indices)
 
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), batched_phase():
                 warnings.simplefilter("ignore")  # vmap's "no batching rule" performance notes
                 with torch.no_grad():
                     outs = _vmap(forward_one)(stacked)

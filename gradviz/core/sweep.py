@@ -24,6 +24,7 @@ check's eps is compared with the valley: too small, too large, fine, or no step 
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import inspect
 import math
@@ -33,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from gradviz.core.function_info import reads_data_attribute
 from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
     CancelFn,
@@ -85,6 +87,8 @@ def sweep_source(
     settings = settings or CheckSettings()
     settings.validate()
     fn = choose_function(loaded, function)
+    if settings.batched and reads_data_attribute(fn, loaded.source):
+        settings = dataclasses.replace(settings, batched=False)  # vmap + .data would crash the process
     device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
     prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
     if settings.jitter:
@@ -115,6 +119,8 @@ def sweep_function(
     """
     settings = settings or CheckSettings()
     settings.validate()
+    if settings.batched and reads_data_attribute(fn):
+        settings = dataclasses.replace(settings, batched=False)
     options = options or SweepOptions()
     if block is not None:
         options = SweepOptions(**{**options.__dict__, "block": tuple(block)})
@@ -150,7 +156,7 @@ def sweep_function(
     machine = MACHINE_EPS.get(dtype_name, MACHINE_EPS["float64"])
     generator = torch.Generator(device="cpu").manual_seed((settings.seed + 1) % 2**63)
 
-    directional = _Directional(fn, args, outputs, out_indices, in_indices, steps, machine, generator, where)
+    directional = _Directional(fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings)
     analytic = _analytic_blocks(fn, outputs, swept, args, settings, tracker, where)
 
     blocks, paths, notes = [], set(), []
@@ -376,8 +382,9 @@ def _fmt_slope(slope: float | None) -> str:
 class _Directional:
     """f along one random direction per input (and along all of them at once), at every step."""
 
-    def __init__(self, fn, args, outputs, out_indices, in_indices, steps, machine, generator, where) -> None:
+    def __init__(self, fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings) -> None:
         self.fn, self.args, self.steps, self.where = fn, list(args), list(steps), where
+        self.batched = settings.batched
         self.out_indices, self.in_indices = out_indices, in_indices
         self.f0 = {i: outputs[i].detach().double().cpu().reshape(-1) for i in out_indices}
         self.v = {j: torch.randn(args[j].numel(), generator=generator, dtype=torch.float64) for j in in_indices}
@@ -418,7 +425,7 @@ class _Directional:
             return self.cache[j]
         x = self.args[j]
         moves = [self._moved(x, sign * self.v[j], h) for h in self.steps for sign in (1, -1)]
-        forward = PerturbedForward(self.fn.apply, self.args, j, self.out_indices, clone_inputs=True)
+        forward = PerturbedForward(self.fn.apply, self.args, j, self.out_indices, clone_inputs=True, batched=self.batched)
         try:
             outs = forward(torch.stack([m.detach().reshape(-1) for m, _ in moves]))  # C order, whatever the strides
         except (GradvizError, Cancelled):
@@ -522,7 +529,13 @@ def _analytic_blocks(fn, outputs, swept, args, settings, tracker, where) -> dict
     ins = sorted({j for _, j in swept})
     try:
         jac = analytical_jacobian(
-            outputs, outs, [args[j] for j in ins], ins, chunk_bytes=settings.chunk_bytes, progress=_quiet(tracker)
+            outputs,
+            outs,
+            [args[j] for j in ins],
+            ins,
+            chunk_bytes=settings.chunk_bytes,
+            progress=_quiet(tracker),
+            batched=settings.batched,
         )
     except (GradvizError, Cancelled):
         raise
@@ -538,7 +551,7 @@ def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker,
     worst quarter at the check's eps (found by one central difference per column) and the rest
     drawn at random.
     """
-    forward = PerturbedForward(fn.apply, args, j, outs, clone_inputs=True)
+    forward = PerturbedForward(fn.apply, args, j, outs, clone_inputs=True, batched=settings.batched)
     numel = args[j].numel()
     columns = np.arange(numel)
     if options.max_columns and numel > options.max_columns:

@@ -32,17 +32,24 @@ def worker_command(python: str | None = None) -> list[str]:
     return [python or sys.executable, "-m", "gradviz.worker"]
 
 
-def worker_environment(base: dict[str, str] | None = None, *, warm: bool = False) -> dict[str, str]:
+def worker_environment(
+    base: dict[str, str] | None = None, *, warm: bool = False, memory_limit_mb: float | None = None
+) -> dict[str, str]:
     """The worker's environment: ours, plus gradviz on the path and the parent-death watch."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    # Fresh NumPy arrays (the Jacobians) fault in through transparent huge pages at a fraction of
+    # the speed of normal pages on Linux: measured 4.4 s -> 3.6 s for a 64x64 matmul check.
+    env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     if threading.current_thread() is threading.main_thread():
         # the kernel ties the parent-death signal to the starting thread: only safe from one that lives on
         env[PARENT_PID_ENV] = str(os.getpid())
     else:
         env.pop(PARENT_PID_ENV, None)  # the worker still notices its parent is gone by polling
     env[WARM_ENV] = "1" if warm else "0"
+    if memory_limit_mb is not None:
+        env[MEMORY_ENV] = f"{memory_limit_mb:g}"
     return env
 
 

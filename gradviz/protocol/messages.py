@@ -39,6 +39,11 @@ def progress(request_id: int, done: int, total: int) -> dict[str, Any]:
     return {"type": "progress", "id": request_id, "done": done, "total": total}
 
 
+def phase(request_id: int, *, batched: bool) -> dict[str, Any]:
+    """Run process -> worker only: user code now runs (or no longer runs) under vmap."""
+    return {"type": "phase", "id": request_id, "batched": batched}
+
+
 def result(request_id: int, op: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"type": "result", "id": request_id, "op": op, "result": payload}
 

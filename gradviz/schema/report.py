@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import BlockComparison, CheckResult
+from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
 from gradviz.schema.sweep import BlockSweep, SweepResult
 
 
@@ -58,6 +58,7 @@ def result_to_dict(result: CheckResult) -> dict:
             }
             for b in result.blocks
         ],
+        "large_blocks": [_large_block_dict(result, b) for b in result.large_blocks],
         "checks": [c.to_dict() for c in result.checks],
         "warnings": result.warnings,
         "notes": result.notes,
@@ -98,6 +99,29 @@ def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | 
     }
 
 
+def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict:
+    return {
+        "output": block.output,
+        "input": block.input,
+        "out_shape": list(block.out_shape),
+        "in_shape": list(block.in_shape),
+        "rows": block.shape[0],
+        "cols": block.shape[1],
+        "probes": block.probes,
+        "complete": block.complete,
+        "failing_cells": [
+            {
+                "row": c.row,
+                "col": c.col,
+                "cell": result.cell_label(block, c.row, c.col),
+                "analytic": json_number(c.analytic),
+                "numerical": json_number(c.numerical),
+            }
+            for c in block.cells
+        ],
+    }
+
+
 def _shape(shape: tuple[int, ...] | None) -> list[int] | None:
     return None if shape is None else list(shape)
 
@@ -130,6 +154,13 @@ def format_table(result: CheckResult) -> str:
         found = result.sweep.block(b.output, b.input) if result.sweep else None
         if found is not None:
             lines.append(f"    sweep: {sweep_slopes(found)}: {found.verdict.headline}")
+    for b in result.large_blocks:
+        name = f"out{b.output} / {result.inputs[b.input].name}"
+        shape = f"{b.shape[0]}x{b.shape[1]}"
+        searched = "searched" if b.complete else "searched (stopped at its budget)"
+        lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(b.cells)} failing cell(s) found")
+        for c in b.cells:
+            lines.append(f"    {result.cell_label(b, c.row, c.col)}  analytic {c.analytic:.6g}, numerical {c.numerical:.6g}")
     lines.append("")
     for c in result.checks:
         lines.append(f"{c.name:<26} {c.status:<7} {c.detail}")
@@ -141,8 +172,8 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"sweep: {result.sweep.verdict.headline}. {result.sweep.message}")
     for note in result.notes:
         lines.append(f"note: {note}")
-    total = sum(b.n_failing for b in result.blocks)
-    cells = sum(b.analytic.size for b in result.blocks)
+    total = sum(b.n_failing for b in result.blocks) + sum(len(b.cells) for b in result.large_blocks)
+    cells = sum(b.analytic.size for b in result.blocks) + sum(b.shape[0] * b.shape[1] for b in result.large_blocks)
     failed_checks = [c.name for c in result.checks if c.failed]
     if result.passed:
         verdict = "PASSED"

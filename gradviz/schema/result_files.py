@@ -13,7 +13,14 @@ import numpy as np
 
 from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.report import result_to_dict
-from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult, TensorInfo
+from gradviz.schema.results import (
+    BlockComparison,
+    CheckOutcome,
+    CheckResult,
+    FoundCell,
+    LargeBlock,
+    TensorInfo,
+)
 from gradviz.schema.settings import CheckSettings
 from gradviz.schema.sweep import SweepResult
 
@@ -86,6 +93,15 @@ def read_check_result(summary: dict) -> CheckResult:
         functions=list(summary.get("functions", [])),
         precision=PrecisionCheck.from_dict(summary["precision"]) if summary.get("precision") else None,
         sweep=SweepResult.from_dict(summary["sweep"]) if summary.get("sweep") else None,
+        large_blocks=[_large_block(b) for b in summary.get("large_blocks", [])],
+    )
+
+
+def _large_block(entry: dict) -> LargeBlock:
+    cells = [FoundCell(c["row"], c["col"], _number(c["analytic"]), _number(c["numerical"])) for c in entry["failing_cells"]]
+    return LargeBlock(
+        entry["output"], entry["input"], tuple(entry["out_shape"]), tuple(entry["in_shape"]), cells,
+        entry["probes"], entry["complete"],
     )
 
 

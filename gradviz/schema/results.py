@@ -64,6 +64,42 @@ class BlockComparison:
 
 
 @dataclass
+class FoundCell:
+    """One cell of a block too large to hold, computed exactly: its row, column and both values."""
+
+    row: int
+    col: int
+    analytic: float
+    numerical: float
+
+
+@dataclass
+class LargeBlock:
+    """A block searched without materialising it (see gradviz.core.large): the failing cells found."""
+
+    output: int
+    input: int
+    out_shape: tuple[int, ...]
+    in_shape: tuple[int, ...]
+    cells: list[FoundCell] = field(default_factory=list)
+    probes: int = 0  # backward and forward calls the search made
+    complete: bool = True  # False: the search stopped at its budget (more failing cells may exist)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows = int(np.prod(self.out_shape)) if self.out_shape else 1
+        cols = int(np.prod(self.in_shape)) if self.in_shape else 1
+        return rows, cols
+
+    @property
+    def passed(self) -> bool:
+        return not self.cells
+
+    def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return cell_index(row, col, self.out_shape, self.in_shape)
+
+
+@dataclass
 class CheckOutcome:
     """One of gradcheck's checks besides the Jacobian comparison, with a sentence of detail."""
 
@@ -99,17 +135,22 @@ class CheckResult:
     analytic_path: str = "batched"  # "batched" (one vmapped backward per chunk) or "loop"
     numerical_path: str = "batched"
     functions: list[str] = field(default_factory=list)  # every Function the source offers, its own first
+    large_blocks: list[LargeBlock] = field(default_factory=list)  # too large to hold: searched instead
     precision: PrecisionCheck | None = None  # a failing lower-precision check, re-checked in float64
     sweep: SweepResult | None = None  # the eps sweep, when one was asked for
 
     @property
     def passed(self) -> bool:
-        return all(b.passed for b in self.blocks) and not any(c.failed for c in self.checks)
+        return (
+            all(b.passed for b in self.blocks)
+            and all(b.passed for b in self.large_blocks)
+            and not any(c.failed for c in self.checks)
+        )
 
     def block(self, output: int, input: int) -> BlockComparison:
         return next(b for b in self.blocks if b.output == output and b.input == input)
 
-    def cell_label(self, block: BlockComparison, row: int, col: int) -> str:
+    def cell_label(self, block: BlockComparison | LargeBlock, row: int, col: int) -> str:
         """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
         out_idx, in_idx = block.cell_index(row, col)
         return cell_label(block.output, out_idx, self.inputs[block.input].name, in_idx)

@@ -8,11 +8,14 @@ newer gradviz gives one clear message and changes nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from gradviz.schema.errors import ErrorKind, GradvizError
+from gradviz.schema.settings import CheckSettings
 
 FORMAT = "gradviz-session"
 VERSION = 1
@@ -31,7 +34,7 @@ class Session:
     function: str | None = None  # which Function of the code; None: the only/first one
     path: str | None = None  # the .py file the code came from, if any
     builtin: str | None = None  # the built-in example the code came from, if any
-    run: dict[str, Any] = field(default_factory=dict)  # device, dtype, eps, atol, rtol, seed
+    run: dict[str, Any] = field(default_factory=dict)  # CheckSettings fields (device, dtype, eps...), timeout
     memory: dict[str, Any] = field(default_factory=dict)  # the memory panel's options
     layout: str | None = None  # the window's dock layout (Qt saveState, base64)
 
@@ -45,15 +48,29 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "memory": (dict,),
     "layout": (str, type(None)),
 }
-_RUN_TYPES: dict[str, tuple[type, ...]] = {
-    "device": (str,),
-    "dtype": (str,),
-    "eps": (int, float),
-    "atol": (int, float),
-    "rtol": (int, float),
-    "seed": (int,),
-    "timeout": (int,),
+_JSON_TYPES: dict[Any, tuple[type, ...]] = {
+    float: (int, float),  # JSON writes 1.0 as 1
+    int: (int,),
+    str: (str,),
+    bool: (bool,),
+    type(None): (type(None),),
 }
+
+
+def _json_types(annotation: Any) -> tuple[type, ...]:
+    """The JSON value types a field annotated ``annotation`` takes (``int | None``: int or null)."""
+    members = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    return tuple(t for member in members for t in _JSON_TYPES[member])
+
+
+def run_setting_types() -> dict[str, tuple[type, ...]]:
+    """What a session's ``run`` may hold: every CheckSettings field, by its type, and the window's
+    time limit (whole seconds, 0: never). The values themselves are validated where they are used."""
+    hints = typing.get_type_hints(CheckSettings)
+    return {**{f.name: _json_types(hints[f.name]) for f in fields(CheckSettings)}, "timeout": (int,)}
+
+
+_RUN_TYPES = run_setting_types()
 
 
 def save_session(path: str | Path, session: Session) -> None:
@@ -101,15 +118,15 @@ def session_from_dict(data: Any, name: str = "the session") -> Session:
     if "code" not in data:
         raise SessionError(f"{name} has no \"code\".")
     values = {}
-    for key, types in _TYPES.items():
+    for key, accepted in _TYPES.items():
         if key in data:
-            if not isinstance(data[key], types) or isinstance(data[key], bool):
+            if not isinstance(data[key], accepted) or isinstance(data[key], bool):
                 raise SessionError(f"{name}: \"{key}\" has the wrong type ({type(data[key]).__name__}).")
             values[key] = data[key]
     for key, value in values.get("run", {}).items():
-        types = _RUN_TYPES.get(key)
-        if types is None:
+        accepted = _RUN_TYPES.get(key)
+        if accepted is None:
             raise SessionError(f"{name}: unknown run setting \"{key}\".")
-        if not isinstance(value, types) or isinstance(value, bool):
+        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
             raise SessionError(f"{name}: run setting \"{key}\" has the wrong type ({type(value).__name__}).")
     return Session(**values)

@@ -74,6 +74,7 @@ class CheckSettings:
     all_checks: bool = False  # add double backward (gradgradcheck)
     nondet_tol: float = 0.0
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    batched: bool = True  # vmap batches where they agree with plain calls; False: plain calls only
     # explanations, never part of the verdict: a float64 re-check when a lower precision fails,
     # and one-sided differences on failing cells to mark kinks
     explain: bool = True
@@ -120,7 +121,7 @@ class CheckSettings:
         if self.max_jacobian_bytes is not None:
             check_positive_int("the memory limit (bytes)", self.max_jacobian_bytes)
         check_positive_int("chunk_bytes", self.chunk_bytes)
-        for name in ("jacobian_only", "all_checks", "explain"):
+        for name in ("jacobian_only", "all_checks", "batched", "explain"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be true or false, not {getattr(self, name)!r}.")
 

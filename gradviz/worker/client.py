@@ -106,9 +106,11 @@ class WorkerClient:
         output_tail: int = OUTPUT_TAIL,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         python: str | None = None,
-        warm: bool = False,
+        warm: bool = True,
+        memory_limit_mb: float | None = None,
     ) -> None:
         self.startup_timeout, self.python, self.warm = startup_timeout, python, warm
+        self.memory_limit_mb = memory_limit_mb  # None: the worker's default share of RAM
         self.info: dict[str, Any] = {}
         self._output = _Output(output, output_head, output_tail)
         self._process: subprocess.Popen | None = None
@@ -144,7 +146,7 @@ class WorkerClient:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=worker_environment(warm=self.warm),
+                env=worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb),
                 bufsize=0,
                 start_new_session=True,  # Ctrl+C reaches us, and we stop the worker
             )

@@ -21,8 +21,14 @@ Send = Callable[[dict[str, Any]], None]
 
 
 def _load(request: dict[str, Any]):
-    from gradviz.core.loader import load_file, load_source
+    """The user's code: a ``target`` (``pkg.mod:Name`` or ``file.py[:Name]``, with ``inputs_path``
+    a file of arguments saved by torch.save), a file by ``path``, or editor text."""
+    from gradviz.core.loader import load_file, load_source, load_target
 
+    if request.get("target"):
+        loaded = load_target(request["target"], inputs_path=request.get("inputs_path"))
+        request.setdefault("filename", loaded.filename)  # so an escaped error names the module's lines
+        return loaded
     if request.get("path"):
         return load_file(request["path"])
     return load_source(request["source"], request.get("filename") or "<editor>")
@@ -50,11 +56,15 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
     loaded = _load(request)
     settings = CheckSettings.from_dict(request.get("settings", {}))
     result = check_source(loaded, request.get("function"), settings, progress=progress)
+    if request.get("batched_crash"):
+        result.notes.append(
+            "The Function's process died inside a batched (vmap) call, which some code does not survive "
+            "(.data on a batched tensor, for one); gradviz ran the check again with one call per row and "
+            "column, as gradcheck does."
+        )
     if request.get("sweep"):
         result.sweep = _sweep_or_warning(loaded, request, settings, result.warnings, progress)
-    summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else {}
-    summary.setdefault("passed", result.passed)
-    summary.setdefault("functions", result.functions)
+    summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else result_to_dict(result)
     if request.get("graph", True):
         summary["graph"], summary["graph_error"] = _graph_or_error(loaded, request, settings)
     if request.get("report"):
@@ -93,6 +103,11 @@ def handle_sweep(request: dict[str, Any], send: Send) -> dict[str, Any]:
     options = SweepOptions.from_dict(request.get("options") or {})
     loaded = _load(request)
     sweep = sweep_source(loaded, request.get("function"), settings, options=options, progress=_progress(request, send))
+    if request.get("batched_crash"):
+        sweep.notes.append(
+            "The Function's process died inside a batched (vmap) call; gradviz swept again with one call "
+            "per perturbed input."
+        )
     return {"sweep": sweep.to_dict(), "table": format_sweep(sweep)}
 
 

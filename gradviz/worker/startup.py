@@ -27,16 +27,32 @@ def prepare_torch(*, warm: bool) -> tuple[int, list[dict[str, Any]], str]:
 
 
 def warm_up() -> None:
-    """Pay the first-call costs of autograd and vmap on tiny tensors (no parallel region)."""
+    """Pay, once, the first-call costs every run would pay again: gradviz's own modules (and
+    networkx for the graph), autograd's first VJP (it imports sympy), vmap's batching rules, one
+    tiny check with its graph. Tiny tensors only: no OpenMP parallel region may run here."""
     import torch
-    from torch._vmap_internals import _vmap
 
-    x = torch.ones(2, 2, dtype=torch.float64, requires_grad=True)
-    y = (x * x).sin()
-    torch.autograd.grad(y, x, torch.ones_like(y), retain_graph=True)
-    torch.autograd.grad(y, x, torch.eye(4, dtype=torch.float64).view(4, 2, 2), is_grads_batched=True)
-    with torch.no_grad():
-        _vmap(lambda v: v.sin() * 2)(torch.ones(3, 2, dtype=torch.float64))
+    from gradviz.core.check import check_function
+    from gradviz.core.graph import graph_from_outputs
+    from gradviz.core.inputs import prepare_inputs
+    from gradviz.schema.settings import CheckSettings
+    from gradviz.worker import handlers  # noqa: F401 - imported for its imports
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.linspace(0.5, 1.5, 4, dtype=torch.float64, requires_grad=True)
+    prepared = prepare_inputs((x,), torch.device("cpu"), torch.float64, ["x"])
+    check_function(Square, prepared, CheckSettings())
+    graph_from_outputs(Square.apply(x.clone()), inputs=(x,))
 
 
 def devices() -> list[dict[str, Any]]:

@@ -47,6 +47,7 @@ class Run:
     started: float
     decoder: messages.LineDecoder = field(default_factory=messages.LineDecoder)
     answered: bool = False
+    batched: bool = False  # the run said its user code runs under vmap right now
 
     @property
     def id(self) -> int | None:
@@ -165,6 +166,9 @@ class Supervisor:
                 message = messages.error(run.id, run.request.get("op"), detail)
             if run.answered:
                 continue
+            if message.get("type") == "phase":  # between the run and us
+                run.batched = bool(message.get("batched"))
+                continue
             run.answered = messages.is_final(message)
             self.send(message)
 
@@ -173,10 +177,13 @@ class Supervisor:
         finished, status = os.waitpid(run.pid, os.WNOHANG)
         if finished:
             self._drain()
-            if not self.run.answered:
+            retry = _without_batches(run) if not run.answered else None
+            if not run.answered and retry is None:
                 code = os.waitstatus_to_exitcode(status)
                 self._answer(faults.crash_error(code, self._dump(), self._source()))
             self._end_run(reaped=True)
+            if retry is not None:
+                self._start_run(retry)
             return
         if run.deadline is not None and time.monotonic() > run.deadline:
             limit = float(run.request["timeout"])
@@ -246,6 +253,19 @@ class Supervisor:
 
     def _source(self) -> faults.UserSource:
         return faults.UserSource.of_request(self.run.request)
+
+
+def _without_batches(run: Run) -> dict[str, Any] | None:
+    """The same request with plain calls only, when a run died inside a vmapped call.
+
+    Legacy vmap and some user code do not mix (``.data`` on a batched tensor segfaults): that is
+    gradviz's choice of path, not the user's bug, so the run is repeated the way gradcheck runs.
+    """
+    request = run.request
+    settings = request.get("settings") or {}
+    if not run.batched or request.get("op") not in ("check", "sweep") or settings.get("batched") is False:
+        return None
+    return {**request, "settings": {**settings, "batched": False}, "batched_crash": True}
 
 
 def _size(path: Path) -> int:

@@ -12,22 +12,23 @@ if not os.environ.get("DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"):
 
 
 @pytest.fixture
-def make_check_view(tmp_path):
-    """CheckView of a built-in example (by name) or of source text, computed by gradviz.core."""
-    from gradviz.app.results import CheckView
+def make_check_result(tmp_path):
+    """The CheckResult of a built-in example (by name) or of source text, computed by gradviz.core
+    and read back from the files the worker writes, as the window reads it."""
     from gradviz.core.check import check_source
     from gradviz.core.loader import load_file, load_source
-    from gradviz.schema.result_files import write_check_result
     from gradviz.schema.library import find_builtin
+    from gradviz.schema.result_files import read_check_result, write_check_result
+    from gradviz.schema.results import CheckResult
     from gradviz.schema.settings import CheckSettings
 
     counter = iter(range(10_000))
 
-    def make(name: str | None = None, source: str | None = None, **settings) -> CheckView:
+    def make(name: str | None = None, source: str | None = None, **settings) -> CheckResult:
         loaded = load_file(find_builtin(name)) if name else load_source(source, "<editor>")
         result = check_source(loaded, settings=CheckSettings(**settings))
         summary = write_check_result(result, tmp_path / f"result{next(counter)}")
-        return CheckView.from_summary(summary)
+        return read_check_result(summary)
 
     return make
 

@@ -59,16 +59,16 @@ def test_bad_input_in_the_window(qtbot, main_window, case):
             assert "ended the process" in message
     else:
         assert how == "result"
-        assert window.view.passed == (case["exit"] == 0)
+        assert window.current.result.passed == (case["exit"] == 0)
         if case.get("message"):
-            shown = " ".join([*window.view.warnings, *window.view.notes, window.banner.details.text()])
-            shown += " ".join(h for b in window.view.blocks for h in b.hints)
+            shown = " ".join([*window.current.result.warnings, *window.current.result.notes, window.banner.details.text()])
+            shown += " ".join(h for b in window.current.result.blocks for h in b.hints)
             assert case["message"] in shown
     if case.get("kind") in ENDS_RUN:  # the same worker serves on: the next run must work
         assert window.worker.pid == worker
         window.run_bar.timeout.setValue(0)  # the 2 s limit was for the endless loop, not this example
         window.editor.set_text(find_builtin("linear").read_text(encoding="utf-8"))
-        assert run(qtbot, window)[0] == "result" and window.view.passed
+        assert run(qtbot, window)[0] == "result" and window.current.result.passed
 
 
 def test_print_flood_is_shown_truncated_and_the_window_stays_responsive(qtbot, main_window):

@@ -1,4 +1,4 @@
-"""The Jacobian panel renders real CheckViews (built by the core from the built-in examples)."""
+"""The Jacobian panel renders real CheckResults (built by the core from the built-in examples)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, QRectF
 from PySide6.QtGui import QImage
 
-from gradviz.app.panels.jacobian_panel import EXPORT_WIDTH, OUTLINE_LIMIT, OVERVIEW, JacobianPanel
-from gradviz.app.results import BlockView, CheckView
+from gradviz.app.display import OUTLINE_LIMIT, OVERVIEW
+from gradviz.app.panels.jacobian_panel import EXPORT_WIDTH, JacobianPanel
+from gradviz.schema.report import cell_readout
+from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
+from gradviz.schema.settings import CheckSettings
 from tests.app.conftest import ARTIFACTS
 
 
@@ -49,15 +52,15 @@ def test_empty_panel_says_what_to_do(panel):
     assert not panel.block_selector.isVisible()
 
 
-def test_passing_builtin_shows_its_only_block(qtbot, panel, make_check_view):
-    view = make_check_view("linear")
-    panel.set_result(view)
-    assert view.passed
+def test_passing_builtin_shows_its_only_block(qtbot, panel, make_check_result):
+    result = make_check_result("linear")
+    panel.set_result(result)
+    assert result.passed
     titles = [panel.block_selector.itemText(k) for k in range(panel.block_selector.count())]
-    assert titles == [f"{view.block_title(b)}   ✓" for b in view.blocks]
-    assert panel.block_selector.isVisible() == (len(view.blocks) > 1)
+    assert titles == [f"{result.block_title(b)}   ✓" for b in result.blocks]
+    assert panel.block_selector.isVisible() == (len(result.blocks) > 1)
     block = panel.current_block()
-    assert block is view.blocks[0]
+    assert block is result.blocks[0]
     for image in images(panel):
         assert image.image.shape == block.shape
     assert panel.highlighted_cell() is None  # nothing to point at in a passing block
@@ -65,19 +68,19 @@ def test_passing_builtin_shows_its_only_block(qtbot, panel, make_check_view):
     assert not (panel.failing_overlay.image > 0).any()
 
 
-def test_failing_builtin_defaults_to_first_failing_block(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_linear_bias_axis")
+def test_failing_builtin_defaults_to_first_failing_block(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_linear_bias_axis")
     with qtbot.waitSignal(panel.block_changed) as blocker:
-        panel.set_result(view)
-    first_failing = next(k for k, b in enumerate(view.blocks) if not b.passed)
+        panel.set_result(result)
+    first_failing = next(k for k, b in enumerate(result.blocks) if not b.passed)
     assert blocker.args == [first_failing]
     assert panel.block_selector.isVisible()
     assert panel.block_selector.currentIndex() == first_failing
-    for k, b in enumerate(view.blocks):
+    for k, b in enumerate(result.blocks):
         mark = "✓" if b.passed else f"✗ {b.n_failing:,} failing"
-        assert panel.block_selector.itemText(k) == f"{view.block_title(b)}   {mark}"
+        assert panel.block_selector.itemText(k) == f"{result.block_title(b)}   {mark}"
     block = panel.current_block()
-    assert view.input_name(block) == "bias"
+    assert result.inputs[block.input].name == "bias"
     for image in (*images(panel), panel.failing_overlay):
         assert image.image.shape == block.shape
         assert image.image.dtype == np.float32 and image.image.flags.c_contiguous
@@ -96,12 +99,12 @@ def test_failing_builtin_defaults_to_first_failing_block(qtbot, panel, make_chec
         assert sorted(zip(y.astype(int), x.astype(int))) == sorted(zip(rows, cols))
     # the worst cell is highlighted and read out from the start
     assert panel.highlighted_cell() == block.worst
-    assert panel.readout.text() == view.readout(block, *block.worst)
+    assert panel.readout.text() == cell_readout(result, block, *block.worst)
 
 
-def test_hover_by_real_mouse_movement(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_square_factor")
-    panel.set_result(view)
+def test_hover_by_real_mouse_movement(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_square_factor")
+    panel.set_result(result)
     block = panel.current_block()
     rows, cols = block.shape
     hovered = []
@@ -115,7 +118,7 @@ def test_hover_by_real_mouse_movement(qtbot, panel, make_check_view):
         scene_pos = plot.getViewBox().mapViewToScene(QPointF(col, row))
         pos = panel.plots.mapFromScene(scene_pos) + QPoint(next(wiggle) % 2, 0)
         qtbot.mouseMove(panel.plots.viewport(), pos)
-        return panel.readout.text() == view.readout(block, row, col)
+        return panel.readout.text() == cell_readout(result, block, row, col)
 
     targets = [(rows - 1, 0), (0, cols - 1), (rows // 2, cols // 2 + 1)]
     for plot, (row, col) in zip(panel.plot_items, targets):
@@ -126,25 +129,25 @@ def test_hover_by_real_mouse_movement(qtbot, panel, make_check_view):
         assert all(rect.isVisible() for rect in panel.highlight_rects)
 
 
-def test_hover_cell_does_what_the_mouse_does(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_abs_product_sign")
-    panel.set_result(view)
+def test_hover_cell_does_what_the_mouse_does(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_abs_product_sign")
+    panel.set_result(result)
     block = panel.current_block()
     with qtbot.waitSignal(panel.cellHovered) as blocker:
         panel.hover_cell(1, 2)
     assert blocker.args == [1, 2]
     assert panel.highlighted_cell() == (1, 2)
     assert [cell_of_rect(rect) for rect in panel.highlight_rects] == [(1, 2)] * 3
-    assert panel.readout.text() == view.readout(block, 1, 2)
+    assert panel.readout.text() == cell_readout(result, block, 1, 2)
     panel.hover_cell(*block.shape)  # outside the block: ignored
     assert panel.highlighted_cell() == (1, 2)
 
 
-def test_switching_blocks_updates_images_and_readout(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_linear_bias_axis")
-    panel.set_result(view)
+def test_switching_blocks_updates_images_and_readout(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_linear_bias_axis")
+    panel.set_result(result)
     panel.hover_cell(0, 0)
-    for k, block in enumerate(view.blocks):
+    for k, block in enumerate(result.blocks):
         with qtbot.waitSignal(panel.block_changed):
             panel.block_selector.setCurrentIndex(k)  # through the widget, as the user does
         assert panel.current_block() is block
@@ -154,24 +157,24 @@ def test_switching_blocks_updates_images_and_readout(qtbot, panel, make_check_vi
         np.testing.assert_array_equal(panel.failing_overlay.image > 0, block.failing)
         assert_cells_centred(panel, block)
         assert panel.highlighted_cell() == (0, 0)  # the cell stays put; its values change
-        assert panel.readout.text() == view.readout(block, 0, 0)
+        assert panel.readout.text() == cell_readout(result, block, 0, 0)
 
 
-def test_go_to_worst_cell(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_kill_head_leak")
-    panel.set_result(view)
+def test_go_to_worst_cell(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_kill_head_leak")
+    panel.set_result(result)
     block = panel.current_block()
     panel.hover_cell(0, 0)
     with qtbot.waitSignal(panel.cellHovered) as blocker:
         panel.worst_button.click()
     assert tuple(blocker.args) == block.worst
-    assert panel.readout.text() == view.readout(block, *block.worst)
-    assert view.cell_label(block, *block.worst) in panel.worst_button.toolTip()
+    assert panel.readout.text() == cell_readout(result, block, *block.worst)
+    assert result.cell_label(block, *block.worst) in panel.worst_button.toolTip()
 
 
-def test_log_scale_changes_the_error_levels(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_silu_term")
-    panel.set_result(view)
+def test_log_scale_changes_the_error_levels(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_silu_term")
+    panel.set_result(result)
     block = panel.current_block()
     linear = tuple(panel.error_image.getLevels())
     assert linear[0] == 0 and linear[1] == pytest.approx(block.error[np.isfinite(block.error)].max())
@@ -185,8 +188,8 @@ def test_log_scale_changes_the_error_levels(qtbot, panel, make_check_view):
     assert tuple(panel.error_image.getLevels()) == linear
 
 
-def test_set_result_none_clears(qtbot, panel, make_check_view):
-    panel.set_result(make_check_view("buggy_square_factor"))
+def test_set_result_none_clears(qtbot, panel, make_check_result):
+    panel.set_result(make_check_result("buggy_square_factor"))
     panel.set_result(None)
     assert panel.current_block() is None
     assert panel.highlighted_cell() is None
@@ -198,8 +201,8 @@ def test_set_result_none_clears(qtbot, panel, make_check_view):
     assert panel.highlighted_cell() is None
 
 
-def test_export_png_is_slide_sized(qtbot, panel, make_check_view, tmp_path):
-    panel.set_result(make_check_view("buggy_square_factor"))
+def test_export_png_is_slide_sized(qtbot, panel, make_check_result, tmp_path):
+    panel.set_result(make_check_result("buggy_square_factor"))
     path = tmp_path / "jacobians.png"
     panel.export_png(str(path))
     image = QImage(str(path))
@@ -207,20 +210,20 @@ def test_export_png_is_slide_sized(qtbot, panel, make_check_view, tmp_path):
     assert image.width() == EXPORT_WIDTH >= 1600
 
 
-def big_view(n: int = 2000, seed: int = 0) -> CheckView:
+def big_result(n: int = 2000, seed: int = 0) -> CheckResult:
     """Two n x n blocks made directly (no core run): a few scattered failing cells each."""
     rng = np.random.default_rng(seed)
-    tolerance = {"atol": 1e-5, "rtol": 1e-3}
+    settings = CheckSettings(atol=1e-5, rtol=1e-3)
     blocks = []
     for k in range(2):
         analytic = rng.standard_normal((n, n))
         numerical = analytic + 1e-8 * rng.standard_normal((n, n))
         analytic[rng.integers(0, n, 50), rng.integers(0, n, 50)] += 1.0
         error = np.abs(analytic - numerical).astype(np.float32)
-        failing = error > tolerance["atol"] + tolerance["rtol"] * np.abs(numerical)
+        failing = error > settings.tolerance().bound(numerical)
         worst = tuple(int(v) for v in np.unravel_index(np.argmax(error), error.shape))
         blocks.append(
-            BlockView(
+            BlockComparison(
                 output=0,
                 input=k,
                 out_shape=(n,),
@@ -231,18 +234,20 @@ def big_view(n: int = 2000, seed: int = 0) -> CheckView:
                 failing=failing,
                 max_abs_error=float(error.max()),
                 n_failing=int(failing.sum()),
+                n_nonfinite=0,
                 worst=worst,
             )
         )
-    inputs = [{"name": "x"}, {"name": "y"}]
-    return CheckView("big", "cpu", "float64", False, inputs, [{}], blocks, tolerance)
+    inputs = [TensorInfo(k, name, (n,), "float64", True) for k, name in enumerate("xy")]
+    outputs = [TensorInfo(0, "out0", (n,), "float64", True)]
+    return CheckResult("big", "cpu", "float64", inputs, outputs, blocks, settings)
 
 
 def test_2000x2000_block_stays_interactive(qtbot, panel):
     from PySide6.QtWidgets import QApplication
 
-    view = big_view()
-    panel.set_result(view)
+    result = big_result()
+    panel.set_result(result)
     QApplication.processEvents()
     timings = {}
     for label, index in (("first visit", 1), ("revisit", 0), ("revisit", 1)):
@@ -262,12 +267,12 @@ def test_2000x2000_block_stays_interactive(qtbot, panel):
     # zooming in to the worst cell swaps in the full-resolution images
     panel.go_to_worst()
     assert panel.analytic_image.image.shape == block.shape
-    assert panel.readout.text() == view.readout(block, *block.worst)
+    assert panel.readout.text() == cell_readout(result, block, *block.worst)
 
 
-def test_screenshot_of_a_failing_example(qtbot, panel, make_check_view):
-    view = make_check_view("buggy_linear_transpose")
-    panel.set_result(view)
+def test_screenshot_of_a_failing_example(qtbot, panel, make_check_result):
+    result = make_check_result("buggy_linear_transpose")
+    panel.set_result(result)
     block = panel.current_block()
     r, c = block.worst
     panel.hover_cell(r, c)

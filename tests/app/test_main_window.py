@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions, find_builtin
+from gradviz.schema.report import cell_readout
 from tests.app.conftest import ARTIFACTS, ROOT
 
 RUN_TIMEOUT = 60_000
@@ -45,8 +46,8 @@ def test_default_example_runs_and_screenshot(qtbot, main_window):
     assert window.document.builtin_name == "linear"
     with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
         run_and_wait(qtbot, window)
-    assert window.view.passed and window.banner.state == "passed"
-    assert [b.shape for b in window.view.blocks] == [(600, 400), (600, 600)]
+    assert window.current.result.passed and window.banner.state == "passed"
+    assert [b.shape for b in window.current.result.blocks] == [(600, 400), (600, 600)]
     assert window.width() >= 1280 and window.height() >= 800
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / "main_window.png"
@@ -63,11 +64,11 @@ def test_pick_each_builtin_and_run(qtbot, main_window, entry):
     qtbot.mouseClick(window.picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert window.document.builtin_name == entry.name
     run_and_wait(qtbot, window)
-    assert window.view.passed == gradcheck_verdict(entry.name)
-    assert window.banner.state == ("passed" if window.view.passed else "failed")
+    assert window.current.result.passed == gradcheck_verdict(entry.name)
+    assert window.banner.state == ("passed" if window.current.result.passed else "failed")
     loaded = load_file(entry.path)
     fn = choose_function(loaded)
-    assert window.view.function == fn.__name__
+    assert window.current.result.function == fn.__name__
 
 
 def replace_in_editor(window, old: str, new: str) -> None:
@@ -82,11 +83,11 @@ def test_edit_and_rerun_fixes_the_bug(qtbot, main_window):
     window = main_window
     window.load_builtin("buggy_square_factor")
     run_and_wait(qtbot, window)
-    assert not window.view.passed
+    assert not window.current.result.passed
     replace_in_editor(window, "return grad_output * x  #", "return 2 * grad_output * x  #")
     assert window.modified and window.windowTitle().startswith("buggy_square_factor.py (built-in)*")
     run_and_wait(qtbot, window)
-    assert window.view.passed
+    assert window.current.result.passed
 
 
 def test_syntax_error_marks_line_and_keeps_text(qtbot, main_window):
@@ -100,7 +101,7 @@ def test_syntax_error_marks_line_and_keeps_text(qtbot, main_window):
     assert window.editor.text() == before
     window.editor.editor.undo()
     run_and_wait(qtbot, window)
-    assert window.view.passed
+    assert window.current.result.passed
 
 
 def test_error_in_backward_names_the_line(qtbot, main_window):
@@ -136,7 +137,7 @@ def test_banner_names_a_failing_check_beside_a_passing_jacobian(qtbot, main_wind
     window = main_window
     window.editor.set_text(IGNORES_GRAD_OUTPUT)
     run_and_wait(qtbot, window)
-    assert not window.view.passed and all(b.passed for b in window.view.blocks)
+    assert not window.current.result.passed and all(b.passed for b in window.current.result.blocks)
     assert window.banner.state == "failed" and "multiplied_by_grad_output" in window.banner.headline.text()
     details = window.banner.details.text()
     assert "✗ <b>multiplied_by_grad_output</b>: backward is not multiplied by grad_output" in details
@@ -179,7 +180,7 @@ def test_cancel_stops_a_hung_run_and_next_run_works(qtbot, main_window):
     assert window.banner.headline.text() == "Cancelled." and f"line {line}" in window.banner.details.text()
     window.editor.set_text(original)
     run_and_wait(qtbot, window)
-    assert window.view.passed
+    assert window.current.result.passed
 
 
 def test_killed_worker_is_replaced_and_window_survives(qtbot, main_window):
@@ -196,7 +197,7 @@ def test_killed_worker_is_replaced_and_window_survives(qtbot, main_window):
     qtbot.waitUntil(lambda: window.worker.is_ready, timeout=RUN_TIMEOUT)
     window.editor.set_text(text)
     run_and_wait(qtbot, window)
-    assert window.view.passed
+    assert window.current.result.passed
 
 
 def test_switch_blocks_and_hover_readout(qtbot, main_window):
@@ -205,20 +206,20 @@ def test_switch_blocks_and_hover_readout(qtbot, main_window):
     run_and_wait(qtbot, window)
     panel = window.jacobians
     block = panel.current_block()
-    assert not block.passed and window.view.input_name(block) == "bias"  # first failing block
+    assert not block.passed and window.current.result.inputs[block.input].name == "bias"  # first failing block
     panel.set_block(0)
     block = panel.current_block()
     assert (block.output, block.input) == (0, 0)
     panel.hover_cell(3, 2)
-    qtbot.waitUntil(lambda: panel.readout.text() == window.view.readout(block, 3, 2))
+    qtbot.waitUntil(lambda: panel.readout.text() == cell_readout(window.current.result, block, 3, 2))
 
 
 def test_float32_run_shows_gradcheck_advice(qtbot, main_window):
     window = main_window
     window.run_bar.dtype.setCurrentText("float32")
-    assert window.run_settings.get("dtype") == "float32"
+    assert window.run_settings.dtype == "float32"
     run_and_wait(qtbot, window)
-    assert window.view.dtype == "float32"
+    assert window.current.result.dtype == "float32"
     assert "float64" in window.banner.details.text()
 
 
@@ -249,7 +250,7 @@ def test_open_and_save_files(qtbot, main_window, tmp_path, monkeypatch):
     assert path.read_text(encoding="utf-8") == window.editor.text()
     assert not window.modified
     run_and_wait(qtbot, window)
-    assert not window.view.passed  # the saved edit broke backward: the gradient leaks
+    assert not window.current.result.passed  # the saved edit broke backward: the gradient leaks
 
 
 def test_memory_panel_is_measured_at_launch_and_on_request(qtbot, main_window):
@@ -279,7 +280,7 @@ def test_graph_panel_shows_the_checked_function(qtbot, main_window):
     window.load_builtin("fused_conv_bn")
     run_and_wait(qtbot, window)
     expected = graph_of_source(load_file(find_builtin("fused_conv_bn"))).to_dict()
-    assert [n["name"] for n in window._summary["graph"]["nodes"]] == [n["name"] for n in expected["nodes"]]
+    assert [n["name"] for n in window.current.graph["nodes"]] == [n["name"] for n in expected["nodes"]]
     assert f"{len(expected['nodes'])} nodes" in window.graph.summary.text()
     custom = next(n for n in expected["nodes"] if n["kind"] == "custom")
     assert window.graph.selected_node() == custom["id"]

@@ -10,7 +10,11 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel, format_in
+from gradviz.app.memory_display import format_in
+from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel
+from gradviz.app.state import MemorySettings
+from gradviz.schema.settings import MemoryOptions
+from gradviz.schema.units import format_bytes
 from gradviz.worker.handlers import handle_memory
 from tests.app.conftest import ARTIFACTS
 
@@ -215,18 +219,12 @@ def test_cuda_result_shows_the_peak_table(qtbot, panel, cuda_payload):
         assert table.verticalHeaderItem(row).text() == name
         peak = table.item(row, header.index("peak")).text()
         end = table.item(row, header.index("end of forward")).text()
-        assert peak == format_in(v["peak_bytes"], _unit_of(v["peak_bytes"]))
-        assert end == format_in(v["end_of_forward_bytes"], _unit_of(v["end_of_forward_bytes"]))
+        assert peak == format_bytes(v["peak_bytes"])
+        assert end == format_bytes(v["end_of_forward_bytes"])
     ARTIFACTS.mkdir(exist_ok=True)
     assert panel.grab().save(str(ARTIFACTS / "memory_panel_cuda.png"), "PNG")
     panel.set_result(None)  # and clearing hides the table again
     assert not panel.peak_table.isVisible()
-
-
-def _unit_of(n: int) -> tuple[str, int]:
-    from gradviz.app.panels.memory_panel import choose_unit
-
-    return choose_unit(n)
 
 
 def test_export_png_writes_the_plots(panel, cpu_payload, tmp_path):
@@ -247,3 +245,42 @@ def test_screenshot_of_a_three_layer_result(qtbot, panel):
     path = ARTIFACTS / "memory_panel.png"
     assert panel.grab().save(str(path), "PNG")
     assert QImage(str(path)).width() == panel.width()
+
+
+def test_the_controls_start_at_the_schema_defaults(panel):
+    defaults = MemoryOptions()
+    assert panel.state.options() == defaults
+    assert panel.layers_spin.value() == defaults.layers and panel.kernel_spin.value() == defaults.kernel
+    assert tuple(box.value() for box in panel.shape_spins) == defaults.shape
+    assert panel.dtype_combo.currentText() == defaults.dtype and panel.device_combo.currentText() == "cpu"
+
+
+def test_state_to_controls(qtbot):
+    state = MemorySettings()
+    panel = MemoryPanel(state)
+    qtbot.addWidget(panel)
+    panel.set_devices(["cpu", "cuda"])
+    state.update({"layers": 6, "shape": [2, 1, 40, 36], "out_channels": 4, "kernel": 5, "dtype": "float64", "device": "cuda"})
+    assert panel.layers_spin.value() == 6 and panel.out_channels_spin.value() == 4 and panel.kernel_spin.value() == 5
+    assert [box.value() for box in panel.shape_spins] == [2, 1, 40, 36]
+    assert panel.dtype_combo.currentText() == "float64" and panel.device_combo.currentText() == "cuda"
+
+
+def test_controls_to_state_one_signal_each(qtbot, panel):
+    seen = []
+    for name in MemorySettings.FIELDS:
+        getattr(panel.state, f"{name}_changed").connect(lambda value, name=name: seen.append((name, value)))
+    panel.layers_spin.setValue(4)
+    panel.height_spin.setValue(28)
+    panel.dtype_combo.setCurrentText("float64")
+    n, c, _, w = MemoryOptions().shape
+    assert seen == [("layers", 4), ("shape", (n, c, 28, w)), ("dtype", "float64")]
+    assert panel.state.layers == 4 and panel.options()["shape"] == [n, c, 28, w]
+
+
+def test_a_value_the_controls_cannot_show_is_clamped_and_written_back(panel):
+    panel.state.update({"layers": 2**40, "shape": [1, 3, 5000, 32]})  # valid options, beyond the spin boxes
+    assert panel.state.layers == panel.layers_spin.value() == panel.layers_spin.maximum()
+    assert panel.state.shape == (1, 3, panel.height_spin.maximum(), 32)
+    panel.state.device = "cuda"  # not offered here: what is measured is what the panel shows
+    assert panel.state.device == panel.device_combo.currentText() == "cpu"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from gradviz.app.recovery import RECOVERY_ENV
@@ -111,9 +113,9 @@ def test_session_round_trip_restores_everything_and_runs_nothing(qtbot, main_win
     assert window.open_session(path)
     assert window.editor.text() == find_builtin("kill_head").read_text(encoding="utf-8")
     assert window.document.builtin_name == "kill_head"
-    assert window.run_settings.get("dtype") == "float32" and window.run_bar.dtype.currentText() == "float32"
+    assert window.run_settings.dtype == "float32" and window.run_bar.dtype.currentText() == "float32"
     assert window.memory.layers_spin.value() == 5
-    assert window.worker.busy == busy_before is False and window.view is None  # opening ran nothing
+    assert window.worker.busy == busy_before is False and window.current.result is None  # opening ran nothing
 
 
 def test_corrupt_or_future_session_changes_nothing(qtbot, main_window, tmp_path, monkeypatch):
@@ -158,3 +160,40 @@ def test_unsaved_changes_prompt_on_open_and_on_close(qtbot, main_window, monkeyp
     window.load_builtin("kill_head")  # Save: written first, then replaced
     assert saved.read_text(encoding="utf-8") == edited
     assert window.document.builtin_name == "kill_head"
+
+
+def test_a_bad_value_in_a_session_is_dropped_and_named(qtbot, main_window, tmp_path):
+    from gradviz.schema.settings import CheckSettings, MemoryOptions
+
+    window = main_window
+    path = tmp_path / "odd.gradviz"
+    path.write_text(
+        json.dumps({
+            "format": "gradviz-session", "version": 1, "code": "x = 1\n",
+            "run": {"eps": -1.0, "dtype": "float32"}, "memory": {"layers": 0, "kernel": 5},
+        }),
+        encoding="utf-8",
+    )
+    assert window.open_session(path)
+    assert window.run_settings.dtype == "float32" and window.run_bar.dtype.currentText() == "float32"
+    assert window.run_settings.eps == CheckSettings().eps
+    assert window.memory.kernel_spin.value() == 5 and window.memory_options.layers == MemoryOptions().layers
+    message = window.statusBar().currentMessage()
+    assert "eps must be positive" in message and "layers must be a positive whole number" in message
+
+
+@pytest.fixture
+def odd_preferences(settings_store):
+    """Preferences a hand edit (or an older gradviz) left behind."""
+    for key, value in (("run/eps", "tiny"), ("run/timeout", "-3"), ("run/dtype", "float32"), ("run/atol", "1e-07")):
+        settings_store.setValue(key, value)
+    settings_store.sync()
+
+
+def test_bad_saved_preferences_are_dropped_at_startup(odd_preferences, main_window):
+    from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings
+
+    settings = main_window.run_settings
+    assert (settings.dtype, settings.atol) == ("float32", 1e-7)
+    assert settings.eps == CheckSettings().eps and settings.timeout == RUN_TIMEOUT_S
+    assert main_window.run_bar.tolerance["atol"].value() == 1e-7

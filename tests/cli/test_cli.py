@@ -73,8 +73,8 @@ def test_json_schema_and_user_prints_kept_off_stdout(write_source):
         "warnings",
         "seconds",
     }
-    assert data["inputs"] == [{"index": 0, "name": "x", "shape": [3], "requires_grad": True}]
-    assert data["outputs"] == [{"index": 0, "shape": [3], "differentiable": True}]
+    assert data["inputs"] == [{"index": 0, "name": "x", "shape": [3], "dtype": "float64", "requires_grad": True}]
+    assert data["outputs"] == [{"index": 0, "shape": [3], "dtype": "float64", "differentiable": True}]
     block = data["blocks"][0]
     assert {"output", "input", "rows", "cols", "max_abs_error", "failing", "worst"} <= set(block)
     assert (block["rows"], block["cols"]) == (3, 3)

@@ -207,3 +207,17 @@ def example_inputs(device, dtype):
 def test_tensors_gradviz_cannot_compare_are_refused_clearly(write_source, forward, backward, inputs, fragment):
     out = gradviz("check", str(write_source(fn_source(forward, backward, inputs))), "--json")
     refused(out, fragment)
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        "torch.randn(3, device=device, dtype=dtype).expand(4, 3).requires_grad_()",
+        "torch.randn(5, device=device, dtype=dtype).as_strided((3, 3), (1, 1)).requires_grad_()",
+    ],
+    ids=["expanded", "overlapping_as_strided"],
+)
+def test_differentiable_inputs_whose_elements_share_memory_are_refused(write_source, inputs):
+    """Moving one element would move several; gradcheck refuses (or gets) them wrong too."""
+    out = gradviz("check", str(write_source(fn_source("return x * 2", "return g * 2", inputs))), "--json")
+    refused(out, "has elements that share memory")

@@ -78,10 +78,69 @@ def test_a_tensor_requiring_grad_inside_a_list_is_refused():
     assert info.value.kind == "example_inputs" and "Input 1 (others)" in info.value.message
 
 
-def test_fixed_tensors_inside_a_list_are_moved_to_the_run_dtype():
+def test_fixed_arguments_pass_through_untouched():
+    """A fixed float32 tensor, a dict holding an index: as example_inputs made them (no casting)."""
     x = inputs((3,))[0]
     fixed = [torch.ones(3, dtype=torch.float32), {"idx": torch.arange(3)}]
     prepared = prepare_inputs((x, fixed), CPU, torch.float64, ["x", "extra"])
-    moved = prepared.args[1]
-    assert moved[0].dtype == torch.float64 and moved[1]["idx"].dtype == torch.int64
-    assert moved[0] is not fixed[0]
+    assert prepared.args[1] is fixed and prepared.args[1][0].dtype == torch.float32
+
+
+class DriftingBackward(Function):
+    """A backward whose factor drifts after its sixth call: not reentrant (gradcheck says so)."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        DriftingBackward.calls += 1
+        (x,) = ctx.saved_tensors
+        return (2.0 if DriftingBackward.calls <= 6 else 2.5) * x * g
+
+
+def test_a_backward_that_drifts_with_its_call_count_fails_as_under_gradcheck():
+    DriftingBackward.calls = 0
+    expected = gradcheck_verdict(DriftingBackward, inputs((4,)))
+    DriftingBackward.calls = 0
+    prepared = prepare_inputs(inputs((4,)), CPU, torch.float64, ["x"])
+    result = check_function(DriftingBackward, prepared, CheckSettings())
+    assert result.passed == expected is False
+    assert any(c.name == "reentrant" and c.failed for c in result.checks)
+
+
+class MaskedRelu(Function):
+    """Returns the mask too, as a bool tensor: gradcheck raises on it (bool subtraction)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        mask = x > 0
+        ctx.save_for_backward(mask)
+        ctx.mark_non_differentiable(mask)
+        return x * mask, mask
+
+    @staticmethod
+    def backward(ctx, g, _g_mask):
+        (mask,) = ctx.saved_tensors
+        return g * mask
+
+
+def test_an_output_gradcheck_cannot_take_is_compared_and_said_so():
+    x = (torch.rand(6, dtype=torch.float64) + 0.1).requires_grad_()
+    with pytest.raises(RuntimeError, match="bool"):
+        gradcheck_verdict(MaskedRelu, (x,))
+    result = check_function(MaskedRelu, prepare_inputs((x,), CPU, torch.float64, ["x"]), CheckSettings())
+    assert result.passed and [b.output for b in result.blocks] == [0]
+    assert any("gradcheck raises on this Function (a bool output)" in n for n in result.notes)
+
+
+def test_a_self_referencing_list_argument_neither_loops_nor_crashes():
+    cfg: list = []
+    cfg.append(cfg)
+    x = inputs((3,))[0]
+    prepared = prepare_inputs((x, cfg), CPU, torch.float64, ["x", "cfg"])
+    assert prepared.args[1] is cfg  # fixed arguments pass through untouched

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from gradviz.core import jacobian as jacobian_module
 from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
 from gradviz.core.jacobian import Progress, analytical_jacobian, numerical_jacobian
@@ -61,7 +62,18 @@ def test_both_jacobians_match_torch(fn):
 
 
 def jacobians_both_ways(fn, args, chunk_bytes=1 << 20):
-    """Analytic and numerical blocks by the batched and the looped path: (a_batched, a_loop, n_batched, n_loop)."""
+    """Analytic and numerical blocks by the batched and the looped path: (a_batched, a_loop, n_batched, n_loop).
+
+    Small Jacobians normally take the loop; here the batched path runs at any size.
+    """
+    small, jacobian_module.SMALL = jacobian_module.SMALL, 0
+    try:
+        return _jacobians_both_ways(fn, args, chunk_bytes)
+    finally:
+        jacobian_module.SMALL = small
+
+
+def _jacobians_both_ways(fn, args, chunk_bytes):
     prepared = prepare_inputs(args, CPU, torch.float64, ["x"] * len(args))
     leaves = [prepared.args[j] for j in prepared.grad_indices]
     call = [a.clone() if isinstance(a, torch.Tensor) else a for a in prepared.args]
@@ -99,8 +111,16 @@ def test_backward_that_cannot_batch_falls_back_to_loop():
 
 
 def test_batched_path_is_used_where_possible():
-    result = run(SinCos, inputs_for(SinCos))
+    g = torch.Generator().manual_seed(1)
+    x, y = (torch.rand(40, generator=g, dtype=torch.float64).requires_grad_() for _ in range(2))
+    result = run(SinCos, (x, 1.5, y))
     assert (result.analytic_path, result.numerical_path) == ("batched", "batched")
+    assert result.passed and not result.warnings
+
+
+def test_small_jacobians_take_gradchecks_plain_calls():
+    result = run(SinCos, inputs_for(SinCos))
+    assert (result.analytic_path, result.numerical_path) == ("loop", "loop")
 
 
 def test_progress_reaches_total_and_cancel_stops_between_chunks():

@@ -215,3 +215,9 @@ def example_inputs(device, dtype):
     assert [t.requires_grad for t in result.inputs] == [True, False, False]
     assert [(b.output, b.input) for b in result.blocks] == [(0, 0)]
     assert result.inputs[2].dtype == "int64"  # integer tensors keep their dtype
+
+
+@pytest.mark.parametrize("value", ["['Square']", "{}", "3"])
+def test_function_constant_that_is_not_a_name_is_a_clear_error(write_source, value):
+    err = run(write_source, SQUARE + f"\nFUNCTION = {value}\n")
+    assert err.kind == "unknown_function" and "FUNCTION must be the name of a Function" in err.message

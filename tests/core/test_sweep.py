@@ -185,3 +185,13 @@ def test_progress_reaches_its_total_and_cancel_stops_the_sweep():
 
     with pytest.raises(Cancelled):
         sweep_function(MatMul, random_inputs((4, 4), (4, 4)), cancel=cancel)
+
+
+def test_plain_calls_only_give_the_same_sweep():
+    """batched=False (a Function that reads .data, or a run that died under vmap): one call per copy."""
+    inputs = random_inputs((3, 4))
+    batched = sweep_function(Tanh, inputs)
+    plain = sweep_function(Tanh, inputs, CheckSettings(batched=False))
+    assert (batched.path, plain.path) == ("batched", "loop")
+    assert plain.verdict == batched.verdict and plain.best_eps == batched.best_eps
+    np.testing.assert_allclose(plain.block(0, 0).errors[:8], batched.block(0, 0).errors[:8], rtol=1e-6)

@@ -1,6 +1,6 @@
-"""A 10^6-element input: each Jacobian would be 10^6 x 10^6 (8 TB), refused before allocating.
+"""A 10^6-element input: each Jacobian would be 10^6 x 10^6 (8 TB), never allocated.
 
-Expected: exit 2, kind size_limit, message "The two Jacobians would take 14.6 TiB".
+Expected: exit 0, message "searched for wrong cells by bisection".
 """
 
 import torch

@@ -134,7 +134,7 @@ def gradcheck_verdict(
 
 
 def analytical_jacobian(fn: type[torch.autograd.Function], args: tuple) -> dict[BlockKey, np.ndarray]:
-    """Blocks from ``torch.autograd.functional.jacobian``, i.e. through the Function's backward."""
+    """Rows of every block through the Function's backward, one one-hot grad_output at a time."""
     positions = grad_positions(args)
     out_indices, differentiable = checked_outputs(fn, args)
     if not differentiable:
@@ -144,22 +144,28 @@ def analytical_jacobian(fn: type[torch.autograd.Function], args: tuple) -> dict[
             for j in positions
         }
 
-    def func(*leaves):
-        full = list(args)
-        for j, leaf in zip(positions, leaves):
-            full[j] = leaf
-        outputs = call_function(fn, *full)
-        return tuple(outputs[i] for i in out_indices)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        jac = torch.autograd.functional.jacobian(func, tuple(args[j] for j in positions))
+    # gradcheck's definition: one backward per row, through the very tensors passed in (so an
+    # input passed twice, or a gradient with another layout, is seen as gradcheck sees it)
+    with torch.enable_grad():
+        outputs = call_function(fn, *args)
+    leaves = [args[j] for j in positions]
     blocks = {}
-    for r, i in enumerate(out_indices):
-        for c, j in enumerate(positions):
-            block = jac[r][c]
-            rows = block.numel() // max(1, args[j].numel()) if args[j].numel() else 0
-            blocks[i, j] = block.detach().reshape(rows, args[j].numel()).to(torch.float64).numpy().copy()
+    for i in out_indices:
+        out = outputs[i]
+        rows = {j: [] for j in positions}
+        for r in range(out.numel()):
+            grad_out = torch.zeros(out.numel(), dtype=out.dtype, device=out.device)
+            grad_out[r] = 1
+            grads = torch.autograd.grad(out, leaves, grad_out.view_as(out), retain_graph=True, allow_unused=True)
+            for j, g in zip(positions, grads):
+                if g is None:
+                    g = torch.zeros_like(args[j])
+                elif g.layout != torch.strided:
+                    g = g.to_dense()
+                rows[j].append(g.detach().reshape(-1).to(torch.float64))
+        for j in positions:
+            stacked = torch.stack(rows[j]) if rows[j] else torch.zeros(0, args[j].numel(), dtype=torch.float64)
+            blocks[i, j] = stacked.numpy().copy()
     return blocks
 
 

@@ -14,7 +14,7 @@ from gradviz.schema.library import builtin_functions, find_builtin
 from gradviz.schema.result_files import read_check_result, write_check_result
 
 
-@pytest.mark.parametrize("name", [e.name for e in builtin_functions()][:6] + ["buggy_linear_transpose"])
+@pytest.mark.parametrize("name", [*[e.name for e in builtin_functions()][:6], "buggy_linear_transpose"])
 def test_write_then_read_gives_the_same_result(tmp_path, name):
     result = check_source(load_file(find_builtin(name)))
     summary = json.loads(json.dumps(write_check_result(result, tmp_path), allow_nan=False))  # through strict JSON

@@ -74,3 +74,43 @@ def test_missing_file_and_unwritable_folder(tmp_path):
 def test_minimal_session_gets_defaults(tmp_path):
     session = load_session(_write(tmp_path, GOOD))
     assert session.code == "x = 1\n" and session.function is None and session.run == {}
+
+
+def test_run_settings_are_the_check_settings_and_the_timeout():
+    """One list of settings: a new CheckSettings field is a valid session setting without an edit here."""
+    from dataclasses import fields
+
+    from gradviz.schema.session import run_setting_types
+    from gradviz.schema.settings import CheckSettings
+
+    types = run_setting_types()
+    assert set(types) == {f.name for f in fields(CheckSettings)} | {"timeout"}
+    assert types["eps"] == (int, float) and types["seed"] == (int,) and types["device"] == (str,)
+    assert types["max_jacobian_bytes"] == (int, type(None)) and types["jacobian_only"] == (bool,)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        {"eps": 1, "atol": 0, "rtol": 1e-2, "seed": 2**40},
+        {"jacobian_only": True, "all_checks": False, "max_jacobian_bytes": None, "timeout": 0},
+        {"chunk_bytes": 2**20, "nondet_tol": 0.0, "dtype": "float32", "device": "cuda:1"},
+    ],
+)
+def test_every_check_setting_is_accepted_by_its_type(tmp_path, run):
+    assert load_session(_write(tmp_path, {**GOOD, "run": run})).run == run
+
+
+@pytest.mark.parametrize(
+    ("run", "expected"),
+    [
+        ({"jacobian_only": 1}, '"jacobian_only" has the wrong type (int)'),
+        ({"max_jacobian_bytes": 1.5}, '"max_jacobian_bytes" has the wrong type (float)'),
+        ({"timeout": 2.5}, '"timeout" has the wrong type (float)'),
+        ({"timeout": None}, '"timeout" has the wrong type (NoneType)'),
+    ],
+)
+def test_run_settings_of_the_wrong_type_are_refused(tmp_path, run, expected):
+    with pytest.raises(SessionError) as info:
+        load_session(_write(tmp_path, {**GOOD, "run": run}))
+    assert expected in info.value.message

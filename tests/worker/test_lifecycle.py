@@ -17,6 +17,7 @@ import time
 import pytest
 
 from gradviz.worker.client import WorkerClient
+from tests.sources import SQUARE
 from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -153,3 +154,76 @@ def example_inputs(device, dtype):
     assert first.ok and second.ok and not second.result["passed"]  # the bug is still caught
     before, after = [line for line in printed.getvalue().splitlines() if line.startswith("(")]
     assert before == after and after.startswith("(True, ")
+
+
+HOG = """
+import torch
+from torch.autograd import Function
+
+class Hog(Function):
+    @staticmethod
+    def forward(ctx, x):
+        kept = []
+        while True:
+            kept.append(torch.ones(16 * 2**20, dtype=torch.uint8))  # 16 MiB more, touched
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+def example_inputs(device, dtype):
+    return (torch.randn(3, device=device, dtype=dtype, requires_grad=True),)
+"""
+
+
+def test_a_run_past_the_memory_limit_is_stopped_with_its_line(write_source):
+    """The worker stops the run itself (the system's OOM killer never has to pick a victim)."""
+    path = write_source(HOG)
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "kept.append" in text)
+    with WorkerClient(output=None, memory_limit_mb=1024) as client:
+        reply = client.request("check", request(path), timeout=120)
+        assert reply.kind == "out_of_memory", reply.error
+        assert f"ran out of memory at line {line}" in reply.error["message"] and "1.0 GiB" in reply.error["message"]
+        assert reply.error["lineno"] == line
+        assert client.request("check", request(write_source(SQUARE, "ok.py"))).ok  # the worker serves on
+
+
+def test_save_dir_is_relative_to_where_the_cli_started_whatever_the_code_does(write_source, tmp_path):
+    source = write_source(HOG.replace("class Hog", "import os\nos.chdir('/')\n\nclass Hog").replace(
+        "        kept = []\n        while True:\n            kept.append(torch.ones(16 * 2**20, dtype=torch.uint8))  # 16 MiB more, touched\n        return x",
+        "        return x * 1.0",
+    ))
+    out = subprocess.run(
+        [sys.executable, "-m", "gradviz", "check", str(source), "--save", "arrays"],
+        cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "arrays" / "analytic_o0_i0.npy").is_file()
+
+
+HIDDEN_DATA = """
+import torch
+
+class Sq(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * getattr(g, "da" + "ta")  # the data attribute, out of sight of a scan of the source
+
+def example_inputs(device, dtype):
+    return (torch.randn(40, device=device, dtype=dtype, requires_grad=True),)
+"""
+
+
+def test_a_run_that_dies_inside_vmap_is_run_again_with_plain_calls(write_source):
+    """Legacy vmap and .data crash the process: gradviz's path, not the user's bug."""
+    with WorkerClient(output=None) as client:
+        reply = client.request("check", request(write_source(HIDDEN_DATA)), timeout=120)
+    assert reply.ok and reply.result["passed"], reply.error
+    assert any("died inside a batched (vmap) call" in n for n in reply.result["notes"])

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app.figures import save_png
+from gradviz.schema.units import format_bytes
 
 KINDS = {  # kind: (symbol, size in px, fill, legend words)
     "custom": ("s", 28, "#e8710a", "your Function"),
@@ -74,14 +75,6 @@ FLAG_NOTES = {
 }
 EMPTY_TEXT = "No graph yet: run a check to see the backward graph."
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
-
-
-def format_bytes(n: int | float) -> str:
-    """Bytes in the biggest binary unit that keeps them at least 1: 1.9 KiB, 768 B."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n:,.0f} B"
 
 
 def format_shape(shape: list | tuple | None) -> str:

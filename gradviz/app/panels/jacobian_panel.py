@@ -2,8 +2,9 @@
 
 One colour bar drives analytic and numerical, so equal colours mean equal values; the error
 map has its own. Hovering any image highlights the same cell in all three and prints where the
-cell comes from. The panel renders a ``CheckView``: all it computes is display prep (float32
-copies, levels), made once per block so switching blocks stays fast on 2000x2000 Jacobians.
+cell comes from. The panel renders a ``CheckResult``; its display prep (float32 copies, levels,
+pooled overviews) comes from ``gradviz.app.display``, made once per block so switching blocks
+stays fast on 2000x2000 Jacobians.
 """
 
 from __future__ import annotations
@@ -26,95 +27,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.display import BlockDisplay, first_block_index
 from gradviz.app.figures import save_png
-from gradviz.app.results import BlockView, CheckView
+from gradviz.schema.report import cell_readout
+from gradviz.schema.results import BlockComparison, CheckResult
 
 TITLES = ("Analytic (backward)", "Numerical (finite diff.)", "Error |A − N|")
 VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
 ERROR_MAP = "viridis"  # sequential: an error only grows
-LOG_FLOOR = 1e-12  # log scale clips errors below this
-OVERVIEW = 512  # a bigger block is first shown pooled to this many pixels across
-OUTLINE_LIMIT = 2000  # outline failing cells one by one up to this many; the tint always shows
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
 EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 FAIL_RGB = (230, 20, 60)
 INK = "#222"
-
-
-def pool(a: np.ndarray, factor: int, *, mean: bool) -> np.ndarray:
-    """factor x factor cells into one pixel: the mean for values, the max for errors and failures,
-    so one failing cell in a million still shows in the overview."""
-    rows, cols = np.arange(0, a.shape[0], factor), np.arange(0, a.shape[1], factor)
-    ufunc = np.add if mean else np.maximum
-    out = ufunc.reduceat(ufunc.reduceat(a, rows, axis=0), cols, axis=1).astype(np.float32)
-    if mean:
-        out /= np.outer(np.diff(rows, append=a.shape[0]), np.diff(cols, append=a.shape[1]))
-    return np.ascontiguousarray(out)
-
-
-class _Display:
-    """One block made ready to draw: explicit levels, and float32 images at full resolution or,
-    for a big block, pooled to about screen size. Each image is made on first use and kept, so
-    switching back to a block or zooming again costs no recomputation."""
-
-    def __init__(self, block: BlockView, atol: float) -> None:
-        self.block = block
-        # symmetric over both, so zero is the neutral colour and equal colours are equal values
-        top = max(_max_abs_finite(block.analytic), _max_abs_finite(block.numerical))
-        self.value_levels = (-top, top) if top > 0 else (-1.0, 1.0)
-        finite = np.isfinite(block.error)
-        # at least atol, so round-off in a passing block stays dark instead of filling the scale
-        self.error_top = max(float(np.max(block.error, where=finite, initial=0.0)), atol, LOG_FLOOR)
-        smallest = float(np.min(block.error, where=finite & (block.error > 0), initial=np.inf))
-        low = np.log10(min(max(smallest, LOG_FLOOR), self.error_top))
-        self.log_levels = (low, max(np.log10(self.error_top), low + 1.0))
-        self.factor = max(1, math.ceil(max(block.shape) / OVERVIEW))
-        self.outline = None  # (cols, rows) of the failing cells, when few enough to draw one by one
-        if 0 < block.n_failing <= OUTLINE_LIMIT:
-            rows, cols = np.nonzero(block.failing)
-            self.outline = (cols, rows)
-        self._images: dict[tuple[str, bool], np.ndarray] = {}
-
-    def image(self, kind: str, full: bool) -> np.ndarray:
-        """``kind``: analytic, numerical, error, log_error or failing (a 0/1 mask)."""
-        key = (kind, full or self.factor == 1)
-        if key not in self._images:
-            self._images[key] = self._make(kind, key[1])
-        return self._images[key]
-
-    def _make(self, kind: str, full: bool) -> np.ndarray:
-        if kind == "log_error":  # log10 commutes with the max pooling: log the pooled error
-            return np.log10(np.maximum(self.image("error", full), np.float32(10.0 ** self.log_levels[0])))
-        if kind == "error":  # non-finite (inf) shows as the top colour
-            source = np.where(np.isfinite(self.block.error), self.block.error, self.error_top)
-        else:
-            source = getattr(self.block, kind)
-        if full:
-            return np.ascontiguousarray(source, dtype=np.float32)
-        return pool(source, self.factor, mean=kind in ("analytic", "numerical"))
-
-
-def first_block_index(view: CheckView) -> int:
-    """The block shown first: the first failing one, else the first."""
-    return next((k for k, b in enumerate(view.blocks) if not b.passed), 0)
-
-
-def prepare_displays(view: CheckView) -> dict[int, _Display]:
-    """Display prep of the block shown first, with its overview images made: safe to run on a
-    worker thread (numpy releases the GIL), so a 2000x2000 result reaches the screen without
-    a long pause in the event loop."""
-    if not view.blocks:
-        return {}
-    index = first_block_index(view)
-    display = _Display(view.blocks[index], view.tolerance["atol"])
-    for kind in ("analytic", "numerical", "error", "failing"):
-        display.image(kind, False)
-    return {index: display}
-
-
-def _max_abs_finite(a: np.ndarray) -> float:
-    return float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))
 
 
 class _IndexAxis(pg.AxisItem):
@@ -157,17 +82,12 @@ class _CellFrame(pg.GraphicsObject):
             painter.drawRect(self._rect)
 
 
-def _let_shrink(label: pg.LabelItem) -> None:
-    """A LabelItem insists on its text's width as its minimum on every resize; drop that."""
-    measure = label.updateMin
-
-    def update_min() -> None:
-        measure()
-        label.setMinimumWidth(0)
-        label._sizeHint[Qt.SizeHint.MinimumSize] = (0, label._sizeHint[Qt.SizeHint.MinimumSize][1])
-
-    label.updateMin = update_min
-    update_min()
+def _let_title_shrink(plot: pg.PlotItem) -> None:
+    """A LabelItem makes its text's width its minimum on every resize. A maximum width of 0 wins
+    over that (Qt ranks the maximum first), and centred in its cell the text stays over the plot:
+    a narrow window clips a title, not the third plot."""
+    plot.titleLabel.setMaximumWidth(0)
+    plot.layout.setAlignment(plot.titleLabel, Qt.AlignmentFlag.AlignHCenter)
 
 
 def _style_axis(axis: pg.AxisItem, font: QFont) -> None:
@@ -180,15 +100,15 @@ def _style_axis(axis: pg.AxisItem, font: QFont) -> None:
 class JacobianPanel(QWidget):
     """Analytic | numerical | error heatmaps of one block, linked for zoom, pan and hover."""
 
-    block_changed = Signal(int)  # index into view.blocks
+    block_changed = Signal(int)  # index into result.blocks
     cellHovered = Signal(int, int)  # (row, col)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._view: CheckView | None = None
+        self._result: CheckResult | None = None
         self._index = 0
         self._cell: tuple[int, int] | None = None
-        self._displays: dict[int, _Display] = {}
+        self._displays: dict[int, BlockDisplay] = {}
         self._redraw_ms = 0.0
         self._full_res: bool | None = None  # the resolution the images were last drawn at
         self._zoom_guard = False
@@ -262,7 +182,7 @@ class JacobianPanel(QWidget):
                 axisItems={"bottom": _IndexAxis("bottom"), "left": _IndexAxis("left")},
             )
             plot.setTitle(title, size="14pt", color=INK, bold=True)
-            _let_shrink(plot.titleLabel)  # a narrow window clips a title, not the third plot
+            _let_title_shrink(plot)
             plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
             plot_row.layout.setColumnStretchFactor(column, 1)
             plot.setLabel("bottom", "input element (col)", color=INK, **{"font-size": "12pt"})
@@ -313,35 +233,35 @@ class JacobianPanel(QWidget):
 
     # public API -------------------------------------------------------------------------------
 
-    def set_result(self, view: CheckView | None, prepared: dict[int, _Display] | None = None) -> None:
+    def set_result(self, result: CheckResult | None, prepared: dict[int, BlockDisplay] | None = None) -> None:
         """Show a finished check (its first failing block); None clears the panel.
 
-        ``prepared``: display prep made off the GUI thread by ``prepare_displays``.
+        ``prepared``: display prep made off the GUI thread by ``display.prepare_displays``.
         """
-        self._view = view
+        self._result = result
         self._displays.clear()
         self._displays.update(prepared or {})
         self._cell = None
         self.block_selector.blockSignals(True)
         self.block_selector.clear()
-        if view is not None:
-            for block in view.blocks:
+        if result is not None:
+            for block in result.blocks:
                 mark = "✓" if block.passed else f"✗ {block.n_failing:,} failing"
-                self.block_selector.addItem(f"{view.block_title(block)}   {mark}")
+                self.block_selector.addItem(f"{result.block_title(block)}   {mark}")
         self.block_selector.blockSignals(False)
-        self.block_selector.setVisible(view is not None and len(view.blocks) > 1)
-        if view is None or not view.blocks:
+        self.block_selector.setVisible(result is not None and len(result.blocks) > 1)
+        if result is None or not result.blocks:
             self._clear()
             return
-        self.set_block(first_block_index(view))
+        self.set_block(first_block_index(result))
 
     def set_block(self, index: int) -> None:
         """Show block ``index`` of the current result, keeping the highlighted cell if it fits."""
-        if self._view is None or not 0 <= index < len(self._view.blocks):
+        if self._result is None or not 0 <= index < len(self._result.blocks):
             return
         start = time.perf_counter()
         self._index = index
-        block = self._view.blocks[index]
+        block = self._result.blocks[index]
         display = self._display()
         self.block_selector.blockSignals(True)
         self.block_selector.setCurrentIndex(index)
@@ -371,9 +291,9 @@ class JacobianPanel(QWidget):
         self._redraw_ms = (time.perf_counter() - start) * 1000
         self.block_changed.emit(index)
 
-    def current_block(self) -> BlockView | None:
+    def current_block(self) -> BlockComparison | None:
         """The block on screen (the banner shows its hints)."""
-        return self._view.blocks[self._index] if self._view and self._view.blocks else None
+        return self._result.blocks[self._index] if self._result and self._result.blocks else None
 
     def hover_cell(self, row: int, col: int) -> None:
         """Highlight a cell in all three plots and read it out, as the mouse does."""
@@ -423,22 +343,17 @@ class JacobianPanel(QWidget):
         self.worst_button.setToolTip("")
         self.readout.setText(EMPTY_TEXT)
 
-    def _display(self) -> _Display:
+    def _display(self) -> BlockDisplay:
         """The current block's display prep, made on its first visit."""
         if self._index not in self._displays:
-            block = self._view.blocks[self._index]
-            self._displays[self._index] = _Display(block, self._view.tolerance["atol"])
+            block = self._result.blocks[self._index]
+            self._displays[self._index] = BlockDisplay(block, self._result.settings.atol)
         return self._displays[self._index]
 
-    def _wants_full_res(self, display: _Display) -> bool:
-        """The pooled overview is enough while it has a sample per screen pixel of the view."""
-        if display.factor == 1:
-            return True
+    def _wants_full_res(self, display: BlockDisplay) -> bool:
         box = self.plot_items[0].getViewBox()
         (x0, x1), (y0, y1) = box.viewRange()
-        rows, cols = display.block.shape
-        seen_cols, seen_rows = min(x1 - x0, cols) / display.factor, min(y1 - y0, rows) / display.factor
-        return seen_cols < 0.75 * box.width() or seen_rows < 0.75 * box.height()
+        return display.wants_full_res((x1 - x0, y1 - y0), (box.width(), box.height()))
 
     def _draw_images(self) -> None:
         """Hand the four images to pyqtgraph at the resolution the zoom needs; levels stay explicit."""
@@ -447,9 +362,7 @@ class JacobianPanel(QWidget):
         if full == self._full_res:
             return
         self._full_res = full
-        rows, cols = display.block.shape
-        f = 1 if full else display.factor
-        cells = QRectF(-0.5, -0.5, math.ceil(cols / f) * f, math.ceil(rows / f) * f)  # cell (r, c) on (c, r)
+        cells = QRectF(-0.5, -0.5, *display.extent(full))  # cell (r, c) centred on (c, r)
         self.analytic_image.setImage(display.image("analytic", full), autoLevels=False, rect=cells)
         self.numerical_image.setImage(display.image("numerical", full), autoLevels=False, rect=cells)
         self.value_bar.setLevels(display.value_levels)
@@ -478,13 +391,13 @@ class JacobianPanel(QWidget):
             if cell is not None:
                 rect.set_cell(*cell)
         block = self.current_block()
-        if cell is not None and self._view is not None and block is not None:
-            self.readout.setText(self._view.readout(block, *cell))
+        if cell is not None and self._result is not None and block is not None:
+            self.readout.setText(cell_readout(self._result, block, *cell))
 
-    def _worst_tip(self, block: BlockView) -> str:
-        if block.worst is None or self._view is None:
+    def _worst_tip(self, block: BlockComparison) -> str:
+        if block.worst is None or self._result is None:
             return ""
-        where = self._view.cell_label(block, *block.worst)
+        where = self._result.cell_label(block, *block.worst)
         verdict = "fails" if not block.passed else "within tolerance"
         return f"Largest |err|: {where} ({block.max_abs_error:.2g}, {verdict})"
 

@@ -3,16 +3,17 @@
 The worker's "memory" request measures; this panel only draws the answer: two bars (the fused
 one stacked with the bytes its Function keeps as ``ctx`` attributes), a headline with the saving
 and whether it matches the formula, the sweep over layers and batch sizes, and on CUDA the peak
-and end-of-forward memory. All it computes is display prep: bytes divided into one unit.
+and end-of-forward memory. Its display prep (one byte unit, the texts, the sweep's curves) comes from
+``gradviz.app.memory_display``; its controls show a ``MemorySettings`` state (the defaults are
+``schema.settings.MemoryOptions``').
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSizeF, Qt, Signal
+from PySide6.QtCore import QSignalBlocker, QSizeF, Qt, Signal
 from PySide6.QtGui import QFont, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -32,56 +33,30 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app.figures import save_png
+from gradviz.app.memory_display import (
+    FAIL_COLOUR,
+    VARIANTS,
+    bar_top,
+    checks_html,
+    choose_unit,
+    format_in,
+    headline,
+    measured_points,
+    sweep_curves,
+)
+from gradviz.app.state import MemorySettings
+from gradviz.schema.settings import DTYPES
+from gradviz.schema.units import UNITS, format_bytes
 
-VARIANTS = ("unfused", "fused")
 BAR_LABELS = {"unfused": "unfused\nConv2d+BatchNorm2d", "fused": "fused\nFunction"}
-UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3))
-DTYPES = ("float32", "float64")
-DEFAULTS = {"layers": 3, "shape": [8, 3, 32, 32], "out_channels": 16, "kernel": 3, "dtype": "float32"}
 UNFUSED_COLOUR = "#4c72b0"
 FUSED_COLOUR = "#dd8452"
 CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
 BATCH_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
-PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
 INK = "#222"
 EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
 CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
 BAR_WIDTH = 0.6
-
-
-def choose_unit(largest: float) -> tuple[str, int]:
-    """The biggest binary unit in which ``largest`` bytes is still at least 1."""
-    name, size = UNITS[0]
-    for name_, size_ in UNITS:
-        if largest >= size_:
-            name, size = name_, size_
-    return name, size
-
-
-def format_in(n: float, unit: tuple[str, int]) -> str:
-    """Bytes in the given unit, about three significant figures: 1.15 MiB, 17.1 MiB, 384 B."""
-    name, size = unit
-    if size == 1:
-        return f"{n:,.0f} B"
-    v = n / size
-    decimals = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
-    return f"{v:,.{decimals}f} {name}"
-
-
-def format_bytes(n: float) -> str:
-    """Bytes in the unit that suits them."""
-    return format_in(n, choose_unit(abs(n)))
-
-
-def _mark(ok: bool) -> str:
-    colour = PASS_COLOUR if ok else FAIL_COLOUR
-    return f'<span style="color:{colour}; font-weight:bold">{"✓" if ok else "✗"}</span>'
-
-
-def _dtype_of(study: dict) -> str:
-    """ ", float32" from the first saved tensor, or "" when there is none."""
-    tensors = study["variants"]["unfused"].get("tensors") or [{}]
-    return f", {tensors[0]['dtype']}" if "dtype" in tensors[0] else ""
 
 
 def _style_plot(plot: pg.PlotItem, title: str, font: QFont) -> None:
@@ -100,10 +75,9 @@ def _style_plot(plot: pg.PlotItem, title: str, font: QFont) -> None:
     plot.showGrid(y=True, alpha=0.2)
 
 
-def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
+def _spin(low: int, high: int, tip: str) -> QSpinBox:
     box = QSpinBox()
     box.setRange(low, high)
-    box.setValue(value)
     box.setToolTip(tip)
     return box
 
@@ -113,8 +87,9 @@ class MemoryPanel(QWidget):
 
     measure_requested = Signal(dict)  # options for the worker's "memory" request
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, options: MemorySettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.state = options if options is not None else MemorySettings(parent=self)
         self._payload: dict[str, Any] | None = None
         self._unit: tuple[str, int] = UNITS[0]
         self._build_controls()
@@ -124,26 +99,26 @@ class MemoryPanel(QWidget):
         layout.setContentsMargins(6, 4, 6, 4)
         layout.addLayout(self._controls)
         layout.addWidget(self.stack, 1)
+        self._connect_state()
         self.measure_button.clicked.connect(self._on_measure_clicked)
         self.set_result(None)
 
     # building ---------------------------------------------------------------------------------
 
     def _build_controls(self) -> None:
-        self.layers_spin = _spin(1, 8, DEFAULTS["layers"], "Conv2d + BatchNorm2d pairs in the stack")
-        n, c, h, w = DEFAULTS["shape"]
-        self.batch_spin = _spin(1, 1024, n, "N: batch size")
-        self.channels_spin = _spin(1, 256, c, "C: input channels")
-        self.height_spin = _spin(1, 1024, h, "H: input height")
-        self.width_spin = _spin(1, 1024, w, "W: input width")
+        self.layers_spin = _spin(1, 8, "Conv2d + BatchNorm2d pairs in the stack")
+        self.batch_spin = _spin(1, 1024, "N: batch size")
+        self.channels_spin = _spin(1, 256, "C: input channels")
+        self.height_spin = _spin(1, 1024, "H: input height")
+        self.width_spin = _spin(1, 1024, "W: input width")
         self.shape_spins = (self.batch_spin, self.channels_spin, self.height_spin, self.width_spin)
         for box, prefix in zip(self.shape_spins, "NCHW"):
             box.setPrefix(f"{prefix} ")
-        self.out_channels_spin = _spin(1, 1024, DEFAULTS["out_channels"], "Output channels of every conv")
-        self.kernel_spin = _spin(1, 15, DEFAULTS["kernel"], "Kernel size (k x k, stride 1, no padding)")
+        self.out_channels_spin = _spin(1, 1024, "Output channels of every conv")
+        self.kernel_spin = _spin(1, 15, "Kernel size (k x k, stride 1, no padding)")
+        self.count_spins = {"layers": self.layers_spin, "out_channels": self.out_channels_spin, "kernel": self.kernel_spin}
         self.dtype_combo = QComboBox()
-        self.dtype_combo.addItems(DTYPES)
-        self.dtype_combo.setCurrentText(DEFAULTS["dtype"])
+        self.dtype_combo.addItems(sorted(DTYPES))  # float32 first: the study's default
         self.device_combo = QComboBox()
         self.device_combo.setToolTip("Where to measure; peak memory is measured on CUDA")
         self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -325,39 +300,14 @@ class MemoryPanel(QWidget):
 
     def options(self) -> dict:
         """The options the controls show, as the worker's "memory" request takes them."""
-        return {
-            "layers": self.layers_spin.value(),
-            "shape": [box.value() for box in self.shape_spins],
-            "out_channels": self.out_channels_spin.value(),
-            "kernel": self.kernel_spin.value(),
-            "device": self.device_combo.currentText(),
-            "dtype": self.dtype_combo.currentText(),
-        }
-
-    def set_options(self, options: dict) -> None:
-        """Show these options in the controls (a session being opened); unknown keys are ignored."""
-        spins = {"layers": self.layers_spin, "out_channels": self.out_channels_spin, "kernel": self.kernel_spin}
-        for key, spin in spins.items():
-            if isinstance(options.get(key), int):
-                spin.setValue(options[key])
-        shape = options.get("shape")
-        if isinstance(shape, list) and len(shape) == 4 and all(isinstance(v, int) for v in shape):
-            for box, value in zip(self.shape_spins, shape):
-                box.setValue(value)
-        if options.get("dtype") in DTYPES:
-            self.dtype_combo.setCurrentText(options["dtype"])
-        if isinstance(options.get("device"), str) and self.device_combo.findText(options["device"]) >= 0:
-            self.device_combo.setCurrentText(options["device"])
+        return self.state.to_dict()
 
     def set_devices(self, names: list[str]) -> None:
         """Offer these devices, keeping the current one if it is still there."""
-        current = self.device_combo.currentText()
-        self.device_combo.blockSignals(True)
-        self.device_combo.clear()
-        self.device_combo.addItems(list(names))
-        if current in names:
-            self.device_combo.setCurrentText(current)
-        self.device_combo.blockSignals(False)
+        with QSignalBlocker(self.device_combo):
+            self.device_combo.clear()
+            self.device_combo.addItems(list(names))
+        self._on_device_changed()
 
     def set_result(self, payload: dict | None) -> None:
         """Draw a memory payload ({"study", "sweep"}); None clears the panel."""
@@ -367,7 +317,7 @@ class MemoryPanel(QWidget):
             self._show_message(EMPTY_TEXT, error=False)
             return
         study, sweep = payload["study"], payload.get("sweep") or []
-        self._unit = choose_unit(self._bar_top(study))
+        self._unit = choose_unit(bar_top(study))
         self._draw_bars(study)
         self._draw_headline(study)
         self._draw_peaks(study)
@@ -404,12 +354,6 @@ class MemoryPanel(QWidget):
 
     # drawing ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _bar_top(study: dict) -> int:
-        """The taller bar, in bytes: it picks the unit of both plots and the headline."""
-        unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
-        return max(unfused["saved_bytes"], fused["saved_bytes"] + fused.get("ctx_attribute_bytes", 0))
-
     def _draw_bars(self, study: dict) -> None:
         name, size = self._unit
         unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
@@ -417,7 +361,7 @@ class MemoryPanel(QWidget):
         self.bar_items["unfused"].setOpts(height=[unfused["saved_bytes"] / size])
         self.bar_items["fused"].setOpts(height=[fused["saved_bytes"] / size])
         self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
-        top = self._bar_top(study) / size
+        top = bar_top(study) / size
         self.bar_plot.getPlotItem().setYRange(0, top * 1.3 if top > 0 else 1, padding=0)
         self.bar_plot.getPlotItem().setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
         self.bar_texts["unfused"].setText(
@@ -433,20 +377,8 @@ class MemoryPanel(QWidget):
             text.show()
 
     def _draw_headline(self, study: dict) -> None:
-        unfused = study["variants"]["unfused"]["saved_bytes"]
-        difference, formula = study["saved_difference_bytes"], study["formula_bytes"]
-        percent = 100.0 * difference / unfused if unfused else 0.0
-        verb = "saves" if difference >= 0 else "costs"
-        self.headline.setText(f"fused {verb} {format_in(abs(difference), self._unit)} ({abs(percent):.1f} %)")
-        agrees = difference == formula
-        n, c, h, w = study["shape"]
-        self.checks_label.setText(
-            f"difference = formula {_mark(agrees)} &nbsp;({difference:,} B measured, {formula:,} B by formula)"
-            f" &nbsp;&nbsp; outputs match {_mark(bool(study['outputs_match']))}"
-            f" &nbsp; gradients match {_mark(bool(study['grads_match']))}<br>"
-            f'<span style="color:#555; font-size:12pt">{study["layers"]} layers, input {n}x{c}x{h}x{w}'
-            f"{_dtype_of(study)} on {study['device']}</span>"
-        )
+        self.headline.setText(headline(study, self._unit))
+        self.checks_label.setText(checks_html(study))
 
     def _draw_peaks(self, study: dict) -> None:
         variants = study["variants"]
@@ -472,35 +404,26 @@ class MemoryPanel(QWidget):
         name, size = self._unit
         batches = sorted({row["batch"] for row in sweep})
         colours = {batch: BATCH_COLOURS[k % len(BATCH_COLOURS)] for k, batch in enumerate(batches)}
-        # variant by variant, so the three-column legend reads as a table: unfused above fused
-        for variant, style, symbol in (
-            ("unfused", Qt.PenStyle.SolidLine, "o"),
-            ("fused", Qt.PenStyle.DashLine, "t"),
-        ):
-            for batch in batches:
-                rows = sorted((r for r in sweep if r["batch"] == batch), key=lambda r: r["layers"])
-                x = np.array([r["layers"] for r in rows], dtype=float)
-                y = np.array([r[f"{variant}_saved_bytes"] for r in rows], dtype=float) / size
-                curve = plot.plot(
-                    x,
-                    y,
-                    pen=pg.mkPen(colours[batch], width=3, style=style),
-                    symbol=symbol,
-                    symbolSize=8,
-                    symbolBrush=colours[batch],
-                    symbolPen=None,
-                )
-                self.sweep_curves[(variant, batch)] = curve
-                self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
+        styles = {"unfused": (Qt.PenStyle.SolidLine, "o"), "fused": (Qt.PenStyle.DashLine, "t")}
+        for (variant, batch), (x, y) in sweep_curves(sweep, size).items():  # unfused first: the legend's rows
+            style, symbol = styles[variant]
+            curve = plot.plot(
+                x,
+                y,
+                pen=pg.mkPen(colours[batch], width=3, style=style),
+                symbol=symbol,
+                symbolSize=8,
+                symbolBrush=colours[batch],
+                symbolPen=None,
+            )
+            self.sweep_curves[(variant, batch)] = curve
+            self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
         plot.setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
         self.measured_line.setPos(study["layers"])
         self.measured_line.show()
-        here = [r for r in sweep if r["layers"] == study["layers"] and r["batch"] == study["shape"][0]]
-        self.measured_points.setData(
-            x=[study["layers"]] * 2 * len(here),
-            y=[r[f"{v}_saved_bytes"] / size for r in here for v in VARIANTS],
-        )
-        if here:
+        x, y = measured_points(study, sweep, size)
+        self.measured_points.setData(x=x, y=y)
+        if x:
             self.sweep_legend.addItem(self.measured_points, "the bars")
         self._pin_legend_size()
         plot.setXRange(0.7, 8.3, padding=0)
@@ -542,6 +465,60 @@ class MemoryPanel(QWidget):
         self.message.setText(text)
         self.message.setStyleSheet(f"color: {FAIL_COLOUR if error else '#555'}")
         self.stack.setCurrentWidget(self.message)
+
+    # state <-> controls -------------------------------------------------------------------------
+
+    def _connect_state(self) -> None:
+        state = self.state
+        for name, spin in self.count_spins.items():
+            getattr(state, f"{name}_changed").connect(lambda _value, name=name: self._on_count_changed(name))
+            spin.valueChanged.connect(lambda value, name=name: state.set(name, value))
+        state.shape_changed.connect(self._on_shape_changed)
+        for box in self.shape_spins:
+            box.valueChanged.connect(self._on_shape_edited)
+        state.dtype_changed.connect(self._on_dtype_changed)
+        self.dtype_combo.currentTextChanged.connect(lambda text: setattr(state, "dtype", text))
+        state.device_changed.connect(self._on_device_changed)
+        self.device_combo.currentTextChanged.connect(lambda text: setattr(state, "device", text))
+        for name in self.count_spins:
+            self._on_count_changed(name)
+        self._on_shape_changed()
+        self._on_dtype_changed()
+        self._on_device_changed()
+
+    # A control that cannot show a value (out of its range, a device not offered) shows the
+    # nearest it can and writes that back: what is measured is what the panel shows.
+
+    def _on_count_changed(self, name: str) -> None:
+        spin, value = self.count_spins[name], self.state.get(name)
+        with QSignalBlocker(spin):
+            spin.setValue(min(max(value, spin.minimum()), spin.maximum()))
+        if spin.value() != value:
+            self.state.set(name, spin.value())
+
+    def _on_shape_changed(self, *_args) -> None:
+        for box, value in zip(self.shape_spins, self.state.shape):
+            with QSignalBlocker(box):
+                box.setValue(min(max(value, box.minimum()), box.maximum()))
+        if self._shown_shape() != self.state.shape:
+            self.state.shape = self._shown_shape()
+
+    def _on_shape_edited(self, _value: int) -> None:
+        self.state.shape = self._shown_shape()
+
+    def _shown_shape(self) -> tuple[int, int, int, int]:
+        return tuple(box.value() for box in self.shape_spins)
+
+    def _on_dtype_changed(self, *_args) -> None:
+        with QSignalBlocker(self.dtype_combo):
+            self.dtype_combo.setCurrentText(self.state.dtype)
+
+    def _on_device_changed(self, *_args) -> None:
+        combo = self.device_combo
+        with QSignalBlocker(combo):
+            combo.setCurrentIndex(max(combo.findText(self.state.device), 0))
+        if combo.count() and combo.currentText() != self.state.device:
+            self.state.device = combo.currentText()
 
     def _on_measure_clicked(self) -> None:
         self.measure_requested.emit(self.options())

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app.state import RunSettings
+from gradviz.schema.settings import DTYPES
 
 TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
 
@@ -53,6 +54,16 @@ class ScientificSpinBox(QDoubleSpinBox):
         self.setValue(min(self.maximum(), max(self.minimum(), value * 10.0**steps)))
 
 
+def _show_number(box: QSpinBox | QDoubleSpinBox, settings: RunSettings, name: str) -> None:
+    """Show a setting in a spin box, clamped to its range; a clamped value is written back."""
+    value = settings.get(name)
+    shown = min(max(value, box.minimum()), box.maximum())
+    with QSignalBlocker(box):
+        box.setValue(shown)
+    if shown != value:
+        settings.set(name, box.value())
+
+
 class RunBar(QWidget):
     run_requested = Signal()
     cancel_requested = Signal()
@@ -67,7 +78,7 @@ class RunBar(QWidget):
         self.device = QComboBox()
         self.device.setToolTip("Where forward and backward run")
         self.dtype = QComboBox()
-        self.dtype.addItems(["float64", "float32"])
+        self.dtype.addItems(list(DTYPES))
         self.dtype.setToolTip("float64 is what gradcheck advises: finite differences need the digits")
         self.tolerance = {name: ScientificSpinBox(*bounds) for name, bounds in TOLERANCES.items()}
         self.tolerance["eps"].setToolTip("finite-difference step")
@@ -111,14 +122,19 @@ class RunBar(QWidget):
         layout.addWidget(self.time_left)
 
         self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
+        settings.device_changed.connect(self._on_device_changed)
+        settings.dtype_changed.connect(self._on_dtype_changed)
+        for name in TOLERANCES:
+            getattr(settings, f"{name}_changed").connect(lambda _value, name=name: self._on_tolerance_changed(name))
+        settings.seed_changed.connect(self._on_seed_changed)
+        settings.timeout_changed.connect(self._on_timeout_changed)
         self._show_settings()
-        settings.changed.connect(self._on_setting_changed)
-        self.device.currentIndexChanged.connect(lambda _: settings.set("device", self.device.currentData()))
-        self.dtype.currentTextChanged.connect(lambda text: settings.set("dtype", text))
+        self.device.currentIndexChanged.connect(lambda _: setattr(settings, "device", self.device.currentData()))
+        self.dtype.currentTextChanged.connect(lambda text: setattr(settings, "dtype", text))
         for name, box in self.tolerance.items():
             box.valueChanged.connect(lambda value, name=name: settings.set(name, value))
-        self.seed.valueChanged.connect(lambda value: settings.set("seed", value))
-        self.timeout.valueChanged.connect(lambda value: settings.set("timeout", value))
+        self.seed.valueChanged.connect(lambda value: setattr(settings, "seed", value))
+        self.timeout.valueChanged.connect(lambda value: setattr(settings, "timeout", value))
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
 
@@ -134,28 +150,37 @@ class RunBar(QWidget):
                     item.setEnabled(False)
                     item.setToolTip(d["reason"])
                     self.device.setItemData(k, f"{d['label']}: {d['reason']}", Qt.ItemDataRole.ToolTipRole)
-        self._show_settings()
+        self._on_device_changed()
 
     def _show_settings(self) -> None:
-        for name in ("device", "dtype", "eps", "atol", "rtol", "seed", "timeout"):
-            self._on_setting_changed(name)
+        self._on_device_changed()
+        self._on_dtype_changed()
+        for name in TOLERANCES:
+            self._on_tolerance_changed(name)
+        self._on_seed_changed()
+        self._on_timeout_changed()
 
-    def _on_setting_changed(self, name: str) -> None:
-        value = self.settings.get(name)
-        if name == "device":
-            with QSignalBlocker(self.device):
-                index = self.device.findData(value)
-                self.device.setCurrentIndex(max(index, 0))
-        elif name == "dtype":
-            with QSignalBlocker(self.dtype):
-                self.dtype.setCurrentText(value)
-        elif name in self.tolerance:
-            with QSignalBlocker(self.tolerance[name]):
-                self.tolerance[name].setValue(value)
-        elif name in ("seed", "timeout"):
-            box = getattr(self, name)
-            with QSignalBlocker(box):
-                box.setValue(value)
+    # A widget that cannot show a value (a device not offered, a number out of its range) shows
+    # the nearest it can and writes that back, so what runs is what the run bar shows.
+
+    def _on_device_changed(self, *_args) -> None:
+        with QSignalBlocker(self.device):
+            self.device.setCurrentIndex(max(self.device.findData(self.settings.device), 0))
+        if self.device.count() and self.device.currentData() != self.settings.device:
+            self.settings.device = self.device.currentData()
+
+    def _on_dtype_changed(self, *_args) -> None:
+        with QSignalBlocker(self.dtype):
+            self.dtype.setCurrentText(self.settings.dtype)
+
+    def _on_tolerance_changed(self, name: str) -> None:
+        _show_number(self.tolerance[name], self.settings, name)
+
+    def _on_seed_changed(self, *_args) -> None:
+        _show_number(self.seed, self.settings, "seed")
+
+    def _on_timeout_changed(self, *_args) -> None:
+        _show_number(self.timeout, self.settings, "timeout")
 
     # --- run state -----------------------------------------------------------------------
     def set_running(self, running: bool, message: str = "") -> None:

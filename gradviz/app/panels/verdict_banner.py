@@ -7,7 +7,8 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from gradviz.app.results import BlockView, CheckView
+from gradviz.schema.report import verdict_line
+from gradviz.schema.results import PASSED, BlockComparison, CheckResult
 
 STYLES = {
     "passed": "background:#e6f4ea; color:#0d5223; border:1px solid #9ad0a8;",
@@ -47,27 +48,21 @@ class VerdictBanner(QWidget):
         self.details.setText(details)
         self.details.setVisible(bool(details))
 
-    def show_result(self, view: CheckView, block: BlockView | None = None) -> None:
-        lines = []
-        for w in view.warnings:
-            lines.append(f"⚠ {escape(w)}")
-        for c in view.checks:  # failed checks with their detail, the others on one line
-            if c["status"] == "failed":
-                lines.append(f"✗ <b>{escape(c['name'])}</b>: {escape(c['detail'])}")
-        quiet = [c for c in view.checks if c["status"] != "failed"]
+    def show_result(self, result: CheckResult, block: BlockComparison | None = None) -> None:
+        lines = [f"⚠ {escape(w)}" for w in result.warnings]
+        # failed checks with their detail, the others on one line
+        lines += [f"✗ <b>{escape(c.name)}</b>: {escape(c.detail)}" for c in result.checks if c.failed]
+        quiet = [c for c in result.checks if not c.failed]
         if quiet:
-            marks = {"passed": "✓"}
             lines.append(
-                " · ".join(f"{marks.get(c['status'], '–')} {escape(c['name'])}" for c in quiet)
-                + ("" if all(c["status"] == "passed" for c in quiet) else "  (– declared unsupported)")
+                " · ".join(f"{'✓' if c.status == PASSED else '–'} {escape(c.name)}" for c in quiet)
+                + ("" if all(c.status == PASSED for c in quiet) else "  (– declared unsupported)")
             )
         if block is not None:
-            for h in block.hints:
-                lines.append(f"<b>Hint</b> ({escape(view.block_title(block))}): {escape(h)}")
-        for note in view.notes:
-            lines.append(f"ℹ {escape(note)}")
-        seconds = view.seconds.get("total")
-        suffix = f"  ·  {view.device}, {view.dtype}" + (f", {seconds:.2f} s" if seconds is not None else "")
+            lines += [f"<b>Hint</b> ({escape(result.block_title(block))}): {escape(h)}" for h in block.hints]
+        lines += [f"ℹ {escape(note)}" for note in result.notes]
+        seconds = result.seconds.get("total")
+        suffix = f"  ·  {result.device}, {result.dtype}" + (f", {seconds:.2f} s" if seconds is not None else "")
         self.show_message(
-            view.verdict_text() + suffix, "passed" if view.passed else "failed", "<br>".join(lines)
+            verdict_line(result) + suffix, "passed" if result.passed else "failed", "<br>".join(lines)
         )

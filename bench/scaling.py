@@ -1,0 +1,245 @@
+"""gradviz against gradcheck and the best plain alternative, at every size, measured in one run.
+
+For each case (matmul n x n @ n x n, an elementwise SiLU, the tutorial's Conv2D, the fused
+conv-BN) it prints, in seconds:
+  gc slow / gc fast  torch.autograd.gradcheck (fast_mode False / True), warm, in this process
+  plain              functional.jacobian(vectorize=True) + vectorised central differences + one
+                     isclose pass: the best a user writes by hand
+  L                  this machine's achievable limit: all 2 x (input elements) forwards and all
+                     (output elements) backwards, batched or looped, whichever is faster, plus
+                     writing both Jacobians once and reading them once at measured bandwidth
+  warm               gradviz, Jacobians only (--jacobian-only), warm, in this process
+  default            gradviz's default verdict (also reentrancy, grad_output, undefined grads)
+  cold               the first check in a freshly started worker (what the window and the CLI do)
+  CLI / script       whole processes: `gradviz check FILE --json --jacobian-only` and a
+                     `python script.py` that imports torch and calls gradcheck (slow mode)
+and the targets as ratios: warm <= 1.3 L, warm faster than plain, cold <= 1.3 (L + the cold
+worker's first-call cost), CLI <= 1.3 (torch import + L) and never slower than the script.
+
+Run with the machine otherwise idle: .venv/bin/python bench/scaling.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch._vmap_internals import _vmap
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.cases import Case, scaling_cases  # noqa: E402
+from gradviz.core.check import check_function  # noqa: E402
+from gradviz.core.inputs import prepare_inputs  # noqa: E402
+from gradviz.schema.settings import CheckSettings  # noqa: E402
+from gradviz.worker.client import WorkerClient  # noqa: E402
+
+EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
+CHUNK = 512
+
+
+def best(repeats: int, run) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def gradcheck_time(fn, args, *, fast: bool, repeats: int) -> float:
+    return best(repeats, lambda: torch.autograd.gradcheck(fn.apply, args, eps=EPS, atol=ATOL, rtol=RTOL, fast_mode=fast, raise_exception=False))
+
+
+def forwards(fn, args, *, batched: bool) -> None:
+    """All 2 x (input elements) perturbed forwards, without autograd."""
+    with torch.no_grad():
+        for j, x in enumerate(args):
+            flat = x.detach().reshape(-1)
+            for c0 in range(0, flat.numel(), CHUNK if batched else 1):
+                c1 = min(flat.numel(), c0 + (CHUNK if batched else 1))
+                k = c1 - c0
+                stacked = flat.repeat(2 * k, 1)
+                rows = torch.arange(k)
+                stacked[rows, torch.arange(c0, c1)] += EPS
+                stacked[rows + k, torch.arange(c0, c1)] -= EPS
+                if batched:
+                    _vmap(lambda xj, j=j, x=x: fn.apply(*_with(args, j, xj.view(x.shape))))(stacked)
+                else:
+                    for row in stacked:
+                        fn.apply(*_with(args, j, row.view(x.shape)))
+
+
+def backwards(fn, args, *, batched: bool) -> None:
+    """All (output elements) vector-Jacobian products through the Function's backward."""
+    out = fn.apply(*args)
+    n = out.numel()
+    leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    for r0 in range(0, n, CHUNK if batched else 1):
+        r1 = min(n, r0 + (CHUNK if batched else 1))
+        basis = torch.zeros(r1 - r0, n, dtype=out.dtype)
+        basis[torch.arange(r1 - r0), torch.arange(r0, r1)] = 1
+        if batched:
+            torch.autograd.grad(out, leaves, basis.view(r1 - r0, *out.shape), retain_graph=True, is_grads_batched=True)
+        else:
+            for row in basis:
+                torch.autograd.grad(out, leaves, row.view(out.shape), retain_graph=True)
+
+
+def _with(args, j, value):
+    call = list(args)
+    call[j] = value
+    return call
+
+
+def bandwidth() -> float:
+    """Bytes a second for a copy between two reused 256 MiB buffers (write and read)."""
+    a = np.ones(2**25)
+    b = np.empty_like(a)
+    seconds = best(5, lambda: np.copyto(b, a))
+    return 2 * a.nbytes / seconds
+
+
+def limit(fn, args, jacobian_bytes: int, bytes_per_second: float, repeats: int) -> float:
+    def fastest(kind) -> float:
+        options = [best(repeats, lambda: kind(fn, args, batched=True))]
+        if sum(a.numel() for a in args if isinstance(a, torch.Tensor)) <= 4096:
+            options.append(best(1, lambda: kind(fn, args, batched=False)))
+        return min(options)
+
+    return fastest(forwards) + fastest(backwards) + 2 * jacobian_bytes / bytes_per_second
+
+
+def plain_alternative(fn, args) -> None:
+    """functional.jacobian(vectorize=True) + vectorised central differences + one isclose pass."""
+    analytic = torch.autograd.functional.jacobian(lambda *a: fn.apply(*a), args, vectorize=True)
+    with torch.no_grad():
+        for j, x in enumerate(args):
+            flat = x.detach().reshape(-1)
+            columns = []
+            for c0 in range(0, flat.numel(), CHUNK):
+                c1 = min(flat.numel(), c0 + CHUNK)
+                k = c1 - c0
+                stacked = flat.repeat(2 * k, 1)
+                rows = torch.arange(k)
+                stacked[rows, torch.arange(c0, c1)] += EPS
+                stacked[rows + k, torch.arange(c0, c1)] -= EPS
+                out = _vmap(lambda xj, j=j, x=x: fn.apply(*_with(args, j, xj.view(x.shape))))(stacked)
+                columns.append(((out[:k] - out[k:]) / (2 * EPS)).reshape(k, -1))
+            numerical = torch.cat(columns).T
+            a = analytic[j] if isinstance(analytic, tuple) else analytic
+            torch.isclose(a.reshape(numerical.shape), numerical, rtol=RTOL, atol=ATOL).all()
+
+
+def gradviz_time(fn, args, *, jacobian_only: bool, repeats: int) -> float:
+    names = [f"in{j}" for j in range(len(args))]
+
+    def run():
+        prepared = prepare_inputs(args, torch.device("cpu"), torch.float64, names)
+        check_function(fn, prepared, CheckSettings(jacobian_only=jacobian_only))
+
+    run()
+    return best(repeats, run)
+
+
+def cold_time(path: Path) -> float:
+    """The first check in a freshly started worker (in the run's own seconds)."""
+    with WorkerClient(output=None) as client:
+        client.start()
+        client.wait_ready()
+        reply = client.request("check", {"path": str(path), "arrays": False, "graph": False, "settings": {"jacobian_only": True}})
+    assert reply.ok, reply.error
+    return reply.result["seconds"]["total"]
+
+
+GRADCHECK_SCRIPT = """
+import sys, types, torch
+module = types.ModuleType("case")
+exec(open(sys.argv[1]).read(), module.__dict__)
+fn = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, torch.autograd.Function) and v.__module__ == "case"][0]
+args = module.example_inputs(torch.device("cpu"), torch.float64)
+print(torch.autograd.gradcheck(fn.apply, tuple(args), eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False))
+"""
+
+
+def process_time(command: list[str], repeats: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return best(repeats, lambda: subprocess.run(command, capture_output=True, check=False, env=env))
+
+
+def torch_import_time(repeats: int) -> float:
+    return process_time([sys.executable, "-c", "import torch"], repeats)
+
+
+def measure(case: Case, folder: Path, bytes_per_second: float, options) -> dict:
+    fn, args = case.load()
+    rows = fn.apply(*args)
+    outs = rows if isinstance(rows, tuple) else (rows,)
+    cells = sum(o.numel() for o in outs if o.requires_grad) * sum(a.numel() for a in args if isinstance(a, torch.Tensor) and a.requires_grad)
+    heavy = cells > 5_000_000
+    repeats = 1 if heavy else options.repeats
+    path = folder / f"{case.name.replace(' ', '_')}.py"
+    path.write_text(case.source, encoding="utf-8")
+    script = folder / "gradcheck_script.py"
+    script.write_text(GRADCHECK_SCRIPT, encoding="utf-8")
+    row = {
+        "case": case.name,
+        "cells": cells,
+        "gc_slow": gradcheck_time(fn, args, fast=False, repeats=repeats),
+        "gc_fast": gradcheck_time(fn, args, fast=True, repeats=repeats),
+        "plain": best(repeats, lambda: plain_alternative(fn, args)),
+        "L": limit(fn, args, 2 * 8 * cells, bytes_per_second, repeats),
+        "warm": gradviz_time(fn, args, jacobian_only=True, repeats=repeats),
+        "default": gradviz_time(fn, args, jacobian_only=False, repeats=repeats),
+        "cold": cold_time(path),
+        "cli": process_time([sys.executable, "-m", "gradviz", "check", str(path), "--json", "--jacobian-only"], repeats),
+        "script": process_time([sys.executable, str(script), str(path)], repeats),
+    }
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer sizes")
+    parser.add_argument("--repeats", type=int, default=3)
+    options = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
+    bytes_per_second = bandwidth()
+    imported = torch_import_time(3)
+    print(f"memory bandwidth {bytes_per_second / 2**30:.1f} GiB/s, torch import {imported:.2f} s\n")
+    header = (
+        f"{'case':<14} {'cells':>10} {'gc slow':>8} {'gc fast':>8} {'plain':>7} {'L':>7} {'warm':>7} {'default':>8} "
+        f"{'cold':>7} {'CLI':>6} {'script':>7} | {'warm/L':>6} {'plain/warm':>10} {'slow/warm':>9} {'cold/(L+c)':>10} "
+        f"{'CLI/(imp+L)':>11} {'script/CLI':>10}"
+    )
+    print(header)
+    first_call = None
+    with tempfile.TemporaryDirectory() as folder:
+        for case in scaling_cases(options.quick):
+            r = measure(case, Path(folder), bytes_per_second, options)
+            if first_call is None:  # the smallest case: its cold time is all first-call cost
+                first_call = max(0.0, r["cold"] - r["warm"])
+            print(
+                f"{r['case']:<14} {r['cells']:>10,} {r['gc_slow']:>8.3f} {r['gc_fast']:>8.3f} {r['plain']:>7.3f} "
+                f"{r['L']:>7.3f} {r['warm']:>7.3f} {r['default']:>8.3f} {r['cold']:>7.3f} {r['cli']:>6.2f} "
+                f"{r['script']:>7.2f} | {r['warm'] / r['L']:>6.2f} {r['plain'] / r['warm']:>10.2f} "
+                f"{r['gc_slow'] / r['warm']:>9.1f} {r['cold'] / (r['L'] + first_call):>10.2f} "
+                f"{r['cli'] / (imported + r['L']):>11.2f} {r['script'] / r['cli']:>10.2f}",
+                flush=True,
+            )
+    print(
+        "\ntargets: warm/L <= 1.3, plain/warm >= 1, cold/(L+c) <= 1.3 (c: the cold worker's first-call "
+        "cost, from the smallest case), CLI/(imp+L) <= 1.3, script/CLI >= 1 (>= 2.5 at matmul 64)"
+    )
+
+
+if __name__ == "__main__":
+    main()

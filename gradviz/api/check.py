@@ -1,0 +1,224 @@
+"""``gradviz.check``: gradcheck's verdict, in the caller's process, on the caller's tensors.
+
+Same parameter names and defaults as ``torch.autograd.gradcheck`` (the defaults come from
+``CheckSettings``, gradviz's one home for them), so swapping one call for the other changes the
+output, never the verdict. The core works on fresh copies of the inputs, and every random
+number generator the Function could draw from is put back afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from gradviz.api.report import GradientMismatch, Report
+from gradviz.core.callables import as_checkable
+from gradviz.core.check import check_function
+from gradviz.core.checks import UNDEFINED
+from gradviz.core.inputs import prepare_inputs, resolve_device
+from gradviz.core.loader import argument_names
+from gradviz.schema.errors import UserCodeError
+from gradviz.schema.settings import DTYPES, CheckSettings, memory_limit_bytes
+
+_DEFAULT = CheckSettings()
+# gradcheck's options gradviz does not run: accepted at gradcheck's defaults only.
+GRADCHECK_ONLY = {
+    "check_grad_dtypes": False,
+    "check_batched_grad": False,
+    "check_batched_forward_grad": False,
+    "check_forward_ad": False,
+    "check_backward_ad": True,
+    "fast_mode": False,
+    "masked": None,
+}
+
+
+def check(
+    fn: Callable,
+    inputs: Any,
+    *,
+    eps: float = _DEFAULT.eps,
+    atol: float = _DEFAULT.atol,
+    rtol: float = _DEFAULT.rtol,
+    raise_exception: bool = True,
+    nondet_tol: float = _DEFAULT.nondet_tol,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
+    jacobian_only: bool = _DEFAULT.jacobian_only,
+    all_checks: bool = _DEFAULT.all_checks,
+    device: str | torch.device | None = None,
+    max_memory_mb: float | None = None,
+) -> Report:
+    """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
+
+    ``fn``: a Function class, its ``.apply``, or any callable built on Functions. ``inputs``: a
+    tensor or a tuple of arguments, as gradcheck takes them; they are never modified. A failure
+    raises :class:`GradientMismatch` (an AssertionError carrying the report) unless
+    ``raise_exception=False``; an exception in the Function's code is raised chained to the
+    original. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double
+    backward, ``device`` moves the inputs first (None: where they are).
+    """
+    __tracebackhide__ = True
+    _refuse_gradcheck_only(
+        check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad,
+        check_batched_forward_grad=check_batched_forward_grad,
+        check_forward_ad=check_forward_ad,
+        check_backward_ad=check_backward_ad,
+        fast_mode=fast_mode,
+        masked=masked,
+    )
+    checkable = as_checkable(fn)
+    args = as_arguments(inputs)
+    _refuse_what_gradcheck_refuses(args)
+    settings, target = settings_for(
+        args,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        nondet_tol=nondet_tol,
+        jacobian_only=jacobian_only,
+        all_checks=all_checks,
+        device=device,
+        max_memory_mb=max_memory_mb,
+    )
+    names = argument_names(checkable, len(args))
+    with rng_untouched(args, target):
+        prepared = prepare_inputs(args, target, None, names, "<inputs>")
+        try:
+            result = check_function(checkable, prepared, settings)
+        except UserCodeError as exc:  # the user's own exception first, then gradviz's sentence
+            raise exc.with_traceback(None) from exc.__context__
+    if not check_undefined_grad:
+        result.checks = [c for c in result.checks if c.name != UNDEFINED]
+    options = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
+    if not check_undefined_grad:
+        options["check_undefined_grad"] = False
+    report = Report(result, fn=fn, inputs=owned_copies(args, target), gradcheck_options=options)
+    if raise_exception and not report.passed:
+        raise GradientMismatch(report)
+    return report
+
+
+def settings_for(
+    args: tuple,
+    *,
+    eps: float = _DEFAULT.eps,
+    atol: float = _DEFAULT.atol,
+    rtol: float = _DEFAULT.rtol,
+    nondet_tol: float = _DEFAULT.nondet_tol,
+    jacobian_only: bool = _DEFAULT.jacobian_only,
+    all_checks: bool = _DEFAULT.all_checks,
+    device: str | torch.device | None = None,
+    max_memory_mb: float | None = None,
+) -> tuple[CheckSettings, torch.device | None]:
+    """Validated settings for these arguments, and the device to move them to (None: stay)."""
+    target = resolve_device(str(device)) if device is not None else None
+    first = _first_tensor(args)
+    settings = CheckSettings(
+        device=str(target or first.device),
+        dtype=_dtype_name(first),
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        nondet_tol=nondet_tol,
+        jacobian_only=jacobian_only,
+        all_checks=all_checks,
+        max_jacobian_bytes=memory_limit_bytes(max_memory_mb) if max_memory_mb is not None else None,
+    )
+    settings.validate()
+    return settings, target
+
+
+def as_arguments(inputs: Any) -> tuple:
+    """gradcheck's reading of ``inputs``: a tuple as is, a list as a tuple, anything else alone."""
+    if isinstance(inputs, tuple):
+        return inputs
+    if isinstance(inputs, list):
+        return tuple(inputs)
+    return (inputs,)
+
+
+def _refuse_gradcheck_only(**options: Any) -> None:
+    for name, value in options.items():
+        if value != GRADCHECK_ONLY[name]:
+            raise ValueError(
+                f"gradviz.check does not run {name}={value!r} (gradcheck's default is "
+                f"{GRADCHECK_ONLY[name]!r}): call torch.autograd.gradcheck for that check."
+            )
+
+
+def _refuse_what_gradcheck_refuses(args: tuple) -> None:
+    """gradcheck raises for these before computing anything; so does gradviz, with advice."""
+    wanted = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    if not wanted:
+        raise ValueError(
+            "No input requires grad, so there is no gradient to check (gradcheck refuses this too): "
+            "call x.requires_grad_() on the inputs whose gradients you want checked."
+        )
+    for j in wanted:
+        a = args[j]
+        if a.layout == torch.strided and any(st == 0 and n > 1 for st, n in zip(a.stride(), a.shape)):
+            raise ValueError(
+                f"Input {j} is an expanded tensor (a dimension of stride 0): perturbing one element would move "
+                "several, so gradcheck refuses it too. Pass x.contiguous()."
+            )
+
+
+def _first_tensor(args: tuple) -> torch.Tensor:
+    """The first input that requires grad (else the first tensor): its device and dtype are the run's."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not tensors:
+        raise ValueError(
+            "No tensor among the inputs: gradcheck needs at least one input tensor that requires grad."
+        )
+    return next((a for a in tensors if a.requires_grad), tensors[0])
+
+
+def _dtype_name(tensor: torch.Tensor) -> str:
+    """The settings' record of the dtype checked: the inputs' own (float32 for lower precisions)."""
+    name = str(tensor.dtype).removeprefix("torch.")
+    return name if name in DTYPES else "float32"
+
+
+@contextlib.contextmanager
+def rng_untouched(args: tuple, device: torch.device | None) -> Iterator[None]:
+    """torch's (CPU and the CUDA devices in use), Python's and NumPy's global generators, as they were."""
+    devices = {a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "cuda"}
+    if device is not None and device.type == "cuda":
+        devices.add(device)
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=sorted(d.index or 0 for d in devices)):
+            yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
+def owned_copies(args: tuple, device: torch.device | None) -> tuple:
+    """Copies of the caller's arguments (moved to ``device`` when one was asked for), for the
+    reproducer and the window: each tensor keeps its dtype, strides and requires_grad, not its graph."""
+
+    def own(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            copy = value.detach().to(device=device, copy=True)
+            return copy.requires_grad_(value.requires_grad)
+        if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
+            return type(value)(own(v) for v in value)
+        if isinstance(value, dict):
+            return {k: own(v) for k, v in value.items()}
+        return value
+
+    return tuple(own(v) for v in args)

@@ -1,0 +1,190 @@
+"""What ``gradviz.check`` hands back: the core's CheckResult, with ways to read, keep and show it.
+
+The result is the schema's own type (the one the CLI prints and the window draws), so there is
+no second model here; a Report adds the views a Python user wants (arrays by block, labelled
+failing cells, JSON, files, a reproducer script, the window, notebook HTML) and keeps a copy of
+the inputs for the last three.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gradviz.schema.mismatch import Cell, failing_cells, mismatch_message
+from gradviz.schema.report import format_table, result_to_dict, verdict_line
+from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult
+
+Key = tuple[int, int]  # (output index, input index) of a Jacobian block
+
+
+class GradientMismatch(AssertionError):
+    """The backward does not match finite differences (or fails one of gradcheck's checks).
+
+    The message names the failing cells the way ``torch.testing.assert_close`` would; the whole
+    :class:`Report` is ``exc.report``.
+    """
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(report.message())
+        self.report = report
+
+
+GradientMismatch.__module__ = "gradviz"  # tracebacks show the public name, gradviz.GradientMismatch
+
+
+class Report:
+    """gradcheck's verdict on one Function and its inputs, with every cell of both Jacobians."""
+
+    def __init__(
+        self,
+        result: CheckResult,
+        *,
+        fn: Callable | None = None,
+        inputs: tuple | None = None,
+        gradcheck_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.result = result
+        self.fn = fn  # what the caller passed: a Function class, its apply, or a callable
+        self.inputs = inputs  # detached copies of the arguments as checked
+        self.gradcheck_options = dict(gradcheck_options or {})
+
+    # --- the verdict and the numbers ------------------------------------------------------
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+    @property
+    def function(self) -> str:
+        return self.result.function
+
+    @property
+    def blocks(self) -> list[BlockComparison]:
+        """One per (differentiable output, input requiring grad): analytic, numerical, error, failing."""
+        return self.result.blocks
+
+    def block(self, output: int = 0, input: int | str = 0) -> BlockComparison:
+        """The block of output ``output`` w.r.t. input ``input`` (its index or its name)."""
+        if isinstance(input, str):
+            input = next((t.index for t in self.result.inputs if t.name == input), -1)
+        found = [b for b in self.blocks if b.output == output and b.input == input]
+        if not found:
+            raise KeyError(
+                f"No block out{output} / input {input}: the blocks are {', '.join(self._titles())}."
+            )
+        return found[0]
+
+    @property
+    def analytic(self) -> dict[Key, np.ndarray]:
+        """Jacobian from the backward, per block: one row per output element, one column per input element."""
+        return {(b.output, b.input): b.analytic for b in self.blocks}
+
+    @property
+    def numerical(self) -> dict[Key, np.ndarray]:
+        """Jacobian from central differences, per block."""
+        return {(b.output, b.input): b.numerical for b in self.blocks}
+
+    @property
+    def error(self) -> dict[Key, np.ndarray]:
+        """|analytic - numerical| per block (float32, for display; inf where a value is not finite)."""
+        return {(b.output, b.input): b.error for b in self.blocks}
+
+    @property
+    def failing(self) -> dict[Key, np.ndarray]:
+        """Boolean mask per block: the cells outside ``atol + rtol * |numerical|``."""
+        return {(b.output, b.input): b.failing for b in self.blocks}
+
+    @property
+    def failing_cells(self) -> list[Cell]:
+        """Every failing cell, worst first, labelled (``out0[2,1] / x[2,1]``) with both values."""
+        return failing_cells(self.result)
+
+    def worst_cells(self, n: int = 5) -> list[Cell]:
+        return failing_cells(self.result, n)
+
+    @property
+    def checks(self) -> list[CheckOutcome]:
+        """gradcheck's checks besides the Jacobians (reentrant, multiplied_by_grad_output, ...)."""
+        return self.result.checks
+
+    @property
+    def hints(self) -> list[str]:
+        return [f"{self.result.block_title(b)}: {h}" for b in self.blocks for h in b.hints]
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.result.warnings
+
+    @property
+    def notes(self) -> list[str]:
+        return self.result.notes
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        """Timings: numerical, analytic (both passes) and total."""
+        return self.result.seconds
+
+    # --- text -------------------------------------------------------------------------------
+    def message(self) -> str:
+        """The failure message of :class:`GradientMismatch` (the verdict line when it passed)."""
+        return verdict_line(self.result) if self.passed else mismatch_message(self.result)
+
+    def to_dict(self) -> dict:
+        """``gradviz check --json``'s object."""
+        return result_to_dict(self.result)
+
+    def to_json(self, indent: int | None = None) -> str:
+        """Strict JSON (NaN and infinities as strings)."""
+        return json.dumps(self.to_dict(), allow_nan=False, indent=indent)
+
+    def __str__(self) -> str:
+        return format_table(self.result)
+
+    def __repr__(self) -> str:
+        return f"<gradviz.Report {verdict_line(self.result)}>"
+
+    # --- files, scripts, the window ----------------------------------------------------------
+    def save(self, directory: str | Path) -> list[Path]:
+        """report.json, report.npz (every block's four arrays), an SVG figure and three PNGs per
+        block, and reproducer.py when the inputs can be written into a script."""
+        from gradviz.api.files import save_report
+
+        return save_report(self, Path(directory))
+
+    def reproducer(self) -> str:
+        """A standalone script that rebuilds the inputs and runs ``torch.autograd.gradcheck``; it
+        exits 0 when gradcheck passes and 1 when it fails."""
+        from gradviz.api.reproducer import reproducer_script
+
+        self._need_inputs("reproducer()")
+        return reproducer_script(self)
+
+    def show(self) -> Any:
+        """Open the desktop window on exactly this Function and these inputs (a process of its own);
+        the launched process, or None (and one line saying why) when there is no display."""
+        from gradviz.api.window import show_in_window
+
+        self._need_inputs("show()")
+        return show_in_window(self.fn, self.inputs, self.result.settings)
+
+    # --- notebooks ------------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        from gradviz.notebook import report_html
+
+        return report_html(self.result)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self._repr_html_(), "text/plain": str(self)}
+
+    def _need_inputs(self, what: str) -> None:
+        if self.fn is None or self.inputs is None:
+            raise ValueError(
+                f"Report.{what} needs the Function and inputs: only reports from gradviz.check have them."
+            )
+
+    def _titles(self) -> list[str]:
+        return [self.result.block_title(b) for b in self.blocks]

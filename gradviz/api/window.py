@@ -1,0 +1,114 @@
+"""``gradviz.show`` and ``Report.show``: the desktop window on exactly this Function and inputs.
+
+The window's process never imports torch, so nothing live travels: the inputs go as a file
+written by ``torch.save`` that ``torch.load(weights_only=True)`` reads back (checked before
+launching), the Function as an import target (``pkg.ops:Square``) or, when it lives in a
+notebook or a script, as a source file written next to the inputs, and the settings as JSON.
+The window hands target and inputs to its worker, which rebuilds both. ::
+
+    python -m gradviz app --target pkg.ops:Square --inputs DIR/inputs.pt --settings DIR/settings.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gradviz.api.locate import reach
+from gradviz.protocol.launch import package_root
+from gradviz.schema.settings import CheckSettings
+
+NO_DISPLAY = (
+    "gradviz: no display here (DISPLAY is not set), so the window cannot open. In a notebook, show the "
+    "report itself (a cell ending in `report`); in a terminal, run `gradviz check TARGET --inputs FILE`."
+)
+FOLDER_PREFIX = "gradviz-show-"
+
+
+@dataclass
+class Launch:
+    """Everything the window's process is started with; the files are written already."""
+
+    command: list[str]
+    env: dict[str, str]
+    cwd: str
+    folder: Path
+    target: str
+    inputs_path: Path
+    settings_path: Path
+    paths: list[str] = field(default_factory=list)  # folders the target's imports need
+
+
+def prepare_launch(
+    fn: Callable, inputs: tuple, settings: CheckSettings, folder: str | Path | None = None
+) -> Launch:
+    """Write inputs, settings and (if needed) the Function's source; build the command line."""
+    folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+    folder.mkdir(parents=True, exist_ok=True)
+    where = reach(fn)  # NotWritable (a ValueError) when neither importable nor writable
+    if where.module is not None:
+        target, paths = f"{where.module}:{where.name}", [where.root] if where.root else []
+    else:
+        source = folder / "checked_function.py"
+        source.write_text(where.source, encoding="utf-8")
+        target, paths = f"{source}:{where.name}", []
+    inputs_path = folder / "inputs.pt"
+    save_inputs(inputs, inputs_path)
+    settings_path = folder / "settings.json"
+    settings_path.write_text(json.dumps(settings.to_dict(), allow_nan=False), encoding="utf-8")
+    command = [
+        sys.executable, "-m", "gradviz", "app",
+        "--target", target, "--inputs", str(inputs_path), "--settings", str(settings_path),
+    ]  # fmt: skip
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), *paths, env.get("PYTHONPATH")) if p)
+    return Launch(command, env, os.getcwd(), folder, target, inputs_path, settings_path, paths)
+
+
+def save_inputs(inputs: tuple, path: Path) -> None:
+    """``torch.save`` the arguments, and make sure ``weights_only`` loading accepts them."""
+    try:
+        torch.save(tuple(inputs), path)
+        torch.load(path, weights_only=True)
+    except Exception as exc:
+        path.unlink(missing_ok=True)
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        detail = next(
+            (line for line in lines if "Unsupported global" in line),
+            lines[-1] if lines else type(exc).__name__,
+        )
+        raise ValueError(
+            "The inputs cannot travel to the window: saving them with torch.save and loading them with "
+            f"weights_only=True fails ({detail}). Pass tensors, numbers, strings, None and tuples, lists or "
+            "dicts of them."
+        ) from None
+
+
+def show_in_window(fn: Callable, inputs: tuple, settings: CheckSettings) -> subprocess.Popen | None:
+    """Start the window on ``fn`` and ``inputs``; None, and one line saying why, without a display."""
+    from gradviz.app.launch import has_display  # no Qt: the one place that knows what a display is
+
+    if not has_display():
+        print(NO_DISPLAY, file=sys.stderr)
+        return None
+    launch = prepare_launch(fn, inputs, settings)
+    return subprocess.Popen(launch.command, cwd=launch.cwd, env=launch.env, start_new_session=True)
+
+
+def show(fn: Callable, inputs: Any, **options: Any) -> subprocess.Popen | None:
+    """Open the window on ``fn`` and ``inputs`` without checking here first; ``options`` as for
+    ``gradviz.check`` (eps, atol, rtol, nondet_tol, jacobian_only, all_checks, device)."""
+    from gradviz.api.check import as_arguments, owned_copies, settings_for
+
+    args = as_arguments(inputs)
+    settings, device = settings_for(args, **options)
+    return show_in_window(fn, owned_copies(args, device), settings)

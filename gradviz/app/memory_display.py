@@ -1,0 +1,86 @@
+"""The memory study made ready to draw: one byte unit for both plots, the texts, the sweep's curves.
+
+Plain Python and NumPy from the worker's "memory" payload (no Qt), so it is tested on its own;
+the memory panel only hands the results to pyqtgraph and Qt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradviz.schema.units import UNITS
+
+VARIANTS = ("unfused", "fused")
+PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
+
+
+def choose_unit(largest: float) -> tuple[str, int]:
+    """The biggest binary unit in which ``largest`` bytes is still at least 1: both plots' y axis."""
+    chosen = UNITS[0]
+    for unit in UNITS:
+        if largest >= unit[1]:
+            chosen = unit
+    return chosen
+
+
+def format_in(n: float, unit: tuple[str, int]) -> str:
+    """Bytes in the plots' unit, about three significant figures: 1.15 MiB, 17.1 MiB, 384 B."""
+    name, size = unit
+    if size == 1:
+        return f"{n:,.0f} B"
+    v = n / size
+    decimals = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
+    return f"{v:,.{decimals}f} {name}"
+
+
+def bar_top(study: dict) -> int:
+    """The taller bar in bytes (the fused one with its ctx attributes): it picks the unit."""
+    unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
+    return max(unfused["saved_bytes"], fused["saved_bytes"] + fused.get("ctx_attribute_bytes", 0))
+
+
+def headline(study: dict, unit: tuple[str, int]) -> str:
+    """``fused saves 1.15 MiB (33.3 %)``."""
+    unfused = study["variants"]["unfused"]["saved_bytes"]
+    difference = study["saved_difference_bytes"]
+    percent = 100.0 * difference / unfused if unfused else 0.0
+    verb = "saves" if difference >= 0 else "costs"
+    return f"fused {verb} {format_in(abs(difference), unit)} ({abs(percent):.1f} %)"
+
+
+def checks_html(study: dict) -> str:
+    """The measured difference against the formula, both variants' agreement, and what was measured."""
+    difference, formula = study["saved_difference_bytes"], study["formula_bytes"]
+    n, c, h, w = study["shape"]
+    tensors = study["variants"]["unfused"].get("tensors") or [{}]
+    dtype = f", {tensors[0]['dtype']}" if "dtype" in tensors[0] else ""
+    return (
+        f"difference = formula {_mark(difference == formula)} &nbsp;({difference:,} B measured, {formula:,} B by formula)"
+        f" &nbsp;&nbsp; outputs match {_mark(bool(study['outputs_match']))}"
+        f" &nbsp; gradients match {_mark(bool(study['grads_match']))}<br>"
+        f'<span style="color:#555; font-size:12pt">{study["layers"]} layers, input {n}x{c}x{h}x{w}'
+        f"{dtype} on {study['device']}</span>"
+    )
+
+
+def _mark(ok: bool) -> str:
+    colour = PASS_COLOUR if ok else FAIL_COLOUR
+    return f'<span style="color:{colour}; font-weight:bold">{"✓" if ok else "✗"}</span>'
+
+
+def sweep_curves(sweep: list[dict], size: int) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+    """(variant, batch) -> (layers, saved bytes / size), variant by variant so a legend reads as a table."""
+    batches = sorted({row["batch"] for row in sweep})
+    curves = {}
+    for variant in VARIANTS:
+        for batch in batches:
+            rows = sorted((r for r in sweep if r["batch"] == batch), key=lambda r: r["layers"])
+            x = np.array([r["layers"] for r in rows], dtype=float)
+            curves[(variant, batch)] = x, np.array([r[f"{variant}_saved_bytes"] for r in rows], dtype=float) / size
+    return curves
+
+
+def measured_points(study: dict, sweep: list[dict], size: int) -> tuple[list[float], list[float]]:
+    """The sweep's points that are the bars (the study's layers and batch), both variants."""
+    here = [r for r in sweep if r["layers"] == study["layers"] and r["batch"] == study["shape"][0]]
+    return [study["layers"]] * 2 * len(here), [r[f"{v}_saved_bytes"] / size for r in here for v in VARIANTS]

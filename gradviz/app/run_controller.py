@@ -1,0 +1,200 @@
+"""The run queue between the window and the worker: request ids, what waits, which answer is whose.
+
+The worker runs one request at a time. A check asked for while it starts up, or while a (short)
+memory study runs, waits and goes as soon as the worker is free; a memory study waits behind a
+check and never goes before a waiting one. Answers to requests that are no longer current (a
+check since replaced or cancelled) stop here, so the views only hear about the check they show.
+Any QObject with WorkerClient's signals and methods will do as the worker (tests use a fake).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, Signal
+
+from gradviz.schema.settings import CheckSettings
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One check as it was asked for: the code, its Function, the settings and the time limit."""
+
+    source: str
+    filename: str  # what tracebacks call the code: a path, or <editor>
+    function: str | None
+    settings: CheckSettings
+    timeout: float | None = None  # seconds before the worker stops the run; None: never
+    target: str | None = None  # pkg.mod:Name or file.py:Name, loaded by the worker instead of source
+    inputs_path: str | None = None  # tensors saved with torch.save, for a target
+
+
+class Worker(Protocol):
+    """What the controller uses of ``gradviz.app.worker_client.WorkerClient``."""
+
+    ready: Any  # Signal(dict)
+    progress: Any  # Signal(int, int, int): request id, done, total
+    finished: Any  # Signal(int, dict): request id, payload
+    failed: Any  # Signal(int, dict): request id, error
+    crashed: Any  # Signal(int, str): request id (0: idle), what happened to the worker
+    is_ready: bool
+
+    @property
+    def busy(self) -> bool: ...
+    @property
+    def running(self) -> int: ...
+    def submit(self, op: str, *, timeout: float | None = None, **payload: Any) -> int: ...
+    def cancel(self) -> None: ...
+    def discard_results_before(self, request_id: int) -> None: ...
+
+
+class RunController(QObject):
+    """Owns the request ids and the queue; turns the worker's answers into the window's events."""
+
+    check_queued = Signal(bool)  # a check waits: True while the worker starts, False behind another request
+    check_started = Signal(int)  # request id of the check just sent
+    progress = Signal(int, int)  # done, total of the check in flight
+    check_finished = Signal(int, dict)  # request id, the worker's summary (arrays in the files it names)
+    check_failed = Signal(int, dict)  # request id, error: kind, message, filename, lineno, traceback
+    memory_finished = Signal(dict)  # {"study": ..., "sweep": [...]}
+    memory_failed = Signal(str)
+    worker_died = Signal(str)  # the worker process itself died (outside a memory study); a new one starts
+
+    def __init__(self, worker: Worker, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.worker = worker
+        self._check = 0  # id of the latest check sent: only its answers count
+        self._memory = 0  # id of the latest memory study sent
+        self._cancelled = 0  # id of a check told to stop whose answer has not come yet
+        self._awaited: set[int] = set()  # ids sent and not answered: an answer counts once
+        self._waiting: CheckRequest | None = None
+        self._memory_waiting: dict | None = None
+        worker.ready.connect(self._on_ready)
+        worker.progress.connect(self._on_progress)
+        worker.finished.connect(self._on_finished)
+        worker.failed.connect(self._on_failed)
+        worker.crashed.connect(self._on_crashed)
+
+    # --- asking ----------------------------------------------------------------------------
+    def run_check(self, request: CheckRequest) -> None:
+        """Send the check now if the worker is free, else as soon as it is. While a check runs
+        (and was not cancelled) a second one is not queued: the window's Run is disabled then."""
+        running = self.worker.running if self.worker.busy else 0
+        if running and running == self._check and running != self._cancelled:
+            return
+        if running or not self.worker.is_ready:
+            self._waiting = request  # the latest request wins
+            self.check_queued.emit(not self.worker.is_ready)
+            return
+        self._send_check(request)
+
+    def measure_memory(self, options: dict) -> None:
+        """Send the memory study now if nothing runs or waits, else after that."""
+        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
+            self._memory_waiting = options
+            return
+        self._memory_waiting = None
+        self._memory = self.worker.submit("memory", options=options)
+        self._awaited.add(self._memory)
+
+    def cancel(self) -> None:
+        """Drop a waiting check and stop whatever runs; a stopped check's answer (failed, kind
+        cancelled, naming the line) still comes as check_failed."""
+        self._waiting = None
+        if self.worker.busy:
+            if self.worker.running == self._check:
+                self._cancelled = self._check
+            self.worker.cancel()
+
+    def result_shown(self, request: int) -> None:
+        """The check ``request`` is on screen: the files of older runs can go."""
+        self.worker.discard_results_before(request)
+
+    # --- state -----------------------------------------------------------------------------
+    @property
+    def current_check(self) -> int:
+        """Id of the check whose answer counts (0 before the first)."""
+        return self._check
+
+    def is_current(self, request: int) -> bool:
+        return bool(request) and request == self._check
+
+    @property
+    def check_waiting(self) -> bool:
+        return self._waiting is not None
+
+    @property
+    def memory_asked(self) -> bool:
+        """A memory study was sent or is waiting."""
+        return bool(self._memory) or self._memory_waiting is not None
+
+    @property
+    def busy(self) -> bool:
+        """A check is in flight or waiting."""
+        return self._waiting is not None or (self.worker.busy and self.worker.running == self._check)
+
+    # --- the worker's answers --------------------------------------------------------------
+    def _send_check(self, request: CheckRequest) -> None:
+        code = (
+            {"target": request.target, "inputs_path": request.inputs_path}
+            if request.target
+            else {"source": request.source, "filename": request.filename, "function": request.function}
+        )
+        self._check = self.worker.submit(
+            "check",
+            timeout=request.timeout,  # enforced by the worker, which says where the code was
+            settings=request.settings.to_dict(),
+            **code,
+        )
+        self._awaited.add(self._check)
+        self.check_started.emit(self._check)
+
+    def _start_waiting(self) -> None:
+        """The worker is free: a waiting check first, then a waiting memory study."""
+        if self.worker.busy or not self.worker.is_ready:
+            return
+        if self._waiting is not None:
+            request, self._waiting = self._waiting, None
+            self._send_check(request)
+        elif self._memory_waiting is not None:
+            self.measure_memory(self._memory_waiting)
+
+    def _on_ready(self, _info: dict) -> None:
+        self._start_waiting()
+
+    def _on_progress(self, request: int, done: int, total: int) -> None:
+        if self.is_current(request) and request in self._awaited:
+            self.progress.emit(done, total)
+
+    def _on_finished(self, request: int, payload: dict) -> None:
+        awaited = self._answered(request)
+        if awaited and request == self._memory:
+            self.memory_finished.emit(payload)
+        self._start_waiting()
+        if awaited and self.is_current(request):  # not if a check that waited has taken its place
+            self.check_finished.emit(request, payload)
+
+    def _on_failed(self, request: int, error: dict) -> None:
+        awaited = self._answered(request)
+        if awaited and request == self._memory:
+            self.memory_failed.emit(error.get("message") or "The memory study failed.")
+        self._start_waiting()
+        if awaited and self.is_current(request):
+            self.check_failed.emit(request, error)
+
+    def _on_crashed(self, request: int, message: str) -> None:
+        if self._answered(request) and request == self._memory:
+            self.memory_failed.emit(message)
+        else:
+            self.worker_died.emit(message)
+        self._start_waiting()  # a new worker is starting: its ready signal sends what waits
+
+    def _answered(self, request: int) -> bool:
+        """Take ``request`` off the awaited ones; False for an answer no one waits for any more."""
+        if request == self._cancelled:
+            self._cancelled = 0
+        if request not in self._awaited:
+            return False
+        self._awaited.discard(request)
+        return True

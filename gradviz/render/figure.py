@@ -1,0 +1,212 @@
+"""One block as the window shows it: analytic | numerical | error, failing cells outlined in red.
+
+An SVG (text, outlines, colour bars) around PNG heatmaps: it renders inline in Jupyter, Colab
+and browsers, and scales without blurring the cells. Analytic and numerical share one colour
+scale, symmetric about zero, so equal colours are equal values; the error map has its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass
+from html import escape
+
+import numpy as np
+
+from gradviz.render.png import DIVERGING, SEQUENTIAL, colorize, encode_png, enlarge
+from gradviz.schema.results import BlockComparison, CheckResult
+
+TITLES = {
+    "analytic": "Analytic (backward)",
+    "numerical": "Numerical (finite diff.)",
+    "error": "Error |A − N|",
+}
+KINDS = tuple(TITLES)
+PANEL = 240  # pixels: the longer side of a heatmap at most
+MAX_CELL = 24  # pixels: a cell at most this big (a 2x2 block stays small)
+MIN_SIDE = 24  # pixels: a 1 x 300 block is still a visible strip
+SLOT = 170  # pixels: a panel's column is at least this wide (room for its title)
+OUTLINE_LIMIT = 300  # failing (pooled) cells outlined one by one; more are ticked beside the map
+MIN_OUTLINED = 4  # pixels: smaller cells get ticks too (an outline would hide them)
+TICK = 4  # pixels: the red ticks beside a map at its failing rows and columns
+FAIL = "#e6143c"
+INK = "#222"
+
+
+@dataclass
+class Layout:
+    """How a block's cells map to pixels: ``pool_r`` x ``pool_c`` cells per pixel, then enlarged."""
+
+    pool_r: int
+    pool_c: int
+    rows: int
+    cols: int
+    cell_h: int
+    cell_w: int
+
+    @classmethod
+    def of(cls, shape: tuple[int, int]) -> Layout:
+        pool_r, pool_c = max(1, math.ceil(shape[0] / PANEL)), max(1, math.ceil(shape[1] / PANEL))
+        rows, cols = math.ceil(shape[0] / pool_r), math.ceil(shape[1] / pool_c)
+        side = max(1, min(MAX_CELL, PANEL // max(rows, cols)))
+        cell_h = min(MAX_CELL, max(side, math.ceil(MIN_SIDE / rows)))
+        cell_w = min(MAX_CELL, max(side, math.ceil(MIN_SIDE / cols)))
+        return cls(pool_r, pool_c, rows, cols, cell_h, cell_w)
+
+    @property
+    def width(self) -> int:
+        return self.cols * self.cell_w
+
+    @property
+    def height(self) -> int:
+        return self.rows * self.cell_h
+
+    def pool(self, a: np.ndarray, *, mean: bool) -> np.ndarray:
+        return pool(a, self.pool_r, self.pool_c, mean=mean)
+
+
+def pool(a: np.ndarray, pool_r: int, pool_c: int, *, mean: bool) -> np.ndarray:
+    """pool_r x pool_c cells into one pixel: the mean for values, the max for errors and failures,
+    so one failing cell in a million still shows."""
+    if pool_r == pool_c == 1:
+        return a
+    rows, cols = np.arange(0, a.shape[0], pool_r), np.arange(0, a.shape[1], pool_c)
+    ufunc = np.add if mean else np.maximum
+    out = ufunc.reduceat(ufunc.reduceat(a, rows, axis=0), cols, axis=1)
+    if mean:
+        out = out / np.outer(np.diff(rows, append=a.shape[0]), np.diff(cols, append=a.shape[1]))
+    return out
+
+
+def levels(block: BlockComparison, atol: float) -> dict[str, tuple[float, float]]:
+    """Explicit levels: values symmetric about zero over both maps; errors from 0 to the largest
+    finite error (at least atol, so round-off in a passing block stays dark)."""
+    top = max(_max_abs_finite(block.analytic), _max_abs_finite(block.numerical))
+    value = (-top, top) if top > 0 else (-1.0, 1.0)
+    finite = np.isfinite(block.error)
+    error_top = max(float(np.max(block.error, where=finite, initial=0.0)), atol, 1e-12)
+    return {"analytic": value, "numerical": value, "error": (0.0, error_top)}
+
+
+def heatmap(block: BlockComparison, kind: str, layout: Layout, level: tuple[float, float]) -> np.ndarray:
+    """The enlarged RGB image of one map (an infinite error shows as the top colour)."""
+    source = getattr(block, kind).astype(np.float64)
+    if kind == "error":
+        source = np.where(np.isfinite(source) | np.isnan(source), source, level[1])
+    pooled = layout.pool(source, mean=kind != "error")
+    table = SEQUENTIAL if kind == "error" else DIVERGING
+    return enlarge(colorize(pooled, level, table), layout.cell_h, layout.cell_w)
+
+
+def heatmap_png(result: CheckResult, block: BlockComparison, kind: str) -> bytes:
+    """One map as a PNG file's bytes (for ``Report.save``)."""
+    layout = Layout.of(block.shape)
+    return encode_png(heatmap(block, kind, layout, levels(block, result.settings.atol)[kind]))
+
+
+def block_svg(result: CheckResult, block: BlockComparison) -> str:
+    """The three maps of one block side by side, failing cells marked, two colour bars."""
+    layout = Layout.of(block.shape)
+    level = levels(block, result.settings.atol)
+    slot = max(SLOT, layout.width + 10)
+    top = 58
+    width, height = 3 * slot + 10, top + layout.height + 44
+    failing = layout.pool(block.failing.astype(np.uint8), mean=False) > 0
+    marks = _marks(failing, layout, block, top)
+    title, detail = _caption(result, block)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
+        f'font-size="12" fill="{INK}">',
+        f'<text x="10" y="14" font-weight="bold">{escape(title)}</text>',
+        f'<text x="10" y="29" font-size="11" fill="#666">{escape(detail)}</text>',
+    ]
+    for k, kind in enumerate(KINDS):
+        x = 10 + k * slot
+        png = encode_png(heatmap(block, kind, layout, level[kind]))
+        parts.append(f'<text x="{x}" y="{top - 8}">{TITLES[kind]}</text>')
+        parts.append(_image(png, x, top, layout.width, layout.height))
+        parts.append(
+            f'<rect x="{x}" y="{top}" width="{layout.width}" height="{layout.height}" fill="none" stroke="#999"/>'
+        )
+        parts.append(_shift(marks, x))
+    bar_y = top + layout.height + 4 + TICK
+    parts.append(_colorbar(DIVERGING, level["analytic"], 10, bar_y, 2 * slot - 20, "analytic and numerical"))
+    parts.append(_colorbar(SEQUENTIAL, level["error"], 10 + 2 * slot, bar_y, slot - 20, "|A − N|"))
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _caption(result: CheckResult, block: BlockComparison) -> tuple[str, str]:
+    """``out0 / x: 12x12, 7 failing`` and what rows, columns and pixels are."""
+    layout = Layout.of(block.shape)
+    state = "passes" if block.passed else f"{block.n_failing:,} failing"
+    pooled = (
+        f"; one pixel shows {layout.pool_r}x{layout.pool_c} cells"
+        if layout.pool_r * layout.pool_c > 1
+        else ""
+    )
+    detail = f"rows: out{block.output} elements, columns: {result.inputs[block.input].name} elements{pooled}"
+    return f"{result.block_title(block)}: {block.shape[0]}x{block.shape[1]}, {state}", detail
+
+
+def _marks(failing: np.ndarray, layout: Layout, block: BlockComparison, top: int) -> str:
+    """Outlines of the failing cells (drawn at x = 0, shifted per panel); when they are too many or
+    too small to outline, red ticks beside the map at the failing rows and columns instead."""
+    rows, cols = np.nonzero(failing)
+    if not len(rows):
+        return ""
+    w, h = layout.cell_w, layout.cell_h
+    if len(rows) > OUTLINE_LIMIT or min(w, h) < MIN_OUTLINED:
+        red = np.array([230, 20, 60, 255], np.uint8)
+        across = np.zeros((1, layout.cols, 4), np.uint8)
+        across[0, failing.any(axis=0)] = red
+        down = np.zeros((layout.rows, 1, 4), np.uint8)
+        down[failing.any(axis=1), 0] = red
+        return "\n".join(
+            [
+                _image(encode_png(enlarge(across, TICK, w)), 0, top + layout.height + 1, layout.width, TICK),
+                _image(encode_png(enlarge(down, h, TICK)), -TICK - 1, top, TICK, layout.height),
+            ]
+        )
+    rects = [
+        f'<rect x="{c * w}" y="{top + r * h}" width="{w}" height="{h}" fill="none" stroke="{FAIL}" stroke-width="1.5"/>'
+        for r, c in zip(rows, cols)
+    ]
+    if block.worst is not None:
+        r, c = block.worst[0] // layout.pool_r, block.worst[1] // layout.pool_c
+        rects.append(
+            f'<rect x="{c * w - 1}" y="{top + r * h - 1}" width="{w + 2}" height="{h + 2}" fill="none" '
+            f'stroke="{FAIL}" stroke-width="3"/>'
+        )
+    return "\n".join(rects)
+
+
+def _shift(marks: str, x: int) -> str:
+    return f'<g transform="translate({x},0)">{marks}</g>' if marks else ""
+
+
+def _image(png: bytes, x: int, y: int, width: int, height: int) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none" '
+        f'style="image-rendering:pixelated" xlink:href="data:image/png;base64,{data}"/>'
+    )
+
+
+def _colorbar(table: np.ndarray, level: tuple[float, float], x: int, y: int, width: int, label: str) -> str:
+    strip = enlarge(table[np.newaxis, :, :], 10, 1)
+    low, high = level
+    return "\n".join(
+        [
+            _image(encode_png(strip), x, y, width, 10),
+            f'<text x="{x}" y="{y + 24}">{low:.3g}</text>',
+            f'<text x="{x + width}" y="{y + 24}" text-anchor="end">{high:.3g}</text>',
+            f'<text x="{x + width / 2:.0f}" y="{y + 24}" text-anchor="middle">{escape(label)}</text>',
+        ]
+    )
+
+
+def _max_abs_finite(a: np.ndarray) -> float:
+    return float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))

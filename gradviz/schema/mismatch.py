@@ -1,0 +1,126 @@
+"""A failed check as ``torch.testing.assert_close`` would word it: counts, the worst cell, the table.
+
+Torch-free text from a CheckResult, so a test failure, the notebook and the CLI can name the
+same cells in the same words. Cells are ordered worst first; a NaN or infinite error counts as
+the worst of all, as it fails whatever the tolerance.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gradviz.schema.results import BlockComparison, CheckResult
+
+WORST_SHOWN = 5  # cells in the table under a failure message
+
+
+class Cell(NamedTuple):
+    """One Jacobian cell: where it lives, where it comes from, both values and the allowed error."""
+
+    output: int
+    input: int
+    row: int
+    col: int
+    out_index: tuple[int, ...]
+    in_index: tuple[int, ...]
+    label: str  # out0[2,1] / x[2,1]
+    analytic: float
+    numerical: float
+    error: float
+    allowed: float
+
+
+def cell(result: CheckResult, block: BlockComparison, row: int, col: int) -> Cell:
+    """Cell ``(row, col)`` of ``block`` with its label and gradcheck's allowed error there."""
+    out_idx, in_idx = block.cell_index(row, col)
+    a, n = float(block.analytic[row, col]), float(block.numerical[row, col])
+    error = (
+        abs(a - n) if np.isfinite(a - n) else float(block.error[row, col])
+    )  # the map is float32: recompute
+    return Cell(
+        block.output,
+        block.input,
+        int(row),
+        int(col),
+        out_idx,
+        in_idx,
+        result.cell_label(block, row, col),
+        a,
+        n,
+        error,
+        float(result.settings.tolerance().bound(n)),
+    )
+
+
+def failing_cells(result: CheckResult, limit: int | None = None) -> list[Cell]:
+    """The failing cells of every block, worst first; at most ``limit`` of them."""
+    found: list[tuple[float, BlockComparison, int, int]] = []
+    for block in result.blocks:
+        if block.passed:
+            continue
+        rows, cols = np.nonzero(block.failing)
+        errors = np.nan_to_num(block.error[rows, cols], nan=np.inf)
+        if limit is not None and len(errors) > limit:  # the worst few of millions without a full sort
+            keep = np.argpartition(-errors, limit - 1)[:limit]
+            rows, cols, errors = rows[keep], cols[keep], errors[keep]
+        found += [(float(e), block, int(r), int(c)) for e, r, c in zip(errors, rows, cols)]
+    found.sort(key=lambda item: -item[0])
+    if limit is not None:
+        found = found[:limit]
+    return [cell(result, block, r, c) for _, block, r, c in found]
+
+
+def mismatch_message(result: CheckResult, worst: int = WORST_SHOWN) -> str:
+    """Why the check failed: one line per failing block, the failed checks, hints, warnings, the
+    worst cells as a table."""
+    s = result.settings
+    lines = [
+        f"{result.function}: the backward fails gradcheck "
+        f"(eps={s.eps:g}, atol={s.atol:g}, rtol={s.rtol:g}; a cell passes when |a - n| <= atol + rtol * |n|)",
+        "",
+    ]
+    failed_blocks = sorted((b for b in result.blocks if not b.passed), key=_badness, reverse=True)
+    for b in failed_blocks:
+        lines.append(_block_line(result, b))
+    for c in result.checks:
+        if c.failed:
+            lines.append(f"Failed check {c.name}: {c.detail}")
+    for b in failed_blocks or result.blocks:
+        lines += [f"Hint ({result.block_title(b)}): {h}" for h in b.hints]
+    lines += [f"Warning: {w}" for w in result.warnings]
+    cells = failing_cells(result, worst)
+    if cells:
+        lines += ["", f"Worst {'cell' if len(cells) == 1 else f'{len(cells)} cells'}:", *cell_table(cells)]
+    return "\n".join(lines)
+
+
+def _badness(block: BlockComparison) -> float:
+    return np.inf if np.isnan(block.max_abs_error) else block.max_abs_error
+
+
+def _block_line(result: CheckResult, b: BlockComparison) -> str:
+    share = 100.0 * b.n_failing / b.analytic.size
+    line = (
+        f"Mismatched elements: {b.n_failing:,} / {b.analytic.size:,} ({share:.1f}%) in out{b.output} "
+        f"w.r.t. {result.inputs[b.input].name}"
+    )
+    if b.worst is None:
+        return line
+    c = cell(result, b, *b.worst)
+    return (
+        f"{line}; greatest |a - n| {c.error:.3g} at {c.label} "
+        f"(analytic {c.analytic:.3g}, numerical {c.numerical:.3g}, allowed {c.allowed:.2g})"
+    )
+
+
+def cell_table(cells: list[Cell]) -> list[str]:
+    """Aligned rows: label, analytic, numerical, |a - n|, allowed."""
+    width = max(len("cell"), *(len(c.label) for c in cells))
+    rows = [f"  {'cell':<{width}}  {'analytic':>11} {'numerical':>11} {'|a - n|':>11} {'allowed':>11}"]
+    for c in cells:
+        rows.append(
+            f"  {c.label:<{width}}  {c.analytic:>11.4g} {c.numerical:>11.4g} {c.error:>11.3g} {c.allowed:>11.2g}"
+        )
+    return rows

@@ -1,0 +1,89 @@
+"""What to check, named the way Python names things: ``package.module:Name`` or ``file.py[:Name]``.
+
+Torch-free, so the CLI and the window parse a target without importing anything the user
+wrote; the worker imports it (``gradviz.core.loader.load_target``). Entry-point notation
+(``module:attribute``, the attribute dotted for nested names) is what ``pyproject.toml`` and
+``python -m`` users already know.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_ATTRIBUTE = _MODULE
+
+
+@dataclass(frozen=True)
+class Target:
+    """A module to import or a source file to run, and optionally the name to check in it."""
+
+    module: str | None = None
+    path: str | None = None
+    attribute: str | None = None
+
+    def __str__(self) -> str:
+        where = self.module or self.path or ""
+        return f"{where}:{self.attribute}" if self.attribute else where
+
+
+def is_module_target(text: str) -> bool:
+    """``pkg.mod:Name`` (and not a path that happens to contain a colon)."""
+    module, colon, attribute = text.partition(":")
+    return bool(colon) and bool(_MODULE.match(module)) and bool(_ATTRIBUTE.match(attribute))
+
+
+def parse_target(text: str) -> Target:
+    """``pkg.mod:Name`` -> module target; ``path/f.py:Name`` or ``path/f.py`` -> file target."""
+    if is_module_target(text):
+        module, _, attribute = text.partition(":")
+        return Target(module=module, attribute=attribute)
+    path, colon, attribute = text.rpartition(":")
+    if colon and path.endswith(".py") and _ATTRIBUTE.match(attribute):
+        return Target(path=path, attribute=attribute)
+    return Target(path=text)
+
+
+def locate_module(name: str, first: str | os.PathLike | None = None) -> Path | None:
+    """The source file ``import name`` would run, found without running anything.
+
+    ``first`` is searched before ``sys.path`` (the current folder, as ``python -m`` does). Used
+    to quote the user's lines when a run of a module target hangs or crashes.
+    """
+    import sys
+
+    search = [str(first)] if first is not None else []
+    search += [p or os.getcwd() for p in sys.path]
+    spec = None
+    for depth, part in enumerate(name.split(".")):
+        spec = importlib.machinery.PathFinder.find_spec(
+            part if depth == 0 else spec.name + "." + part, search
+        )
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    origin = spec.origin if spec else None
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+def check_inputs_path(path: str | os.PathLike) -> Path:
+    """An inputs file that exists and is a regular file, or SettingsError saying what it is instead.
+
+    Checked before anything starts (the CLI), and again where the file is loaded (the worker).
+    """
+    from gradviz.schema.errors import SettingsError
+
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise SettingsError(f"Cannot use {path} as inputs: {exc.strerror or exc}.") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise SettingsError(f"Cannot use {path} as inputs: it is {kind}; give a file written by torch.save.")
+    return path

@@ -1,0 +1,92 @@
+"""The memory study's display prep, from real worker payloads and hand-made edge cases (no Qt)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradviz.app.memory_display import (
+    bar_top,
+    checks_html,
+    choose_unit,
+    format_in,
+    headline,
+    measured_points,
+    sweep_curves,
+)
+from gradviz.schema.units import UNITS
+from gradviz.worker.handlers import handle_memory
+from tests.app.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def payload() -> dict:
+    return handle_memory({"options": {"layers": 3, "shape": [4, 3, 20, 20], "out_channels": 8}}, None)
+
+
+def test_choose_unit_is_the_largest_binary_unit_that_keeps_a_number_at_least_one():
+    assert choose_unit(0) == UNITS[0] and choose_unit(1023) == ("B", 1)
+    assert choose_unit(1024) == ("KiB", 1024) and choose_unit(5 * 2**30) == ("GiB", 2**30)
+    assert choose_unit(2**50) == ("TiB", 2**40)
+
+
+@pytest.mark.parametrize(
+    ("n", "unit", "text"),
+    [(384, ("B", 1), "384 B"), (1536, ("KiB", 1024), "1.50 KiB"), (17.1 * 2**20, ("MiB", 2**20), "17.1 MiB"),
+     (300 * 2**10, ("KiB", 1024), "300 KiB"), (512, ("KiB", 1024), "0.50 KiB")],
+)
+def test_format_in_keeps_about_three_significant_figures(n, unit, text):
+    assert format_in(n, unit) == text
+
+
+def test_the_unit_comes_from_the_taller_bar_with_its_ctx_attributes(payload):
+    variants = payload["study"]["variants"]
+    fused = variants["fused"]["saved_bytes"] + variants["fused"]["ctx_attribute_bytes"]
+    assert bar_top(payload["study"]) == max(variants["unfused"]["saved_bytes"], fused)
+    assert 1 <= bar_top(payload["study"]) / choose_unit(bar_top(payload["study"]))[1] < 1024
+
+
+def test_headline_and_checks_say_what_was_measured(payload):
+    study = payload["study"]
+    unit = choose_unit(bar_top(study))
+    difference = study["saved_difference_bytes"]
+    percent = 100 * difference / study["variants"]["unfused"]["saved_bytes"]
+    assert headline(study, unit) == f"fused saves {format_in(difference, unit)} ({percent:.1f} %)"
+    html = checks_html(study)
+    assert f"{difference:,} B measured" in html and f"{study['formula_bytes']:,} B by formula" in html
+    assert "3 layers, input 4x3x20x20, float32 on cpu" in html and html.count("✓") == 3
+    worse = copy.deepcopy(study)
+    worse["saved_difference_bytes"] = -difference
+    worse["grads_match"] = False
+    assert headline(worse, unit).startswith("fused costs ") and checks_html(worse).count("✗") == 2
+
+
+def test_sweep_curves_are_the_rows_of_each_variant_and_batch(payload):
+    sweep, size = payload["sweep"], 1024
+    curves = sweep_curves(sweep, size)
+    batches = sorted({r["batch"] for r in sweep})
+    assert list(curves) == [(v, b) for v in ("unfused", "fused") for b in batches]
+    for (variant, batch), (x, y) in curves.items():
+        rows = sorted((r for r in sweep if r["batch"] == batch), key=lambda r: r["layers"])
+        np.testing.assert_array_equal(x, [r["layers"] for r in rows])
+        np.testing.assert_allclose(y, [r[f"{variant}_saved_bytes"] / size for r in rows])
+
+
+def test_the_measured_points_are_the_bars(payload):
+    study = payload["study"]
+    x, y = measured_points(study, payload["sweep"], 1)
+    assert x == [study["layers"]] * 2
+    assert y == [study["variants"][v]["saved_bytes"] for v in ("unfused", "fused")]
+    assert measured_points(study, [], 1) == ([], [])
+
+
+def test_memory_display_imports_without_qt():
+    code = "import sys\nfor name in ('PySide6', 'pyqtgraph', 'torch'): sys.modules[name] = None\nimport gradviz.app.memory_display\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr

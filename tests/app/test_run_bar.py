@@ -1,0 +1,106 @@
+"""The run bar with its state, both ways: change the state and the bar shows it; drive the bar's
+widgets and the state changes."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from gradviz.app.panels.run_bar import RunBar
+from gradviz.app.state import RunSettings
+
+DEVICES = [
+    {"name": "cpu", "label": "CPU", "available": True, "reason": ""},
+    {"name": "cuda", "label": "CUDA", "available": False, "reason": "torch sees no CUDA device"},
+]
+
+
+@pytest.fixture
+def settings():
+    return RunSettings()
+
+
+@pytest.fixture
+def bar(qtbot, settings):
+    widget = RunBar(settings)
+    qtbot.addWidget(widget)
+    widget.set_devices(DEVICES)
+    return widget
+
+
+def test_the_bar_starts_with_the_state_s_values(qtbot):
+    settings = RunSettings()
+    settings.update({"dtype": "float32", "eps": 1e-3, "seed": 9, "timeout": 30})
+    bar = RunBar(settings)
+    qtbot.addWidget(bar)
+    assert bar.dtype.currentText() == "float32"
+    assert bar.tolerance["eps"].value() == 1e-3 and bar.tolerance["eps"].text() == "0.001"
+    assert bar.seed.value() == 9 and bar.timeout.value() == 30
+    assert bar.device.currentData() == "cpu"
+
+
+def test_state_to_widgets(bar, settings):
+    settings.dtype = "float32"
+    settings.eps, settings.atol, settings.rtol = 1e-4, 1e-7, 0.25
+    settings.seed = 123
+    settings.timeout = 0
+    settings.device = "cuda"
+    assert bar.dtype.currentText() == "float32"
+    assert [bar.tolerance[n].value() for n in ("eps", "atol", "rtol")] == [1e-4, 1e-7, 0.25]
+    assert bar.seed.value() == 123
+    assert bar.timeout.value() == 0 and bar.timeout.text() == "none"
+    assert bar.device.currentData() == "cuda"
+
+
+def test_widgets_to_state(qtbot, bar, settings):
+    with qtbot.waitSignal(settings.dtype_changed) as blocker:
+        bar.dtype.setCurrentText("float32")
+    assert blocker.args == ["float32"] and settings.dtype == "float32"
+    box = bar.tolerance["atol"]
+    box.clear()
+    qtbot.keyClicks(box, "1e-7")
+    with qtbot.waitSignal(settings.atol_changed) as blocker:
+        qtbot.keyClick(box, Qt.Key.Key_Return)  # no keyboard tracking: the value is taken on Enter
+    assert blocker.args == [1e-7] and settings.atol == 1e-7
+    with qtbot.waitSignal(settings.rtol_changed):
+        bar.tolerance["rtol"].stepBy(1)  # arrows step by decades
+    assert settings.rtol == pytest.approx(1e-2)
+    bar.seed.setValue(42)
+    bar.timeout.setValue(5)
+    assert (settings.seed, settings.timeout) == (42, 5)
+    bar.device.setCurrentIndex(bar.device.findData("cuda"))
+    assert settings.device == "cuda"
+    assert settings.check_settings().dtype == "float32"
+
+
+def test_one_change_is_one_signal(qtbot, bar, settings):
+    """The bar updates its widgets with their signals blocked: no echo back into the state."""
+    seen = []
+    for name in RunSettings.FIELDS:
+        getattr(settings, f"{name}_changed").connect(lambda value, name=name: seen.append(name))
+    settings.eps = 1e-5 * 3
+    bar.seed.setValue(5)
+    assert seen == ["eps", "seed"]
+
+
+def test_a_value_the_bar_cannot_show_is_clamped_and_written_back(bar, settings):
+    settings.seed = 2**40  # a valid torch seed, beyond a spin box's int
+    assert bar.seed.value() == bar.seed.maximum() == settings.seed
+    settings.timeout = 10**7
+    assert settings.timeout == bar.timeout.value() == bar.timeout.maximum()
+    settings.eps = 5.0
+    assert settings.eps == bar.tolerance["eps"].value() == 1.0
+
+
+def test_a_device_no_longer_offered_falls_back_to_cpu(bar, settings):
+    settings.device = "cuda"
+    bar.set_devices(DEVICES[:1])
+    assert settings.device == "cpu" and bar.device.currentData() == "cpu"
+    settings.device = "cuda:3"  # not offered: the bar shows cpu, and so runs cpu
+    assert settings.device == "cpu"
+
+
+def test_unavailable_cuda_is_listed_disabled_with_the_reason(bar):
+    k = bar.device.findData("cuda")
+    assert not bar.device.model().item(k).isEnabled()
+    assert "no CUDA" in bar.device.itemData(k, Qt.ItemDataRole.ToolTipRole)

@@ -1,0 +1,276 @@
+"""The run controller against a fake worker: queueing, request ids, stale answers, cancel.
+
+The fake is a QObject with WorkerClient's signals and methods; the test plays the worker's side
+(ready, progress, answers, a crash) by calling its helpers. No window, no process.
+"""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QObject, Signal
+
+from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.schema.settings import CheckSettings
+
+
+class FakeWorker(QObject):
+    """WorkerClient's interface; records what it is sent and answers when the test says so."""
+
+    ready = Signal(dict)
+    progress = Signal(int, int, int)
+    finished = Signal(int, dict)
+    failed = Signal(int, dict)
+    crashed = Signal(int, str)
+    output = Signal(str)
+
+    def __init__(self, *, ready: bool = True) -> None:
+        super().__init__()
+        self.is_ready = ready
+        self.sent: list[dict] = []  # {"id", "op", "timeout", **payload}
+        self.cancels: list[int] = []
+        self.discarded: list[int] = []
+        self._running = 0
+        self._next_id = 1
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running)
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    def submit(self, op: str, *, timeout: float | None = None, **payload) -> int:
+        assert self.is_ready and not self._running, "the controller sent a request the worker cannot take yet"
+        request_id, self._next_id = self._next_id, self._next_id + 1
+        self.sent.append({"id": request_id, "op": op, "timeout": timeout, **payload})
+        self._running = request_id
+        return request_id
+
+    def cancel(self) -> None:
+        self.cancels.append(self._running)
+
+    def discard_results_before(self, request_id: int) -> None:
+        self.discarded.append(request_id)
+
+    # the worker's side, played by the test
+    def start(self) -> None:
+        self.is_ready = True
+        self.ready.emit({"devices": []})
+
+    def report(self, done: int, total: int, request: int | None = None) -> None:
+        self.progress.emit(request or self._running, done, total)
+
+    def answer(self, payload: dict | None = None, request: int | None = None) -> int:
+        request = request or self._running
+        if request == self._running:
+            self._running = 0
+        self.finished.emit(request, payload or {"answer": request})
+        return request
+
+    def fail(self, kind: str = "backward", request: int | None = None) -> int:
+        request = request or self._running
+        if request == self._running:
+            self._running = 0
+        self.failed.emit(request, {"kind": kind, "message": f"{kind} failed", "lineno": 7})
+        return request
+
+    def die(self) -> None:
+        """The worker process dies; WorkerClient starts a new one, not ready yet."""
+        request, self._running, self.is_ready = self._running, 0, False
+        self.crashed.emit(request, "The gradviz worker process was killed.")
+
+
+class Events:
+    """Every signal the controller emitted, in order, as (name, *args)."""
+
+    NAMES = ("check_queued", "check_started", "progress", "check_finished", "check_failed",
+             "memory_finished", "memory_failed", "worker_died")
+
+    def __init__(self, controller: RunController) -> None:
+        self.log: list[tuple] = []
+        for name in self.NAMES:
+            getattr(controller, name).connect(lambda *args, name=name: self.log.append((name, *args)))
+
+    def names(self) -> list[str]:
+        return [event[0] for event in self.log]
+
+    def take(self) -> list[tuple]:
+        log, self.log = self.log, []
+        return log
+
+
+def check(source: str = "code", timeout: float | None = 30.0, **settings) -> CheckRequest:
+    return CheckRequest(source, "<editor>", "MyFunction", CheckSettings(**settings), timeout)
+
+
+@pytest.fixture
+def worker():
+    return FakeWorker()
+
+
+@pytest.fixture
+def controller(worker):
+    return RunController(worker)
+
+
+@pytest.fixture
+def events(controller):
+    return Events(controller)
+
+
+def test_a_check_goes_at_once_with_its_settings_and_time_limit(worker, controller, events):
+    controller.run_check(check("x = 1", timeout=2.5, dtype="float32", eps=1e-4))
+    [sent] = worker.sent
+    assert sent["op"] == "check" and sent["timeout"] == 2.5
+    assert sent["source"] == "x = 1" and sent["filename"] == "<editor>" and sent["function"] == "MyFunction"
+    assert CheckSettings.from_dict(sent["settings"]) == CheckSettings(dtype="float32", eps=1e-4)
+    assert events.take() == [("check_started", sent["id"])]
+    assert controller.current_check == sent["id"] and controller.is_current(sent["id"]) and controller.busy
+    worker.report(3, 10)
+    request = worker.answer({"passed": True})
+    assert events.take() == [("progress", 3, 10), ("check_finished", request, {"passed": True})]
+    assert not controller.busy
+
+
+def test_no_time_limit_is_sent_as_none(worker, controller):
+    controller.run_check(check(timeout=None))
+    assert worker.sent[0]["timeout"] is None
+
+
+def test_a_check_asked_for_before_the_worker_is_ready_waits_and_the_latest_one_goes():
+    worker = FakeWorker(ready=False)
+    controller = RunController(worker)
+    events = Events(controller)
+    controller.run_check(check("first"))
+    controller.run_check(check("second"))
+    assert worker.sent == [] and controller.check_waiting and controller.busy
+    assert events.take() == [("check_queued", True), ("check_queued", True)]
+    worker.start()
+    assert [s["source"] for s in worker.sent] == ["second"]
+    assert events.take() == [("check_started", worker.sent[0]["id"])]
+
+
+def test_run_while_a_check_runs_is_ignored(worker, controller, events):
+    controller.run_check(check("first"))
+    controller.run_check(check("second"))
+    assert [s["source"] for s in worker.sent] == ["first"] and not controller.check_waiting
+    worker.answer()
+    assert len(worker.sent) == 1 and events.names() == ["check_started", "check_finished"]
+
+
+def test_a_memory_study_waits_behind_a_check(worker, controller, events):
+    controller.run_check(check())
+    controller.measure_memory({"layers": 2})
+    assert [s["op"] for s in worker.sent] == ["check"]
+    worker.answer()
+    assert [s["op"] for s in worker.sent] == ["check", "memory"] and worker.sent[1]["options"] == {"layers": 2}
+    study = worker.answer({"study": {}, "sweep": []})
+    assert events.names() == ["check_started", "check_finished", "memory_finished"]
+    assert study == worker.sent[1]["id"] and not controller.is_current(study)
+
+
+@pytest.mark.parametrize("ending", ["answer", "fail", "die"])
+def test_a_memory_study_never_holds_a_run_back(worker, controller, events, ending):
+    """A check asked for during a study starts the moment the study ends, however it ends."""
+    controller.measure_memory({"layers": 3})
+    controller.run_check(check("mine"))
+    assert [s["op"] for s in worker.sent] == ["memory"] and events.take() == [("check_queued", False)]
+    getattr(worker, ending)()
+    if ending == "die":
+        assert worker.sent[-1]["op"] == "memory"  # a new worker is starting
+        worker.start()
+    assert [s["op"] for s in worker.sent] == ["memory", "check"] and worker.sent[1]["source"] == "mine"
+    first = {"answer": "memory_finished", "fail": "memory_failed", "die": "memory_failed"}[ending]
+    assert events.names() == [first, "check_started"]
+
+
+def test_a_waiting_check_goes_before_a_waiting_memory_study():
+    worker = FakeWorker(ready=False)
+    controller = RunController(worker)
+    controller.measure_memory({"layers": 1})
+    controller.run_check(check())
+    controller.measure_memory({"layers": 2})  # asked after the check: still behind it
+    worker.start()
+    assert [s["op"] for s in worker.sent] == ["check"]
+    worker.answer()
+    assert [s["op"] for s in worker.sent] == ["check", "memory"] and worker.sent[1]["options"] == {"layers": 2}
+    assert controller.memory_asked
+
+
+def test_answers_to_other_requests_are_not_reported(worker, controller, events):
+    controller.measure_memory({})
+    study = worker.sent[0]["id"]
+    worker.report(1, 2)  # progress of the memory study: not the check's
+    worker.answer()
+    controller.run_check(check())
+    events.take()
+    worker.finished.emit(study, {"late": True})  # a duplicate, late answer of an old request
+    worker.failed.emit(study + 100, {"kind": "backward", "message": "?"})  # no such request
+    worker.failed.emit(0, {"kind": "protocol", "message": "a bad line while idle"})
+    worker.progress.emit(study, 5, 6)
+    assert events.log == []
+
+
+def test_cancel_stops_the_check_and_its_answer_says_so(worker, controller, events):
+    controller.run_check(check())
+    request = worker.sent[0]["id"]
+    controller.cancel()
+    assert worker.cancels == [request]
+    worker.fail("cancelled")
+    assert events.take()[-1] == ("check_failed", request, {"kind": "cancelled", "message": "cancelled failed", "lineno": 7})
+    assert not controller.busy
+
+
+def test_cancel_drops_a_waiting_check():
+    worker = FakeWorker(ready=False)
+    controller = RunController(worker)
+    controller.run_check(check())
+    controller.cancel()
+    assert worker.cancels == [] and not controller.check_waiting
+    worker.start()
+    assert worker.sent == []
+
+
+def test_run_right_after_cancel_waits_for_the_stopped_check(worker, controller, events):
+    """The stopped check's answer is still to come: the new one waits for it, and the old answer
+    is not reported (the new run is what the window shows now)."""
+    controller.run_check(check("hangs"))
+    controller.cancel()
+    controller.run_check(check("fixed"))
+    assert [s["source"] for s in worker.sent] == ["hangs"] and controller.check_waiting
+    events.take()
+    worker.fail("cancelled")
+    new = worker.sent[-1]["id"]
+    assert worker.sent[-1]["source"] == "fixed" and events.take() == [("check_started", new)]
+    worker.answer()
+    assert events.take() == [("check_finished", new, {"answer": new})]
+
+
+def test_cancel_during_a_memory_study_stops_it(worker, controller, events):
+    controller.measure_memory({})
+    controller.cancel()
+    assert worker.cancels == [worker.sent[0]["id"]]
+    worker.fail("cancelled")
+    assert events.names() == ["memory_failed"]
+
+
+def test_the_worker_dying_during_a_check_or_idle_is_reported(worker, controller, events):
+    controller.run_check(check())
+    worker.die()
+    assert events.take()[-1] == ("worker_died", "The gradviz worker process was killed.")
+    worker.start()
+    worker.die()  # idle
+    assert events.names() == ["worker_died"]
+
+
+def test_a_memory_study_is_asked_for_once(worker, controller):
+    assert not controller.memory_asked
+    controller.run_check(check())
+    controller.measure_memory({"layers": 3})
+    assert controller.memory_asked and [s["op"] for s in worker.sent] == ["check"]
+
+
+def test_older_result_files_go_once_a_result_is_shown(worker, controller):
+    controller.result_shown(4)
+    assert worker.discarded == [4]

@@ -1,0 +1,82 @@
+"""The window's worker transport, driven with real processes: a stray line, a kill -9 of the window.
+
+No main window here: the Qt client alone, as the window uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from gradviz.app import worker_client as worker_client_module
+from gradviz.app.worker_client import WorkerClient
+from tests.app.conftest import ROOT
+from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
+
+# A stand-in worker: says ready, then answers any request with a line that is not a message.
+STRAY = textwrap.dedent(
+    """
+    import json, sys
+    print(json.dumps({"type": "ready", "protocol": 2, "pid": 1, "torch": "x", "devices": []}), flush=True)
+    for line in sys.stdin:
+        print("Traceback (most recent call last): something printed on the protocol", flush=True)
+    """
+)
+
+
+def test_a_stray_line_fails_the_run_at_once_not_at_its_timeout(qtbot, tmp_path, monkeypatch):
+    script = tmp_path / "stray_worker.py"
+    script.write_text(STRAY)
+    monkeypatch.setattr(worker_client_module, "worker_command", lambda python=None: [sys.executable, str(script)])
+    client = WorkerClient()
+    try:
+        with qtbot.waitSignal(client.ready, timeout=10_000):
+            client.start()
+        with qtbot.waitSignal(client.failed, timeout=3_000) as failed:
+            request = client.submit("check", timeout=600, source="x", filename="<editor>")
+        got_request, error = failed.args
+        assert got_request == request and error["kind"] == "protocol"
+        assert "not a gradviz message" in error["message"] and "Traceback" in error["message"]
+        assert not client.busy
+    finally:
+        client.shutdown()
+
+
+WINDOW = textwrap.dedent(
+    """
+    import sys
+    from PySide6.QtCore import QCoreApplication
+    from gradviz.app.worker_client import WorkerClient
+    app = QCoreApplication([])
+    client = WorkerClient()
+    def go(info):
+        print(client.pid, flush=True)
+        client.submit("check", path=sys.argv[1], arrays=False, graph=False)
+    client.ready.connect(go)
+    client.start()
+    app.exec()
+    """
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+def test_killing_the_window_ends_its_worker_and_the_users_processes(write_source, tmp_path, sig):
+    """Any signal, kill -9 included: within a second nothing the window started is left."""
+    pid_file = tmp_path / "child.pid"
+    path = write_source(spawning_source(pid_file, hang=True))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    window = subprocess.Popen([sys.executable, "-c", WINDOW, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        worker = int(window.stdout.readline())
+        user_child = int(wait_for_file(pid_file, 60))
+        window.send_signal(sig)
+        window.wait(10)
+        assert wait_gone([worker, user_child], 1.0), "the worker or the user's process outlived the window"
+    finally:
+        window.kill()
+        window.wait()
