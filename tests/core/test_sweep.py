@@ -195,3 +195,12 @@ def test_plain_calls_only_give_the_same_sweep():
     assert (batched.path, plain.path) == ("batched", "loop")
     assert plain.verdict == batched.verdict and plain.best_eps == batched.best_eps
     np.testing.assert_allclose(plain.block(0, 0).errors[:8], batched.block(0, 0).errors[:8], rtol=1e-6)
+
+
+def test_a_callable_built_on_functions_sweeps_too():
+    """What gradviz.check accepts (a callable dressed by core.callables) is what sweep_function accepts."""
+    from gradviz.core.callables import CallableFunction
+
+    fn = CallableFunction(lambda x: Tanh.apply(x) * 2, "twice_tanh")
+    sweep = sweep_function(fn, random_inputs((3, 4)))
+    assert sweep.function == "twice_tanh" and sweep.verdict == Verdict.BACKWARD_RIGHT
