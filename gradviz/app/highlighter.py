@@ -4,14 +4,20 @@ Each line is lexed on its own when it changes, so a keystroke costs one line's l
 the file's length (lexing a 10,000-line file whole takes half a second). The one construct that
 spans lines, a triple-quoted string, is carried from line to line as the block state:
 QSyntaxHighlighter re-highlights the following lines only while their state changes.
+
+Highlighting never holds the window for long: once a pass (a keystroke that opens a docstring
+above 10,000 lines, a file just opened) has spent BUDGET_S, the lines it has not reached are
+marked PENDING and finished in slices of the same size from the event loop.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 
 STYLE = {
@@ -27,6 +33,8 @@ STYLE = {
     Operator.Word: ("#0033b3", True),
 }
 
+BUDGET_S = 0.006  # the most one pass (or one slice) highlights before the rest waits for the event loop
+PENDING = -2  # block state of a line not highlighted yet
 # block states: the triple-quoted string a line leaves open (QSyntaxHighlighter's -1: none)
 OPEN_STRINGS = {1: ('"""', False), 2: ("'''", False), 3: ('"""', True), 4: ("'''", True)}  # (quote, docstring)
 _STATE_OF = {value: state for state, value in OPEN_STRINGS.items()}
@@ -79,6 +87,32 @@ class PythonHighlighter(QSyntaxHighlighter):
         super().__init__(document)
         self._lexer = PythonLexer(stripnl=False, ensurenl=False)
         self._formats: dict = {}
+        self._pass_started: float | None = None  # when the current pass began (None: between passes)
+        self._pending_from: int | None = None  # the first line that may be PENDING
+
+    @property
+    def pending(self) -> bool:
+        """Lines wait to be highlighted (tests wait for False)."""
+        return self._pending_from is not None
+
+    def _end_pass(self) -> None:
+        self._pass_started = None
+        if self._pending_from is not None:
+            self._continue()
+
+    def _continue(self) -> None:
+        """Highlight the next slice of PENDING lines (a pass of its own, within BUDGET_S)."""
+        if self._pass_started is not None:
+            return  # a pass is running: it ends with _end_pass, which comes back here
+        document = self.document()
+        block = document.findBlockByNumber(self._pending_from) if document is not None else None
+        while block is not None and block.isValid() and block.userState() != PENDING:
+            block = block.next()
+        if block is None or not block.isValid():
+            self._pending_from = None
+            return
+        self._pending_from = block.blockNumber()
+        self.rehighlightBlock(block)  # goes on down the file while states change, within the budget
 
     def _format(self, token_type) -> QTextCharFormat | None:
         if token_type not in self._formats:
@@ -86,6 +120,15 @@ class PythonHighlighter(QSyntaxHighlighter):
         return self._formats[token_type]
 
     def highlightBlock(self, text: str) -> None:
+        now = time.perf_counter()
+        if self._pass_started is None:  # a new pass: it ends when control is back in the event loop
+            self._pass_started = now
+            QTimer.singleShot(0, self._end_pass)
+        elif now - self._pass_started > BUDGET_S:  # out of time: this line waits for a later slice
+            self.setCurrentBlockState(PENDING)
+            number = self.currentBlock().blockNumber()
+            self._pending_from = number if self._pending_from is None else min(self._pending_from, number)
+            return
         start = 0
         carried = OPEN_STRINGS.get(self.previousBlockState())
         if carried is not None:  # the line starts inside a triple-quoted string
