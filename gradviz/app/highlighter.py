@@ -123,7 +123,7 @@ class PythonHighlighter(QSyntaxHighlighter):
         now = time.perf_counter()
         if self._pass_started is None:  # a new pass: it ends when control is back in the event loop
             self._pass_started = now
-            QTimer.singleShot(0, self._end_pass)
+            QTimer.singleShot(0, self, self._end_pass)  # dropped if the highlighter is deleted first
         elif now - self._pass_started > BUDGET_S:  # out of time: this line waits for a later slice
             self.setCurrentBlockState(PENDING)
             number = self.currentBlock().blockNumber()
