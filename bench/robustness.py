@@ -4,6 +4,8 @@ One worker serves the whole corpus, as the app's does: after a case that ends it
 abort, a segfault, a timeout) the next request starts a fresh one, and every other case must
 leave it serving. Per case: what tests/corpus/index.json expects (exit code as
 ``gradviz check`` would give it, error kind, line), what came back, and how long it took.
+Then the window's cases (bench/window_cases.py: FIFOs, /dev/zero, directories, 100 MB files,
+damaged sessions, recovery and settings files, bad saved values), unless ``--only`` is given.
 Ends with ``N passed, N failed``; exits 1 if any failed. Cases that need CUDA are skipped
 without a CUDA device.
 
@@ -125,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<28} {expected_of(case):<22} {got:<22} {reply.seconds:8.2f}  {verdict}{printed}")
     finally:
         runner.close()
+    if not args.only:
+        from bench.window_cases import run_window_cases
+
+        window_passed, window_failed = run_window_cases()
+        passed, failed = passed + window_passed, failed + window_failed
     total = time.monotonic() - started
     how = "a fresh worker per case" if args.fresh else "one worker, restarted only after cases that end it"
     print(f"({how}: {restarts} restarts; {skipped} skipped; {total:.1f} s in all)")

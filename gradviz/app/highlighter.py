@@ -1,13 +1,23 @@
-"""Python highlighting for the editor, by Pygments.
+"""Python highlighting for the editor, by Pygments, one line at a time.
 
-The whole document is lexed at once (it is small: a Function or two) so multi-line strings
-and docstrings come out right; each block then looks up its own spans.
+Each line is lexed on its own when it changes, so a keystroke costs one line's lexing whatever
+the file's length (lexing a 10,000-line file whole takes half a second). The one construct that
+spans lines, a triple-quoted string, is carried from line to line as the block state:
+QSyntaxHighlighter re-highlights the following lines only while their state changes.
+
+Highlighting never holds the window for long: once a pass (a keystroke that opens a docstring
+above 10,000 lines, a file just opened) has spent BUDGET_S, the lines it has not reached are
+marked PENDING and finished in slices of the same size from the event loop.
 """
 
 from __future__ import annotations
 
+import re
+import time
+
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 
 STYLE = {
@@ -23,6 +33,14 @@ STYLE = {
     Operator.Word: ("#0033b3", True),
 }
 
+BUDGET_S = 0.006  # the most one pass (or one slice) highlights before the rest waits for the event loop
+PENDING = -2  # block state of a line not highlighted yet
+# block states: the triple-quoted string a line leaves open (QSyntaxHighlighter's -1: none)
+OPEN_STRINGS = {1: ('"""', False), 2: ("'''", False), 3: ('"""', True), 4: ("'''", True)}  # (quote, docstring)
+_STATE_OF = {value: state for state, value in OPEN_STRINGS.items()}
+_QUOTE_OR_COMMENT = re.compile(r"[#\"']")
+_DOCSTRING_START = re.compile(r"\s*[rRuUbB]{0,2}")
+
 
 def _format_for(token_type) -> QTextCharFormat | None:
     while token_type is not Token:
@@ -37,39 +55,101 @@ def _format_for(token_type) -> QTextCharFormat | None:
     return None
 
 
+def closing_quote(line: str, start: int, quote: str) -> int:
+    """Where ``quote`` closes the string that runs from ``start`` (a backslash escapes it), or -1."""
+    k = start
+    while (j := line.find(quote, k)) >= 0:
+        backslashes = (j - k) - len(line[k:j].rstrip("\\"))
+        if backslashes % 2 == 0:
+            return j
+        k = j + 1
+    return -1
+
+
+def open_triple_quote(line: str, start: int = 0) -> tuple[int, str] | None:
+    """Where a triple-quoted string opens on ``line`` after ``start`` and is still open at the
+    line's end, and its quote; None when the line ends outside any string."""
+    k = start
+    while (match := _QUOTE_OR_COMMENT.search(line, k)) is not None:
+        k = match.start()
+        if line[k] == "#":
+            return None
+        quote = line[k : k + 3] if line[k : k + 3] in ('"""', "'''") else line[k]
+        end = closing_quote(line, k + len(quote), quote)
+        if end < 0:
+            return (k, quote) if len(quote) == 3 else None  # an open '...' is an error, not a state
+        k = end + len(quote)
+    return None
+
+
 class PythonHighlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
         self._lexer = PythonLexer(stripnl=False, ensurenl=False)
-        self._spans: dict[int, list[tuple[int, int, QTextCharFormat]]] = {}
         self._formats: dict = {}
-        self._source = None
-        document.contentsChange.connect(self._on_contents_changed)
-        self._relex()
+        self._pass_started: float | None = None  # when the current pass began (None: between passes)
+        self._pending_from: int | None = None  # the first line that may be PENDING
 
-    def _on_contents_changed(self, *_args) -> None:
-        self._relex()
+    @property
+    def pending(self) -> bool:
+        """Lines wait to be highlighted (tests wait for False)."""
+        return self._pending_from is not None
 
-    def _relex(self) -> None:
-        text = self.document().toPlainText()
-        if text == self._source:
+    def _end_pass(self) -> None:
+        self._pass_started = None
+        if self._pending_from is not None:
+            self._continue()
+
+    def _continue(self) -> None:
+        """Highlight the next slice of PENDING lines (a pass of its own, within BUDGET_S)."""
+        if self._pass_started is not None:
+            return  # a pass is running: it ends with _end_pass, which comes back here
+        document = self.document()
+        block = document.findBlockByNumber(self._pending_from) if document is not None else None
+        while block is not None and block.isValid() and block.userState() != PENDING:
+            block = block.next()
+        if block is None or not block.isValid():
+            self._pending_from = None
             return
-        self._source = text
-        spans: dict[int, list] = {}
-        line, col = 0, 0
-        for token_type, value in self._lexer.get_tokens(text):
-            fmt = self._formats.get(token_type)
-            if fmt is None and token_type not in self._formats:
-                fmt = self._formats[token_type] = _format_for(token_type)
-            for k, part in enumerate(value.split("\n")):
-                if k:
-                    line, col = line + 1, 0
-                if fmt is not None and part:
-                    spans.setdefault(line, []).append((col, len(part), fmt))
-                col += len(part)
-        self._spans = spans
-        self.rehighlight()
+        self._pending_from = block.blockNumber()
+        self.rehighlightBlock(block)  # goes on down the file while states change, within the budget
+
+    def _format(self, token_type) -> QTextCharFormat | None:
+        if token_type not in self._formats:
+            self._formats[token_type] = _format_for(token_type)
+        return self._formats[token_type]
 
     def highlightBlock(self, text: str) -> None:
-        for start, length, fmt in self._spans.get(self.currentBlock().blockNumber(), ()):
-            self.setFormat(start, length, fmt)
+        now = time.perf_counter()
+        if self._pass_started is None:  # a new pass: it ends when control is back in the event loop
+            self._pass_started = now
+            QTimer.singleShot(0, self, self._end_pass)  # dropped if the highlighter is deleted first
+        elif now - self._pass_started > BUDGET_S:  # out of time: this line waits for a later slice
+            self.setCurrentBlockState(PENDING)
+            number = self.currentBlock().blockNumber()
+            self._pending_from = number if self._pending_from is None else min(self._pending_from, number)
+            return
+        start = 0
+        carried = OPEN_STRINGS.get(self.previousBlockState())
+        if carried is not None:  # the line starts inside a triple-quoted string
+            quote, doc = carried
+            end = closing_quote(text, 0, quote)
+            fmt = self._format(String.Doc if doc else String)
+            if end < 0:
+                self.setFormat(0, len(text), fmt)
+                self.setCurrentBlockState(_STATE_OF[carried])
+                return
+            start = end + len(quote)
+            self.setFormat(0, start, fmt)
+        for index, token_type, value in self._lexer.get_tokens_unprocessed(text[start:]):
+            fmt = self._format(token_type)
+            if fmt is not None and value:
+                self.setFormat(start + index, len(value), fmt)
+        opened = open_triple_quote(text, start)
+        if opened is None:
+            self.setCurrentBlockState(-1)
+            return
+        k, quote = opened
+        doc = start == 0 and _DOCSTRING_START.fullmatch(text[:k]) is not None
+        self.setFormat(k, len(text) - k, self._format(String.Doc if doc else String))
+        self.setCurrentBlockState(_STATE_OF[(quote, doc)])

@@ -53,8 +53,8 @@ def refuse_arguments(args: argparse.Namespace) -> str | None:
 
 
 def open_requested(window, args: argparse.Namespace) -> bool:
-    """Open what the command line names; True when the window now shows it (no other run is
-    started then: a file or session waits for Run, a target runs by itself).
+    """Open what the command line names; True when the window shows (or is reading) it: a file
+    or session waits for Run, a target runs by itself. Nothing else runs then.
 
     A target needs ``window.open_target(target, inputs_path, settings)``; until the window has
     it, one line says so and the window starts as usual.
@@ -62,8 +62,9 @@ def open_requested(window, args: argparse.Namespace) -> bool:
     if args.path:
         path = Path(args.path)
         if path.suffix == ".gradviz":
-            return bool(window.open_session(path))
-        window.open_file(path)
+            window.open_session(path)  # read off the GUI thread; a refusal is one dialog
+        else:
+            window.open_file(path)
         return True
     if args.target:
         open_target = getattr(window, "open_target", None)
@@ -107,11 +108,15 @@ def run_app(argv: list[str]) -> int:
         window.load_builtin(args.example)
     window.show()
     if not args.screenshot and not (args.path or args.target):
-        window.offer_recovery()
+        window.offer_recovery()  # restored text is shown, never run
     if args.screenshot:
         _save_screenshot_when_done(app, window, args.screenshot)
     if not open_requested(window, args):
-        window.request_run()
+        # only a built-in example runs by itself: the last file, a session's code or recovered
+        # text waits for Run (unless the user allowed files they ran before, unchanged)
+        window.source.when_idle(lambda: _run_at_launch(app, window, args.screenshot))
+    elif args.screenshot and not args.target:  # a file or session: nothing runs, so show it as read
+        window.source.when_idle(lambda: _run_at_launch(app, window, args.screenshot, run=False))
     code = app.exec()
     release_window(window)
     return code
@@ -128,13 +133,26 @@ def release_window(window) -> None:
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
 
 
+def _run_at_launch(app, window, screenshot: str | None, *, run: bool = True) -> None:
+    if (run and window.run_at_launch()) or not screenshot:
+        return
+    from PySide6.QtCore import QTimer
+
+    QTimer.singleShot(500, lambda: _save_screenshot(app, window, screenshot))  # nothing runs: show it as it is
+
+
+def _save_screenshot(app, window, path: str) -> None:
+    if window.isVisible():
+        window.grab().save(path)
+        window.close()
+    app.quit()
+
+
 def _save_screenshot_when_done(app, window, path: str) -> None:
     from PySide6.QtCore import QTimer
 
     def save(*_args) -> None:
-        window.grab().save(path)
-        window.close()
-        app.quit()
+        _save_screenshot(app, window, path)
 
     # the memory study is requested after the first check is drawn: both are on screen then
     window.memory_shown.connect(lambda: QTimer.singleShot(200, save))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QTimer, Signal
+from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
@@ -24,16 +24,15 @@ from gradviz.app.panels.output_panel import OutputPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
-from gradviz.app.preferences import Preferences
+from gradviz.app.preferences import Preferences, settings_store
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.run_controller import CheckRequest, RunController
 from gradviz.app.source_controller import SourceController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.library import find_builtin
 from gradviz.schema.results import CheckResult
-from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
+from gradviz.schema.session import SUFFIX, Session, SessionError, save_session
 
 DEFAULT_EXAMPLE = "linear"
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
@@ -46,8 +45,9 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: QSettings | None = None, *, auto_run: bool = True) -> None:
         super().__init__()
-        self.settings_store = settings or QSettings("gradviz", "gradviz")
+        self.settings_store, settings_problems = (settings, []) if settings is not None else settings_store()
         self.preferences = Preferences(self.settings_store)
+        self.preferences.dropped.extend(settings_problems)
         self.setWindowTitle("gradviz")
         self.resize(*window_layout.default_size())
         self.run_settings = RunSettings(parent=self)
@@ -69,7 +69,10 @@ class MainWindow(QMainWindow):
         self.graph = GraphPanel()
         self.memory = MemoryPanel(self.memory_options)
         self.output = OutputPanel()
-        self.source = SourceController(self, self.editor, self.picker, self.document, self.preferences, self.recovery)
+        self.source = SourceController(
+            self, self.editor, self.picker, self.document, self.preferences, self.recovery,
+            run_settings=self.run_settings, memory_options=self.memory_options,
+        )  # fmt: skip
         self.docks = window_layout.arrange(self, {
             "run_bar": self.run_bar, "banner": self.banner, "jacobians": self.jacobians, "picker": self.picker,
             "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
@@ -77,8 +80,11 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._connect()
         self._restore()
-        if auto_run:
-            self.request_run()
+        # layout and settings are saved a moment after each change, not only at a clean exit
+        self.layout_saver = window_layout.LayoutSaver(self, self.docks.values(), self._save_settings)
+        self.layout_saver.watch(self.run_settings, self.memory_options, self.document)
+        if auto_run:  # only a built-in example runs by itself (see run_at_launch)
+            self.source.when_idle(self.run_at_launch)
 
     def _build_actions(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -106,6 +112,7 @@ class MainWindow(QMainWindow):
             self.addAction(action)
             self.actions[name] = action
         self.actions["run"].setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])
+        run_menu.addAction(self.source.run_known_action)
         edit_menu = self.menuBar().addMenu("&Edit")
         undo = QAction(
             "&Undo", self, shortcut=QKeySequence.StandardKey.Undo, triggered=self.editor.editor.undo
@@ -140,24 +147,24 @@ class MainWindow(QMainWindow):
 
     # --- persistence -----------------------------------------------------------------------
     def _restore(self) -> None:
+        """Layout, settings and the last source as the last launch left them; every value is
+        checked, and a bad one is dropped, named in the status bar and removed from the file."""
         prefs = self.preferences
         prefs.restore_layout(self)
-        self.run_settings.update(prefs.run_values(RunSettings.FIELDS), from_text=True)  # bad values dropped
+        prefs.restore_values("run", self.run_settings)
         self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
+        prefs.restore_values("memory", self.memory_options)
         self.picker.set_recent(prefs.recent())
-        last = prefs.last_source()
-        if last.startswith("builtin:") and find_builtin(last[8:]):
-            self.load_builtin(last[8:])
-        elif last and Path(last).is_file():
-            self.open_file(Path(last))
-        else:
-            self.load_builtin(DEFAULT_EXAMPLE)
+        self.source.restore_last(prefs.last_source(), DEFAULT_EXAMPLE)
+        if prefs.dropped:
+            self.source.notify("Dropped from the saved settings: " + "; ".join(prefs.dropped) + ".")
 
     def _save_settings(self) -> None:
         prefs = self.preferences
         prefs.save_layout(self)
-        prefs.save_run_values(self.run_settings.to_dict())
-        prefs.save_last_source(self.document.builtin_name, self.document.path)
+        prefs.save_values("run", self.run_settings.to_dict())
+        prefs.save_values("memory", self.memory_options.to_dict())
+        prefs.save_last_source(self.document.builtin_name, self.source.last_source_path())
         prefs.sync()
 
     # --- documents (SourceController keeps the editor's text, its file and its recovery copy) ---
@@ -165,8 +172,17 @@ class MainWindow(QMainWindow):
         self.source.load_builtin(name)
 
     def open_file(self, path: Path) -> None:
-        """Open a file as text; nothing runs until the user presses Run."""
+        """Open a file as text, read off the GUI thread (``source.loaded`` / ``source.refused``
+        say how it went); nothing runs until the user presses Run."""
         self.source.open_file(path)
+
+    def run_at_launch(self) -> bool:
+        """Run what the window shows if it may run by itself (a built-in example; a file the
+        user ran before when they allowed it); anything else waits for Run."""
+        if not self.source.may_run_at_launch():
+            return False
+        self.request_run()
+        return True
 
     def offer_recovery(self) -> bool:
         """After a crash: offer the newest unsaved text a dead gradviz left behind."""
@@ -201,6 +217,7 @@ class MainWindow(QMainWindow):
     def request_run(self) -> None:
         """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""
         target, inputs_path = self.document.target or (None, None)
+        self.source.note_run()
         self.controller.run_check(
             CheckRequest(
                 source=self.editor.text(),
@@ -340,27 +357,10 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Session saved to {path}", 8000)
         return True
 
-    def open_session(self, path: Path) -> bool:
-        """Restore code, Function, settings and layout; nothing runs until the user presses Run."""
-        try:
-            session = load_session(path)  # validated completely before anything changes
-        except SessionError as exc:
-            QMessageBox.warning(self, "Cannot open session", exc.message)
-            return False
-        if not self.source.maybe_keep_changes():
-            return False
-        builtin = session.builtin if session.builtin and find_builtin(session.builtin) else None
-        source_path = find_builtin(builtin) if builtin else (Path(session.path) if session.path else None)
-        self.source.set_source(session.code, source_path, builtin=builtin, function=session.function)
-        dropped = self.run_settings.update(session.run) + self.memory_options.update(session.memory)
-        if session.layout:
-            try:
-                self.restoreState(QByteArray(base64.b64decode(session.layout, validate=True)))
-            except ValueError:
-                pass  # a damaged layout is not worth refusing the code for
-        ignored = f" (ignored: {' '.join(dropped)})" if dropped else ""  # a bad value is dropped, never fatal
-        self.statusBar().showMessage(f"Session {path.name} opened: press Run (Ctrl+Enter) to run it{ignored}", 8000)
-        return True
+    def open_session(self, path: Path) -> None:
+        """Restore code, Function, settings and layout, read and checked off the GUI thread
+        before anything changes; nothing runs until the user presses Run."""
+        self.source.open_session(path)
 
     # --- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
@@ -368,6 +368,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self._save_settings()
+        self.layout_saver.stop()
         self.source.close()
         self.worker.shutdown()
         event.accept()

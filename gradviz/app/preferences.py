@@ -1,44 +1,175 @@
 """What the window remembers between launches, in QSettings: its layout, the run settings, the
-last source and the recent files. Values come back as text; the states validate them."""
+memory study's options, the last source, the recent files, and (off unless the user turns it
+on) which files may run by themselves at launch.
+
+Everything read back is checked before it is used: a value of the wrong type or out of range
+(``timeout=abc``, ``atol=inf``, a list where a path belongs, a layout Qt cannot restore) is
+dropped, named in ``dropped``, and removed from the file so it is never read or saved again.
+The file itself is checked before Qt reads it (``settings_store``): a directory, a FIFO or a
+huge file where it should be is set aside, and a ``@Variant(…)`` value is removed unread,
+because PySide6 unpickles such a value when the file is parsed (a crafted settings file would
+otherwise run code). Nothing read here can stop the window from starting.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
+import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 from PySide6.QtWidgets import QMainWindow
 
 MAX_RECENT = 8
+MAX_KNOWN_RUNS = 64  # files remembered as run by the user (for run-at-launch)
+MAX_PATH_CHARS = 4096
+MAX_SETTINGS_BYTES = 2**20  # gradviz writes a few kB: anything bigger is not its settings
+RUN_KNOWN_FILES_AT_LAUNCH = "launch/run_known_files"
+KNOWN_RUNS = "launch/known_runs"
+UNSAFE_VALUE = "@Variant("  # a serialized QVariant: PySide6 unpickles the Python ones on read
+
+
+def settings_path() -> Path:
+    """Where QSettings("gradviz", "gradviz") keeps the user's settings on Linux."""
+    config = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
+    return Path(config or Path.home() / ".config") / "gradviz" / "gradviz.conf"
+
+
+def check_settings_file(path: Path) -> list[str]:
+    """Make ``path`` safe for QSettings to read: set aside anything that is not a regular file
+    of sane size, and remove the lines that hold serialized QVariants. A sentence per change."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [f"the settings file {path} cannot be read ({exc.strerror or exc})"]
+    why = None
+    if not stat.S_ISREG(info.st_mode):
+        why = "it is not a regular file"
+    elif info.st_size > MAX_SETTINGS_BYTES:
+        why = f"it is {info.st_size:,} bytes, far more than gradviz writes"
+    if why is not None:
+        aside = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+        try:
+            path.rename(aside)
+        except OSError as exc:
+            return [f"the settings file {path} is unusable ({why}) and could not be moved ({exc.strerror or exc})"]
+        return [f"the settings file {path} was set aside as {aside.name} ({why}); defaults are used"]
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        return [f"the settings file {path} cannot be read ({exc.strerror or exc})"]
+    unsafe = [line for line in lines if UNSAFE_VALUE.encode() in line]
+    if not unsafe:
+        return []
+    keys = ", ".join(line.split(b"=", 1)[0].decode("utf-8", "replace").strip() for line in unsafe)
+    try:
+        path.write_bytes(b"\n".join(line for line in lines if UNSAFE_VALUE.encode() not in line))
+    except OSError as exc:
+        return [f"the settings file {path} holds values gradviz never writes ({keys}) and cannot be "
+                f"cleaned ({exc.strerror or exc})"]
+    return [f"settings gradviz never writes were removed unread: {keys}"]
+
+
+def settings_store() -> tuple[QSettings, list[str]]:
+    """The user's settings, after ``check_settings_file``; a sentence for each problem found."""
+    path = settings_path()
+    problems = check_settings_file(path)
+    if path.exists() and not path.is_file():  # could not be set aside: keep this launch's settings elsewhere
+        path = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.TempLocation)) / "gradviz.conf"
+        problems += check_settings_file(path)
+    return QSettings(str(path), QSettings.Format.IniFormat), problems
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _plain_path(value: Any) -> str | None:
+    """``value`` when it is a usable absolute path, else None."""
+    if not isinstance(value, str) or not value or len(value) > MAX_PATH_CHARS or "\0" in value:
+        return None
+    return value if os.path.isabs(value) else None
+
+
+def _as_text(value: Any) -> Any:
+    """How a value is stored: numbers as text (QSettings cannot hold an int past 2**63; the
+    states parse text by the field's type), a tuple as a list."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple | list):
+        return [_as_text(v) for v in value]
+    return value
 
 
 class Preferences:
     def __init__(self, store: QSettings) -> None:
         self.store = store
+        self.dropped: list[str] = []  # what was read back bad and dropped, one sentence each
 
+    def _drop(self, key: str, why: str) -> None:
+        """Remove a value that failed its check: it is never read (or saved) again."""
+        self.store.remove(key)
+        self.dropped.append(why)
+
+    # --- layout ----------------------------------------------------------------------------
     def restore_layout(self, window: QMainWindow) -> None:
-        geometry, state = self.store.value("window/geometry"), self.store.value("window/state")
-        if isinstance(geometry, QByteArray):
-            window.restoreGeometry(geometry)
-        if isinstance(state, QByteArray):
-            window.restoreState(state)
+        """Bring back the window's geometry and dock layout, dropping what Qt cannot restore."""
+        for key, restore, what in (
+            ("window/geometry", window.restoreGeometry, "window size and position"),
+            ("window/state", window.restoreState, "dock layout"),
+        ):
+            if not self.store.contains(key):
+                continue
+            value = self.store.value(key)
+            if not isinstance(value, QByteArray) or not restore(value):
+                self._drop(key, f"the saved {what} could not be restored (the default is used)")
 
     def save_layout(self, window: QMainWindow) -> None:
         self.store.setValue("window/geometry", window.saveGeometry())
         self.store.setValue("window/state", window.saveState())
 
+    # --- run settings and memory options ---------------------------------------------------
+    def restore_values(self, group: str, state, skip: tuple[str, ...] = ()) -> None:
+        """Apply the values saved under ``group/`` to a SchemaState (RunSettings,
+        MemorySettings); each one it refuses is dropped and named."""
+        for name in state.FIELDS:
+            key = f"{group}/{name}"
+            if name in skip or not self.store.contains(key):
+                continue
+            value = self.store.value(key)
+            if isinstance(value, list):  # a list comes back as text items: parse each like a number
+                value = [_parse_number(v) for v in value]
+            problems = state.update({name: value}, from_text=isinstance(value, str))
+            if problems:
+                self._drop(key, f"saved setting {key}: {' '.join(problems)}")
+
+    def save_values(self, group: str, values: dict[str, Any]) -> None:
+        for key, value in values.items():
+            self.store.setValue(f"{group}/{key}", _as_text(value))
+
     def run_values(self, names: tuple[str, ...]) -> dict[str, Any]:
-        """The saved run settings among ``names`` (as QSettings gives them back: mostly text)."""
+        """The saved run settings among ``names``, unchecked (``restore_values`` checks them)."""
         return {k: self.store.value(f"run/{k}") for k in names if self.store.contains(f"run/{k}")}
 
     def save_run_values(self, values: dict[str, Any]) -> None:
-        for key, value in values.items():
-            self.store.setValue(f"run/{key}", value)
+        self.save_values("run", values)
 
+    # --- sources ---------------------------------------------------------------------------
     def last_source(self) -> str:
-        """``builtin:NAME``, a file path, or ''."""
+        """``builtin:NAME``, an absolute file path, or ''."""
         last = self.store.value("source/last", "")
-        return last if isinstance(last, str) else ""
+        if isinstance(last, str) and ((last.startswith("builtin:") and len(last) < 200) or _plain_path(last)):
+            return last
+        if last:
+            self._drop("source/last", "the saved last file is not a file path")
+        return ""
 
     def save_last_source(self, builtin: str | None, path: Path | None) -> None:
         if builtin:
@@ -47,9 +178,14 @@ class Preferences:
             self.store.setValue("source/last", str(path))
 
     def recent(self) -> list[str]:
-        """Recent files that still exist, newest first."""
+        """Recent files that still exist, newest first; entries that are not paths are dropped."""
         value = self.store.value("source/recent", [])
-        paths = [value] if isinstance(value, str) else list(value or [])
+        values = [value] if isinstance(value, str) else value if isinstance(value, list) else [value]
+        paths = [p for p in map(_plain_path, values) if p][:MAX_RECENT]
+        if value and len(paths) != len(values):
+            self._drop("source/recent", "entries of the recent files that are not file paths")
+            if paths:
+                self.store.setValue("source/recent", paths)
         return [p for p in paths if Path(p).is_file()]
 
     def remember(self, path: Path) -> list[str]:
@@ -58,5 +194,44 @@ class Preferences:
         self.store.setValue("source/recent", paths)
         return paths
 
+    # --- what may run by itself at launch ----------------------------------------------------
+    def run_known_files_at_launch(self) -> bool:
+        """Whether a file the user ran before, unchanged since, may run at launch (default: no)."""
+        value = self.store.value(RUN_KNOWN_FILES_AT_LAUNCH, False)
+        if isinstance(value, bool):
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+        self._drop(RUN_KNOWN_FILES_AT_LAUNCH, "the saved run-at-launch choice is not true or false")
+        return False
+
+    def set_run_known_files_at_launch(self, allowed: bool) -> None:
+        self.store.setValue(RUN_KNOWN_FILES_AT_LAUNCH, bool(allowed))
+
+    def known_runs(self) -> list[str]:
+        """``<sha256 of the text> <path>`` of the files the user ran, newest first."""
+        value = self.store.value(KNOWN_RUNS, [])
+        values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        return [v for v in values if isinstance(v, str) and len(v) < MAX_PATH_CHARS + 80][:MAX_KNOWN_RUNS]
+
+    def note_run(self, path: Path, text: str) -> None:
+        """The user ran ``path`` with exactly this text."""
+        entry = f"{text_digest(text)} {path}"
+        self.store.setValue(KNOWN_RUNS, [entry, *(e for e in self.known_runs() if e != entry)][:MAX_KNOWN_RUNS])
+
+    def ran_before(self, path: Path, text: str) -> bool:
+        return f"{text_digest(text)} {path}" in self.known_runs()
+
     def sync(self) -> None:
         self.store.sync()
+
+
+def _parse_number(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value

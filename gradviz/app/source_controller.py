@@ -1,45 +1,89 @@
-"""The code in the editor: where it came from, whether it is saved, and its recovery copy.
+"""The code in the editor: where it came from, whether it is saved, its recovery copy, and
+whether it may run by itself.
 
 Opening, saving or replacing the text asks first when there are unsaved changes; unsaved text
-reaches a recovery file shortly after each edit. Nothing here runs the code: only Run does.
+reaches a recovery file shortly after each edit. Files and sessions are read off the GUI thread,
+refused at once when they are not files to read (``file_loading``). Each document starts a fresh
+undo history. Nothing here runs the code: only Run does, and at launch only a built-in example
+(or, when the user allows it, a file they ran before, unchanged) may run by itself.
+
+A path that did not come from this window's own Open or Save (a session's, a recovery file's)
+is a suggestion: the first Save asks where, prefilled with it, instead of writing there.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import os
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
+from gradviz.app.background import SerialWorker
+from gradviz.app.file_loading import FileLoader, read_session, read_source
+from gradviz.app.function_list import FunctionListUpdater
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.preferences import Preferences
 from gradviz.app.recovery import RecoveryStore
-from gradviz.app.state import SourceDocument
+from gradviz.app.state import MemorySettings, RunSettings, SourceDocument
 from gradviz.schema.library import find_builtin, function_names, resources_dir
+from gradviz.schema.session import Session
 
-AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file this long after the last keystroke
+AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file at most this long after a change
 PYTHON_FILTER = "Python files (*.py)"
+STATUS_MS = 15_000
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 class SourceController(QObject):
     title_changed = Signal(str)  # "<file>[*] — gradviz"
+    loaded = Signal(str)  # a file or session was read and is shown now (its path)
+    refused = Signal(str)  # a file or session could not be shown (the message shown)
+    notice = Signal(str)  # something the user was told (a dropped setting, autosave trouble)
 
     def __init__(
         self,
-        window: QWidget,
+        window: QMainWindow,
         editor: EditorPanel,
         picker: PickerPanel,
         document: SourceDocument,
         preferences: Preferences,
         recovery: RecoveryStore,
+        *,
+        run_settings: RunSettings | None = None,
+        memory_options: MemorySettings | None = None,
     ) -> None:
         super().__init__(window)
         self._window, self.editor, self.picker, self.document = window, editor, picker, document
         self.preferences, self.recovery = preferences, recovery
-        self._clean_text = ""
+        self.run_settings, self.memory_options = run_settings, memory_options
+        self.loader = FileLoader(self)
+        self.functions = FunctionListUpdater(editor.text, self)
+        self.functions.found.connect(lambda names: self.picker.set_functions(names, self.document.function))
+        self._from_disk: list[Path] = []  # files this window read or wrote: Save may write these unasked
+        self.notices: list[str] = []  # everything the user was told, in order
+        self._told: set[str] = set()
+        self._writer = SerialWorker("gradviz-autosave")  # the recovery file is written off the GUI thread
         self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
         self._autosave.timeout.connect(self.autosave)
+        self.run_known_action = QAction("Run the last file at launch if I ran it before", self, checkable=True)
+        self.run_known_action.setToolTip(
+            "Off: at launch only a built-in example runs by itself; a file waits for Run. On: a file you "
+            "ran before, unchanged since, runs at launch too."
+        )
+        self.run_known_action.setChecked(preferences.run_known_files_at_launch())
+        self.run_known_action.toggled.connect(preferences.set_run_known_files_at_launch)
         picker.builtin_chosen.connect(self.load_builtin)
         picker.file_chosen.connect(lambda path: self.open_file(Path(path)))
         picker.new_requested.connect(self.new_function)
@@ -53,21 +97,22 @@ class SourceController(QObject):
         path = find_builtin(name)
         if path is None or not self.maybe_keep_changes():
             return
-        self.set_source(path.read_text(encoding="utf-8"), path, builtin=name)
-        self.picker.select_builtin(name)
+        self.set_source(path.read_text(encoding="utf-8"), path, builtin=path.stem)
+        self.picker.select_builtin(path.stem)
 
     def open_file(self, path: Path) -> None:
-        """Open a file as text; nothing runs until the user presses Run."""
+        """Open a file as text, read off the GUI thread; nothing runs until the user presses Run.
+        ``loaded`` or ``refused`` says how it went."""
+        path = Path(path)
+        self.loader.load(read_source, path, lambda text: self._show_file(path, text), self._refuse("Cannot open file"))
+
+    def _show_file(self, path: Path, text: str) -> None:
         if not self.maybe_keep_changes():
             return
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
-            QMessageBox.warning(self._window, "Cannot open file", f"Cannot open {path}: {why}.")
-            return
         self.set_source(text, path)
+        self._note_from_disk(path)
         self._remember(path)
+        self.loaded.emit(str(path))
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self._window, "Open Function", str(Path.home()), PYTHON_FILTER)
@@ -79,23 +124,82 @@ class SourceController(QObject):
             return
         template = resources_dir() / "templates" / "new_function.py"
         self.set_source(template.read_text(encoding="utf-8"), None)
-        self._clean_text = ""  # a new file counts as unsaved
+        self._document().setModified(True)  # a new file counts as unsaved
+        self.update_title()
 
     def set_source(
         self, text: str, path: Path | None, *, builtin: str | None = None, function: str | None = None
     ) -> None:
-        """Show ``text`` as the saved contents of ``path`` (or of a built-in, or of nothing)."""
+        """Show ``text`` as a new document (fresh undo history), the saved contents of ``path``
+        (or of a built-in, or of nothing). Whatever was still being read is dropped."""
+        self.loader.cancel()
         self.editor.set_text(text)
-        self._clean_text = text
         self.document.set_path(path, builtin=builtin)
         self.document.set_function(function)
-        self.picker.set_functions(function_names(text), function)
+        if builtin:
+            self.functions.stop()
+            self.picker.set_functions(function_names(text), function)  # the library's own, small file
+        else:
+            self.picker.set_functions([], function)
+            self.functions.scan_now()
         self.update_title()
+
+    # --- sessions --------------------------------------------------------------------------
+    def open_session(self, path: Path) -> None:
+        """Restore code, Function, settings and layout from a session read off the GUI thread;
+        nothing runs until Run. A session that is refused changes nothing."""
+        path = Path(path)
+        self.loader.load(
+            read_session, path, lambda session: self.apply_session(path, session), self._refuse("Cannot open session")
+        )
+
+    def apply_session(self, path: Path, session: Session) -> bool:
+        """Apply a validated session all at once: every value is checked before the first one
+        changes anything; a bad setting is dropped and named, the rest applies."""
+        if not self.maybe_keep_changes():
+            return False
+        run, memory, dropped = {}, {}, []
+        for values, state, kept in (
+            (session.run, self.run_settings, run),
+            (session.memory, self.memory_options, memory),
+        ):
+            if state is None:
+                continue
+            trial = type(state)(state._values)  # a copy to try each value on
+            for name, value in values.items():
+                problems = trial.update({name: value})
+                dropped.extend(problems)
+                if not problems:
+                    kept[name] = value
+        layout = None
+        if session.layout:
+            try:
+                layout = QByteArray(base64.b64decode(session.layout, validate=True))
+            except (binascii.Error, ValueError):
+                dropped.append("the window layout (not base64)")
+        builtin_path = find_builtin(session.builtin) if session.builtin else None
+        suggested = Path(session.path) if session.path and os.path.isabs(session.path) else None
+        if builtin_path is not None:
+            self.set_source(session.code, builtin_path, builtin=builtin_path.stem, function=session.function)
+        else:
+            self.set_source(session.code, suggested, function=session.function)
+        if self.run_settings is not None:
+            self.run_settings.update(run)
+        if self.memory_options is not None:
+            self.memory_options.update(memory)
+        if layout is not None and not self._window.restoreState(layout):
+            dropped.append("the window layout (Qt cannot restore it)")
+        ignored = f" (ignored: {' '.join(dropped)})" if dropped else ""
+        self._window.statusBar().showMessage(
+            f"Session {path.name} opened: press Run (Ctrl+Enter) to run it{ignored}", STATUS_MS
+        )
+        self.loaded.emit(str(path))
+        return True
 
     # --- saving ----------------------------------------------------------------------------
     @property
     def modified(self) -> bool:
-        return self.editor.text() != self._clean_text
+        return self._document().isModified()
 
     def maybe_keep_changes(self) -> bool:
         """Ask before unsaved text is replaced; False means the user cancelled."""
@@ -113,40 +217,130 @@ class SourceController(QObject):
         return answer == buttons.Discard
 
     def save(self) -> bool:
-        if self.document.path is None or self.document.builtin_name:
+        """Write the text to its file, when this window opened or saved that file; otherwise
+        (a built-in, new text, a path a session or a recovery file suggested) ask where."""
+        path = self.document.path
+        if path is None or self.document.builtin_name:
             return self.save_as()
-        return self.save_to(self.document.path)
+        if not self.from_disk(path):
+            return self.save_as(suggested=path)
+        return self.save_to(path)
 
-    def save_as(self) -> bool:
+    def save_as(self, suggested: Path | None = None) -> bool:
         own_file = self.document.path and not self.document.builtin_name
-        start = str(self.document.path.parent if own_file else Path.home())
-        path, _ = QFileDialog.getSaveFileName(self._window, "Save Function", start, PYTHON_FILTER)
+        start = suggested or (self.document.path if own_file else Path.home() / "untitled.py")
+        path, _ = QFileDialog.getSaveFileName(self._window, "Save Function", str(start), PYTHON_FILTER)
         return self.save_to(Path(path)) if path else False
 
     def save_to(self, path: Path) -> bool:
         try:
             path.write_text(self.editor.text(), encoding="utf-8")
-        except OSError as exc:
-            QMessageBox.warning(self._window, "Cannot save", f"Cannot save {path}: {exc.strerror or exc}.")
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            QMessageBox.warning(self._window, "Cannot save", f"Cannot save {path}: {why}.")
             return False
-        self._clean_text = self.editor.text()
+        self._document().setModified(False)
         self.document.set_path(path)
+        self._note_from_disk(path)
         self._remember(path)
         self.update_title()
+        self.autosave()  # saved: no recovery copy
         return True
+
+    def from_disk(self, path: Path) -> bool:
+        """Whether this window opened ``path`` from disk or saved to it."""
+        return any(_same_file(path, known) for known in self._from_disk)
+
+    def last_source_path(self) -> Path | None:
+        """The file to reopen at the next launch: this document's, if it came from disk here."""
+        path = self.document.path
+        return path if path and not self.document.builtin_name and self.from_disk(path) else None
+
+    # --- running by itself -----------------------------------------------------------------
+    def may_run_at_launch(self) -> bool:
+        """At launch only a built-in example, exactly as shipped, runs by itself; a file the user
+        ran before, unchanged since, too when they allowed it. Never recovered or session text."""
+        document = self.document
+        if document.target or self.modified or self.loader.busy:
+            return False
+        text = self.editor.text()
+        if document.builtin_name:
+            shipped = find_builtin(document.builtin_name)
+            return shipped is not None and shipped.read_text(encoding="utf-8") == text
+        path = self.last_source_path()
+        if path is None or not self.preferences.run_known_files_at_launch():
+            return False
+        return self.preferences.ran_before(path.resolve(), text)
+
+    def note_run(self) -> None:
+        """The user runs the editor's text: remember a saved file's text as one they ran."""
+        path = self.last_source_path()
+        if path is not None and not self.document.target and not self.modified:
+            self.preferences.note_run(path.resolve(), self.editor.text())
+
+    def when_idle(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once nothing is being read (now, or when the read answers)."""
+        if not self.loader.busy:
+            callback()
+            return
+
+        def once(busy: bool) -> None:
+            if not busy:
+                self.loader.busy_changed.disconnect(once)
+                callback()
+
+        self.loader.busy_changed.connect(once)
+
+    def restore_last(self, last: str, default: str) -> None:
+        """Show what the last session showed: a built-in, or a file (read off the GUI thread;
+        the default example shows until it arrives, and stays if the file is gone)."""
+        if last.startswith("builtin:") and find_builtin(last[8:]):
+            self.load_builtin(last[8:])
+            return
+        self.load_builtin(default)
+        if last and not last.startswith("builtin:") and Path(last).is_file():  # a stat: no read, no block
+            self.open_file(Path(last))
 
     # --- recovery --------------------------------------------------------------------------
     def autosave(self) -> None:
-        """Keep unsaved text where the next launch finds it if this process dies."""
-        if self.modified:
-            path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
-            self.recovery.write(self.editor.text(), self.document.title, path)
-        else:
-            self.recovery.clear()
+        """Keep unsaved text where the next launch finds it if this process dies (written off the
+        GUI thread; ``flush_autosave`` waits for it)."""
+        self._autosave.stop()
+        if not self.modified:
+            self._writer.submit(self.recovery.clear)
+            return
+        path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
+        self._writer.submit(
+            self.recovery.write, self.editor.text(), self.document.title, path, done=self._on_autosaved
+        )
+
+    def flush_autosave(self, timeout: float = 10.0) -> bool:
+        """Wait until the recovery file is as the last autosave left it."""
+        return self._writer.wait(timeout)
+
+    def _on_autosaved(self, _written: bool) -> None:
+        """Tell the user, once, when autosave had to move or cannot write at all."""
+        store = self.recovery
+        if store.failing:
+            reasons = "; ".join(f"{folder}: {why}" for folder, why in store.refusals.items())
+            self.notify(
+                f"Autosave cannot keep your unsaved text anywhere ({reasons}). Save your work to a file "
+                "(File → Save As…); autosave keeps trying.",
+                urgent=True,
+            )
+        elif store.directory != store.preferred:
+            why = store.refusals.get(store.preferred, "it refused")
+            self.notify(
+                f"Autosave cannot write to {store.preferred} ({why}); your unsaved text is kept in "
+                f"{store.directory} instead.",
+                urgent=True,
+            )
 
     def offer_recovery(self) -> bool:
-        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
-        orphans = self.recovery.orphans()
+        """After a crash: offer the newest unsaved text a window that is gone left behind."""
+        orphans, problems = self.recovery.orphans()
+        for problem in problems:
+            self.notify(problem)
         if not orphans:
             return False
         newest, *older = orphans
@@ -161,22 +355,54 @@ class SourceController(QObject):
         if answer != QMessageBox.StandardButton.Yes:
             RecoveryStore.discard(newest)
             return False
-        path = Path(newest.path) if newest.path and Path(newest.path).is_file() else None
-        self.set_source(path.read_text(encoding="utf-8") if path else "", path)
-        self.editor.set_text(newest.text)  # differs from the file: shows as modified
-        self._clean_text = self._clean_text if path else ""
-        self.picker.set_functions(function_names(newest.text), None)
-        self.update_title()
+        # the file it came from is only a suggestion for Save: it is neither read nor written unasked
+        suggested = Path(newest.path) if newest.path and os.path.isabs(newest.path) else None
+        self.set_source(newest.text, suggested)
+        self._document().setModified(True)
         RecoveryStore.discard(newest)
-        self.autosave()  # now it is this process's unsaved text
+        self.update_title()
+        self.autosave()  # now it is this window's unsaved text
         return True
 
     def close(self) -> None:
         """The window closes with the text saved or discarded: no recovery copy stays behind."""
         self._autosave.stop()
-        self.recovery.clear()
+        self.functions.stop()
+        self.loader.cancel()
+        self._writer.submit(self.recovery.clear)
+        self.flush_autosave()
+
+    # --- telling the user ------------------------------------------------------------------
+    def notify(self, message: str, *, urgent: bool = False) -> None:
+        """Tell the user, once per message: in the status bar, and in a box that stays (without
+        blocking) when it is ``urgent``."""
+        if message in self._told:
+            return
+        self._told.add(message)
+        self.notices.append(message)
+        self._window.statusBar().showMessage(message, STATUS_MS)
+        if urgent:
+            box = QMessageBox(QMessageBox.Icon.Warning, "gradviz", message, QMessageBox.StandardButton.Ok, self._window)
+            box.setWindowModality(Qt.WindowModality.NonModal)
+            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            box.show()
+        self.notice.emit(message)
 
     # --- internals -------------------------------------------------------------------------
+    def _document(self):
+        return self.editor.editor.document()
+
+    def _refuse(self, title: str) -> Callable[[str], None]:
+        def refuse(message: str) -> None:
+            QMessageBox.warning(self._window, title, message)
+            self.refused.emit(message)
+
+        return refuse
+
+    def _note_from_disk(self, path: Path) -> None:
+        if not self.from_disk(path):
+            self._from_disk.append(Path(os.path.abspath(path)))
+
     def _remember(self, path: Path) -> None:
         self.picker.set_recent(self.preferences.remember(path))
 
@@ -186,6 +412,7 @@ class SourceController(QObject):
 
     def _on_text_edited(self) -> None:
         self.update_title()
-        self._autosave.start()
+        if not self._autosave.isActive():
+            self._autosave.start()
         if self.document.builtin_name is None:
-            self.picker.set_functions(function_names(self.editor.text()), self.document.function)
+            self.functions.text_changed()

@@ -1,10 +1,13 @@
 """Where the panels sit in the main window: the run bar on top, the banner and the Jacobians in the
 centre, the picker, editor and output down the left, the graph below, the memory study on the right.
-These are the first launch's sizes; afterwards QSettings brings back the user's own layout."""
+These are the first launch's sizes; afterwards QSettings brings back the user's own layout, which
+``LayoutSaver`` writes a moment after each change (a crash keeps it, not only a clean exit)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Callable, Iterable
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
 DEFAULT_SIZE = (1680, 1020)  # shrunk to the screen, never below MIN_SIZE
@@ -68,3 +71,48 @@ def arrange(window: QMainWindow, panels: dict[str, QWidget]) -> dict[str, QDockW
     window.resizeDocks([docks["Autograd graph"]], [int(height * 0.36)], Qt.Orientation.Vertical)
     window.resizeDocks([docks[MEMORY_DOCK]], [440], Qt.Orientation.Horizontal)
     return docks
+
+
+SAVE_DELAY_MS = 1000  # the layout and settings are written this long after the last change
+_LAYOUT_EVENTS = (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide)
+
+
+class LayoutSaver(QObject):
+    """Calls ``save`` a moment after the window or a dock is moved, resized, shown, hidden,
+    docked or floated, or a watched state changes; a burst of changes (a drag) saves once."""
+
+    def __init__(self, window: QMainWindow, docks: Iterable[QDockWidget], save: Callable[[], None]) -> None:
+        super().__init__(window)
+        self._save = save
+        self._timer = QTimer(self, singleShot=True, interval=SAVE_DELAY_MS)
+        self._timer.timeout.connect(self._save)
+        window.installEventFilter(self)
+        for dock in docks:
+            dock.installEventFilter(self)
+            dock.dockLocationChanged.connect(self.changed)
+            dock.topLevelChanged.connect(self.changed)
+
+    def watch(self, *objects: QObject) -> None:
+        """Save after every signal of these objects whose name ends in ``_changed``."""
+        for obj in objects:
+            meta = obj.metaObject()
+            for k in range(meta.methodOffset(), meta.methodCount()):
+                method = meta.method(k)
+                name = bytes(method.name()).decode()
+                if method.methodType() == method.MethodType.Signal and name.endswith("_changed"):
+                    getattr(obj, name).connect(self.changed)
+
+    def changed(self, *_args) -> None:
+        self._timer.start()
+
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in _LAYOUT_EVENTS:
+            self._timer.start()
+        return False

@@ -67,7 +67,12 @@ def builtin_functions() -> list[LibraryEntry]:
 
 
 def find_builtin(name: str) -> Path | None:
-    path = functions_dir() / f"{name.removesuffix('.py')}.py"
+    """The built-in example called ``name`` (``linear`` or ``linear.py``); None for anything else,
+    a name with a folder in it (``../../elsewhere``) included: only the library's own files."""
+    stem = name.removesuffix(".py") if isinstance(name, str) else ""
+    if not stem.isidentifier():
+        return None
+    path = functions_dir() / f"{stem}.py"
     return path if path.is_file() else None
 
 

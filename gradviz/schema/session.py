@@ -2,24 +2,33 @@
 
 A session is plain text a person can read and diff, never a pickle: opening one cannot run code.
 Loading validates everything before anything is applied, so a corrupt file or one written by a
-newer gradviz gives one clear message and changes nothing.
+newer gradviz gives one clear message and changes nothing. The file's kind and size are checked
+before a byte is read (a FIFO, a device, a directory or a 100 MB file is refused at once), and
+the JSON is strict: no NaN or Infinity, no number that overflows (an integer past 64 bits, a
+float past 1e308), no nesting too deep to parse.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import types
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gradviz.schema.errors import ErrorKind, GradvizError
-from gradviz.schema.settings import CheckSettings
+from gradviz.schema.errors import ErrorKind, GradvizError, UserCodeError
+from gradviz.schema.settings import SEED_RANGE, CheckSettings
+from gradviz.schema.source_files import MAX_SOURCE_BYTES, read_regular_bytes
+from gradviz.schema.units import format_bytes
 
 FORMAT = "gradviz-session"
 VERSION = 1
 SUFFIX = ".gradviz"
+MAX_SESSION_BYTES = 4 * MAX_SOURCE_BYTES  # the code, JSON-escaped, and a few settings
+MAX_LAYOUT_CHARS = 2**20
+INT_RANGE = (SEED_RANGE[0], SEED_RANGE[1])  # the widest integer a session holds: a seed
 
 
 class SessionError(GradvizError):
@@ -71,6 +80,9 @@ def run_setting_types() -> dict[str, tuple[type, ...]]:
 
 
 _RUN_TYPES = run_setting_types()
+MEMORY_TYPES: dict[str, tuple[type, ...]] = {
+    "layers": (int,), "shape": (list,), "out_channels": (int,), "kernel": (int,), "device": (str,), "dtype": (str,),
+}  # fmt: skip
 
 
 def save_session(path: str | Path, session: Session) -> None:
@@ -89,19 +101,48 @@ def load_session(path: str | Path) -> Session:
     """Read and validate a session file; raises SessionError saying what is wrong."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_regular_bytes(path, MAX_SESSION_BYTES, "a gradviz session")
+    except UserCodeError as exc:
+        raise SessionError(exc.message.replace("Cannot read", "Cannot open", 1)) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SessionError(f"{path.name} is not a gradviz session: it is not UTF-8 text.") from None
-    except OSError as exc:
-        raise SessionError(f"Cannot open {path}: {exc.strerror or exc}.") from None
+    return session_from_dict(strict_loads(text, path.name), path.name)
+
+
+def strict_loads(text: str, name: str = "the session") -> Any:
+    """JSON as a session may hold it; SessionError for broken JSON, NaN or Infinity, a number
+    that overflows, or nesting too deep for the parser."""
+
+    def constant(word: str) -> None:
+        raise SessionError(f"{name} holds {word}: a session's numbers must be finite.")
+
+    def real(digits: str) -> float:
+        value = float(digits)
+        if not math.isfinite(value):
+            raise SessionError(f"{name} holds the number {digits[:40]}, which overflows (past 1e308).")
+        return value
+
+    def whole(digits: str) -> int:
+        low, high = INT_RANGE
+        value = int(digits) if len(digits) <= 21 else None
+        if value is None or not low <= value <= high:
+            shown = digits if len(digits) <= 40 else f"{digits[:20]}… ({len(digits)} digits)"
+            raise SessionError(f"{name} holds the integer {shown}, which overflows (past 64 bits).")
+        return value
+
     try:
-        data = json.loads(text)
+        return json.loads(text, parse_constant=constant, parse_float=real, parse_int=whole)
     except json.JSONDecodeError as exc:
         raise SessionError(
-            f"{path.name} is not a valid session file: broken JSON at line {exc.lineno}, column {exc.colno} "
+            f"{name} is not a valid session file: broken JSON at line {exc.lineno}, column {exc.colno} "
             f"({exc.msg})."
         ) from None
-    return session_from_dict(data, path.name)
+    except RecursionError:
+        raise SessionError(f"{name} is not a session: its JSON is nested too deeply to read.") from None
+    except (MemoryError, ValueError) as exc:
+        raise SessionError(f"{name} is not a valid session file ({type(exc).__name__}).") from None
 
 
 def session_from_dict(data: Any, name: str = "the session") -> Session:
@@ -117,16 +158,33 @@ def session_from_dict(data: Any, name: str = "the session") -> Session:
         )
     if "code" not in data:
         raise SessionError(f"{name} has no \"code\".")
+    if isinstance(data["code"], str) and len(data["code"].encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        raise SessionError(
+            f"{name}: its code is more than the {format_bytes(MAX_SOURCE_BYTES)} gradviz reads as source code."
+        )
     values = {}
     for key, accepted in _TYPES.items():
         if key in data:
             if not isinstance(data[key], accepted) or isinstance(data[key], bool):
                 raise SessionError(f"{name}: \"{key}\" has the wrong type ({type(data[key]).__name__}).")
             values[key] = data[key]
+    if isinstance(values.get("path"), str) and ("\0" in values["path"] or not values["path"]):
+        raise SessionError(f"{name}: \"path\" is not a file path.")
+    if len(values.get("layout") or "") > MAX_LAYOUT_CHARS:
+        raise SessionError(f"{name}: \"layout\" is too long to be a window layout.")
     for key, value in values.get("run", {}).items():
         accepted = _RUN_TYPES.get(key)
         if accepted is None:
             raise SessionError(f"{name}: unknown run setting \"{key}\".")
         if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
             raise SessionError(f"{name}: run setting \"{key}\" has the wrong type ({type(value).__name__}).")
+    for key, value in values.get("memory", {}).items():
+        accepted = MEMORY_TYPES.get(key)
+        if accepted is None:
+            raise SessionError(f"{name}: unknown memory option \"{key}\".")
+        if not isinstance(value, accepted) or isinstance(value, bool):
+            raise SessionError(f"{name}: memory option \"{key}\" has the wrong type ({type(value).__name__}).")
+        whole = all(isinstance(v, int) and not isinstance(v, bool) for v in value) if key == "shape" else True
+        if key == "shape" and (len(value) != 4 or not whole):
+            raise SessionError(f"{name}: memory option \"shape\" must be four whole numbers N, C, H, W.")
     return Session(**values)

@@ -87,7 +87,8 @@ def test_not_utf8_file_is_refused_with_a_message(qtbot, main_window, monkeypatch
     shown = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: shown.append(a[2]))
     before = window.editor.text()
-    window.open_file(CORPUS / "not_utf8.py")
+    with qtbot.waitSignal(window.source.refused, timeout=10_000):  # read off the GUI thread
+        window.open_file(CORPUS / "not_utf8.py")
     assert shown and "not UTF-8" in shown[0]
     assert window.editor.text() == before
 

@@ -241,7 +241,8 @@ def test_open_and_save_files(qtbot, main_window, tmp_path, monkeypatch):
     path = tmp_path / "mine.py"
     path.write_text(source, encoding="utf-8")
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(path), ""))
-    window.actions["open"].trigger()
+    with qtbot.waitSignal(window.source.loaded, timeout=10_000):  # read off the GUI thread
+        window.actions["open"].trigger()
     assert window.editor.text() == source and window.document.path == path
     assert str(path) in [window.picker._groups["Recent files"].child(k).toolTip(0)
                          for k in range(window.picker._groups["Recent files"].childCount())]

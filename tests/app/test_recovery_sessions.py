@@ -1,4 +1,7 @@
-"""Nothing is lost: recovery after kill -9 of a real app process, sessions that never run code."""
+"""Nothing is lost: recovery after kill -9 of a real app process, sessions that never run code.
+
+Files and sessions are read off the GUI thread: the tests wait for ``source.loaded`` (or
+``source.refused``) the way the window does."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from gradviz.app.recovery import RECOVERY_ENV
+from gradviz.app.recovery import RECOVERY_ENV, RecoveryStore
 from gradviz.schema.library import find_builtin
 from gradviz.schema.session import load_session
 from tests.app.conftest import ROOT
@@ -50,8 +53,10 @@ def test_kill_9_of_the_app_then_next_launch_restores_the_text(qtbot, tmp_path, s
     child = subprocess.Popen([sys.executable, "-c", CHILD], env=env, stderr=subprocess.DEVNULL)
     try:
         qtbot.waitUntil(lambda: any(recovery.glob("recovery-*.json")), timeout=60_000)
-        files = list(recovery.glob("recovery-*.json"))
-        assert files[0].name == f"recovery-{child.pid}.json"
+        [file] = recovery.glob("recovery-*.json")
+        assert str(child.pid) not in file.name  # keyed by the window, not the process id
+        assert file.with_suffix(".lock").exists()
+        assert not RecoveryStore(recovery).orphans()[0]  # locked: its window is alive, nobody else offers it
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
@@ -70,23 +75,23 @@ def test_kill_9_of_the_app_then_next_launch_restores_the_text(qtbot, tmp_path, s
         assert "linear.py" in asked[0]
         assert MARKER in window.editor.text()
         assert window.modified
-        assert not (recovery / f"recovery-{child.pid}.json").exists()
-        assert (recovery / f"recovery-{os.getpid()}.json").exists()  # still safe if we die too
+        assert not file.exists()
+        assert window.source.flush_autosave()
+        assert window.recovery.file.exists()  # still safe if we die too
     finally:
         window.close()
-    assert not (recovery / f"recovery-{os.getpid()}.json").exists()  # a clean exit leaves nothing
+    assert not list(recovery.glob("recovery-*"))  # a clean exit leaves nothing
 
 
 def test_declining_recovery_discards_it(qtbot, main_window, monkeypatch):
     window = main_window
-    from gradviz.app.recovery import RecoveryStore
-
-    dead = RecoveryStore(pid=2**22 + 12345)  # no such process
-    dead.write("lost text", "mine.py", None)
+    dead = window.recovery.directory / "recovery-wgone.json"  # a window that is gone: no lock held
+    dead.parent.mkdir(parents=True, exist_ok=True)
+    dead.write_text(json.dumps({"text": "lost text", "title": "mine.py", "path": None, "saved_at": 1.0}))
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
     before = window.editor.text()
     assert not window.offer_recovery()
-    assert window.editor.text() == before and not dead.file.exists()
+    assert window.editor.text() == before and not dead.exists()
 
 
 def test_autosave_writes_and_clears(qtbot, main_window):
@@ -110,7 +115,8 @@ def test_session_round_trip_restores_everything_and_runs_nothing(qtbot, main_win
     window.run_bar.dtype.setCurrentText("float64")
     window.memory.layers_spin.setValue(1)
     busy_before = window.worker.busy
-    assert window.open_session(path)
+    with qtbot.waitSignal(window.source.loaded, timeout=10_000):
+        window.open_session(path)
     assert window.editor.text() == find_builtin("kill_head").read_text(encoding="utf-8")
     assert window.document.builtin_name == "kill_head"
     assert window.run_settings.dtype == "float32" and window.run_bar.dtype.currentText() == "float32"
@@ -126,7 +132,8 @@ def test_corrupt_or_future_session_changes_nothing(qtbot, main_window, tmp_path,
     bad = tmp_path / "bad.gradviz"
     for content in ('{"format": "gradviz-session", "version": 99, "code": "x"}', "{not json"):
         bad.write_text(content, encoding="utf-8")
-        assert not window.open_session(bad)
+        with qtbot.waitSignal(window.source.refused, timeout=10_000):
+            window.open_session(bad)
         assert (window.editor.text(), window.run_settings.to_dict()) == before
     assert "newer gradviz" in warnings[0] and "broken JSON" in warnings[1]
 
@@ -136,7 +143,8 @@ def test_opening_a_py_file_never_runs_it(qtbot, main_window, tmp_path):
     sentinel = tmp_path / "ran"
     path = tmp_path / "evil.py"
     path.write_text(f"open({str(sentinel)!r}, 'w').close()\n", encoding="utf-8")
-    window.open_file(Path(path))
+    with qtbot.waitSignal(window.source.loaded, timeout=10_000):
+        window.open_file(Path(path))
     assert window.editor.text().startswith("open(") and not window.worker.busy
     assert not sentinel.exists()
 
@@ -174,7 +182,8 @@ def test_a_bad_value_in_a_session_is_dropped_and_named(qtbot, main_window, tmp_p
         }),
         encoding="utf-8",
     )
-    assert window.open_session(path)
+    with qtbot.waitSignal(window.source.loaded, timeout=10_000):
+        window.open_session(path)
     assert window.run_settings.dtype == "float32" and window.run_bar.dtype.currentText() == "float32"
     assert window.run_settings.eps == CheckSettings().eps
     assert window.memory.kernel_spin.value() == 5 and window.memory_options.layers == MemoryOptions().layers
@@ -190,10 +199,13 @@ def odd_preferences(settings_store):
     settings_store.sync()
 
 
-def test_bad_saved_preferences_are_dropped_at_startup(odd_preferences, main_window):
+def test_bad_saved_preferences_are_dropped_at_startup(odd_preferences, main_window, settings_store):
     from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings
 
     settings = main_window.run_settings
     assert (settings.dtype, settings.atol) == ("float32", 1e-7)
     assert settings.eps == CheckSettings().eps and settings.timeout == RUN_TIMEOUT_S
     assert main_window.run_bar.tolerance["atol"].value() == 1e-7
+    [notice] = main_window.source.notices  # named once, and gone from the file: never read again
+    assert "run/eps" in notice and "run/timeout" in notice
+    assert settings_store.value("run/eps", "") != "tiny" and settings_store.value("run/timeout", "") != "-3"

@@ -126,12 +126,12 @@ class EditorPanel(QWidget):
         return self.editor.toPlainText()
 
     def set_text(self, text: str) -> None:
-        """Replace the text as one undoable step, so Ctrl+Z brings the old text back."""
+        """Show ``text`` as a new document with a fresh undo history: Ctrl+Z never brings back
+        the text of the document shown before (under this one's name, for Ctrl+S to write)."""
+        self.editor.setPlainText(text)  # clears the undo and redo stacks
+        self.editor.document().clearUndoRedoStacks()
+        self.editor.document().setModified(False)
         cursor = self.editor.textCursor()
-        cursor.beginEditBlock()
-        cursor.select(QTextCursor.SelectionType.Document)
-        cursor.insertText(text)
-        cursor.endEditBlock()
         cursor.movePosition(QTextCursor.MoveOperation.Start)
         self.editor.setTextCursor(cursor)
         self.clear_error()

@@ -1,0 +1,119 @@
+"""Reading what the user opens without freezing the window: the kind and size of the file are
+checked before a byte is read, and both the check and the read run off the GUI thread.
+
+A FIFO, ``/dev/zero``, a directory, a file over the size gradviz reads, a session of 100 MB:
+each is refused at once with a sentence that says what the path is (``gradviz.schema``'s
+checks, the worker's too). Only the newest request's answer is used: opening B while A is
+still being read shows B, never A.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from gradviz.app.background import run_in_thread
+from gradviz.schema.errors import GradvizError
+from gradviz.schema.session import Session, load_session
+from gradviz.schema.source_files import read_source_bytes
+
+
+class LoadRefused(Exception):
+    """A file that cannot be shown; the message says why, for the user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def read_source(path: Path) -> str:
+    """A Python file as text, or LoadRefused saying why not."""
+    try:
+        raw = read_source_bytes(path)
+    except GradvizError as exc:
+        raise LoadRefused(exc.message) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise LoadRefused(
+            f"Cannot open {path}: it is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}). "
+            "Save it as UTF-8 and open it again."
+        ) from None
+
+
+def read_session(path: Path) -> Session:
+    """A session, validated completely, or LoadRefused saying why not."""
+    try:
+        return load_session(path)
+    except GradvizError as exc:
+        raise LoadRefused(exc.message) from None
+
+
+class FileLoader(QObject):
+    """Reads one file at a time off the GUI thread; a newer request (or ``cancel``) makes the
+    answer to an older one be dropped."""
+
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._latest = 0  # the newest request or cancel: answers to older ones are dropped
+        self._last_load = 0  # the newest request
+        self._delivering = False
+        self._busy = False
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def load(
+        self,
+        read: Callable[[Path], Any],
+        path: Path,
+        done: Callable[[Any], None],
+        refused: Callable[[str], None],
+    ) -> None:
+        """``read(path)`` on a thread; then ``done(value)`` or ``refused(message)`` here."""
+        self._latest += 1
+        ticket = self._last_load = self._latest
+        self._set_busy(True)
+
+        def answer(value: Any) -> None:
+            if ticket == self._latest:
+                self._deliver(ticket, lambda: done(value))
+
+        def fail(error: BaseException) -> None:
+            if ticket == self._latest:
+                message = error.message if isinstance(error, LoadRefused) else f"Cannot open {path}: {error}."
+                self._deliver(ticket, lambda: refused(message))
+
+        run_in_thread(read, path, done=answer, failed=fail, name="gradviz-file-loading")
+
+    def cancel(self) -> None:
+        """Drop the answer to whatever is being read (another document replaced it)."""
+        self._latest += 1
+        if not self._delivering:  # while an answer is shown, busy ends once it is on screen
+            self._set_busy(False)
+
+    def _deliver(self, ticket: int, deliver: Callable[[], None]) -> None:
+        """Hand an answer over; ``busy`` turns False only after it is shown (``when_idle``
+        callers see the new document), unless the answer asked for another read."""
+        self._delivering = True
+        try:
+            deliver()
+        finally:
+            self._delivering = False
+            if self._last_load == ticket:
+                self._set_busy(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
+
+
+__all__ = ["FileLoader", "LoadRefused", "read_session", "read_source"]
