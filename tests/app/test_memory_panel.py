@@ -78,7 +78,7 @@ def test_bar_heights_are_the_payload_bytes_in_the_displayed_unit(panel, cpu_payl
     )  # stacked on the fused bar
     assert ctx.opts["height"][0] == pytest.approx(variants["fused"]["ctx_attribute_bytes"] / size)
     assert variants["fused"]["ctx_attribute_bytes"] > 0  # the fused Function keeps its statistics on ctx
-    assert name in panel.bar_plot.getPlotItem().getAxis("left").labelText
+    assert name in panel.bar_item.getAxis("left").labelText
     assert name in panel.sweep_item.getAxis("left").labelText  # one unit for both plots
 
 
