@@ -287,17 +287,47 @@ def test_graph_panel_shows_the_checked_function(qtbot, main_window):
     assert window.graph.details.rowCount() == len(custom["saved"])
 
 
-def test_export_figures_writes_three_pngs(qtbot, main_window, tmp_path, monkeypatch):
-    from PySide6.QtWidgets import QFileDialog
+def answer_modal(qtbot, answer) -> None:
+    """Call ``answer(dialog)`` on the next modal dialog, as a person would fill it in."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
 
+    def poll():
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(20, poll)
+        else:
+            answer(dialog)
+
+    QTimer.singleShot(0, poll)
+
+
+def test_export_figures_writes_three_pngs_and_the_data(qtbot, main_window, tmp_path):
     window = main_window
     with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
         run_and_wait(qtbot, window)
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(tmp_path))
+
+    def fill(dialog):
+        dialog.folder.setText(str(tmp_path))
+        dialog.accept()
+
+    answer_modal(qtbot, fill)
     qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     written = sorted(p.name for p in tmp_path.glob("*.png"))
     assert written == ["linear_graph.png", "linear_jacobians.png", "linear_memory.png"]
     assert all((tmp_path / name).stat().st_size > 5_000 for name in written)
+    assert (tmp_path / "linear_jacobians.npz").is_file()
+    assert len(list(tmp_path.glob("linear_analytic_*.csv"))) == len(window.current.result.blocks)
+    # the next export dialog starts in the folder used last
+    seen = []
+
+    def look(dialog):
+        seen.append(dialog.folder.text())
+        dialog.reject()
+
+    answer_modal(qtbot, look)
+    window.actions["export"].trigger()
+    assert seen == [str(tmp_path)]
 
 
 def test_export_to_a_missing_folder_says_so(qtbot, main_window, tmp_path, monkeypatch):
