@@ -374,7 +374,7 @@ def test_export_png_writes_the_graph(qtbot, panel, tmp_path):
     assert (data.min(axis=2) < 128).mean() > 0.002  # dark ink: labels, outlines
     orange = (data[..., 2] > 200) & (data[..., 1] > 90) & (data[..., 1] < 140) & (data[..., 0] < 40)
     assert orange.sum() > 100  # the custom node's square (RGB e8710a, stored as BGRA)
-    with pytest.raises(OSError, match="Could not write .*does not exist"):
+    with pytest.raises(OSError, match=r"Could not write .*does not exist"):
         panel.export_png(str(tmp_path / "no such folder" / "graph.png"))
 
 
