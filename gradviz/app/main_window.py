@@ -179,7 +179,7 @@ class MainWindow(QMainWindow):
         for dock in self.docks.values():
             menus["view"].addAction(dock.toggleViewAction())
         # the presentation button on the run bar, and the slim bar presentation mode keeps
-        present = QAction("⛶ Present", self)
+        present = QAction("Present", self)
         present.setToolTip(self.actions["presentation"].toolTip())
         present.triggered.connect(self.toggle_presentation)
         self.run_bar.addSeparator()
@@ -615,7 +615,7 @@ class MainWindow(QMainWindow):
                 "contrast": self.view.high_contrast,
                 "auto": self.layout_manager.auto,
             }
-            self.layout_manager.auto = False  # the lecture's layout stays while it lasts
+            self.layout_manager.presenting = True  # the docks stay where they are, sized for the room
             self.menuBar().hide()
             self.statusBar().hide()
             self.run_bar.hide()
@@ -641,6 +641,7 @@ class MainWindow(QMainWindow):
             else:
                 self.showNormal()
                 self.restoreGeometry(saved["geometry"])
+            self.layout_manager.presenting = False
             self.restoreState(saved["state"])
             self.layout_manager.auto = saved["auto"]
         self.actions["presentation"].setChecked(on)

@@ -26,6 +26,8 @@ def nice_spacing(raw: float, *, integer: bool = False) -> float:
     """The smallest 1, 2, 2.5 or 5 x 10^k that is at least ``raw`` (whole, at least 1, for whole numbers)."""
     if not math.isfinite(raw) or raw <= 0:
         return 1.0
+    if integer:  # less than one cell apart would write the same whole number twice
+        raw = max(raw, 1.0)
     power = 10.0 ** math.floor(math.log10(raw))
     for m in NICE:
         spacing = power * m
@@ -87,6 +89,7 @@ def style_axis(axis: pg.AxisItem, theme: Theme, *, tick_points: float = 11) -> N
 
 def set_axis_label(axis: pg.AxisItem, text: str, theme: Theme, *, points: float = 12) -> None:
     axis.setLabel(text, color=theme.ink, **{"font-size": f"{theme.pt(points)}pt"})
+    axis.resizeEvent()  # pyqtgraph centres the label only on a resize: a new text stays off-centre
 
 
 def text_width(text: str, points: int, *, bold: bool = False) -> float:

@@ -64,7 +64,9 @@ class WindowLayout(QObject):
         self.window = window
         self.kind: str | None = None
         self.auto = True  # False once the user moves a dock: the layout is theirs
+        self.presenting = False  # presentation mode: docks keep their places, sized for the heatmaps
         self._placing = False
+        self._proportioned = (0, 0)  # the window size the docks were last sized for
         centre = QWidget()
         centre.setObjectName("centre")
         layout = QVBoxLayout(centre)
@@ -119,7 +121,6 @@ class WindowLayout(QObject):
         window.setCorner(Qt.Corner.TopLeftCorner, left)
         window.setCorner(Qt.Corner.BottomRightCorner, right)
         window.setCorner(Qt.Corner.TopRightCorner, right)
-        width, height = window.width(), window.height()
         if kind == "wide":
             for title in ("Functions", "Code", "Output"):
                 window.addDockWidget(left, docks[title], Qt.Orientation.Vertical)
@@ -138,6 +139,20 @@ class WindowLayout(QObject):
         docks[tabs[0]].raise_()
         if kind == "wide":
             docks["Autograd graph"].raise_()
+        self.kind = kind
+        self._proportion()
+        self._placing = False
+
+    def _proportion(self) -> None:
+        """Size the docks as shares of the window, so a window made bigger gives the editor and
+        the graph their share too (Qt would give all of it to the centre)."""
+        window, docks, kind = self.window, self.docks, self.kind
+        width, height = window.width(), window.height()
+        self._proportioned = (width, height)
+        if self.presenting:  # the code and the graph beside and below large heatmaps
+            window.resizeDocks([docks["Code"]], [int(width * 0.28)], Qt.Orientation.Horizontal)
+            window.resizeDocks([docks["Autograd graph"]], [int(height * 0.25)], Qt.Orientation.Vertical)
+        elif kind == "wide":
             window.resizeDocks(
                 [docks["Functions"], docks["Code"], docks["Output"]],
                 [int(height * 0.26), int(height * 0.56), int(height * 0.12)],
@@ -150,16 +165,20 @@ class WindowLayout(QObject):
             window.resizeDocks(
                 [docks["Functions"], docks["Code"]], [int(height * 0.28), int(height * 0.72)], Qt.Orientation.Vertical
             )
-            window.resizeDocks([docks["Code"]], [int(width * 0.28)], Qt.Orientation.Horizontal)
+            window.resizeDocks([docks["Code"]], [int(width * 0.3)], Qt.Orientation.Horizontal)
             window.resizeDocks([docks["Autograd graph"]], [int(height * 0.3)], Qt.Orientation.Vertical)
-        self.kind = kind
-        self._placing = False
 
     def adapt(self) -> None:
         """The arrangement for the window's size, unless the user has arranged the docks."""
         kind = size_class(self.window.width(), self.window.height())
-        if self.auto and kind != self.kind:
+        if not self.auto and not self.presenting:
+            return
+        if kind != self.kind and not self.presenting:
             self.place(kind)
+        elif self._proportioned != (self.window.width(), self.window.height()):
+            self._placing = True
+            self._proportion()
+            self._placing = False
 
     def _on_user_moved(self, *_args) -> None:
         if not self._placing and self.kind is not None:

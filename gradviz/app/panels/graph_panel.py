@@ -134,6 +134,7 @@ STEP_KEYS = {
 LEGEND = (
     ("your Function", "built-in op", "input (leaf)", "gradients flow ↓"),
     ("yours", "built-in", "input", "grads ↓"),
+    ("yours", "op", "leaf", "↓"),
 )
 
 

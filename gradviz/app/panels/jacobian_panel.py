@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.display import BlockDisplay, first_block_index
 from gradviz.app.figures import export_figure
-from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
+from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
@@ -313,6 +313,9 @@ class JacobianPanel(QWidget):
         self.plots.ci.layout.setRowStretchFactor(0, 1)
         self.plots.ci.layout.setRowStretchFactor(1, 0)
         bar_row.setMaximumHeight(90)
+        # a bottom axis's last label reaches OVERHANG px past its end: room for it before the next
+        # plot's row labels
+        plot_row.layout.setHorizontalSpacing(OVERHANG + 12)
         bar_row.layout.setHorizontalSpacing(28)  # the end labels of the two bars must not run together
 
     # public API -------------------------------------------------------------------------------
@@ -674,10 +677,12 @@ class JacobianPanel(QWidget):
         ink = theme.ink
         title_pt = theme.pt(TITLE_PT)
         for column, (plot, titles) in enumerate(zip(self.plot_items, TITLES)):
+            # centred over the plot: wider than the view, it would run over the first row's label
+            axis = plot.getAxis("left")
             self._fit(
                 ("title", column),
                 titles,
-                plot.width() - 8,
+                plot.width() - 2 * axis.width() - 8,
                 lambda t, p=plot: p.setTitle(t, size=f"{title_pt}pt", color=ink, bold=True),
                 lambda p=plot: p.titleLabel.item.boundingRect().width(),
             )
