@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app import tables, window_layout
-from gradviz.app.export_dialog import ExportDialog
+from gradviz.app import window_layout
+from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
@@ -40,22 +40,20 @@ from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
 from gradviz.app.preferences import Preferences
-from gradviz.app.presenter import Presenter
+from gradviz.app.presentation import PresentationMode
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.run_controller import CheckRequest, RunController
 from gradviz.app.source_controller import SourceController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
-from gradviz.app.theme import PRESENTATION_SCALE, ViewSettings, style_sheet
+from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.library import builtin_functions, find_builtin
-from gradviz.schema.report import verdict_line
+from gradviz.schema.library import find_builtin
 from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, load_session, save_session
 
 DEFAULT_EXAMPLE = "linear"
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
-FOLDER_KEY = "folders/last"  # where the export and session dialogs start
 LAYOUT_AUTO_KEY = "window/layout_auto"  # False once the user has arranged the docks
 FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
@@ -113,14 +111,15 @@ class MainWindow(QMainWindow):
             "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
         })
         self.docks = self.layout_manager.docks
-        self.presenter = Presenter(_PresenterAdapter(self), self)
-        self._presentation: dict | None = None  # what presentation mode changed, to put back
+        self.presentation = PresentationMode(self)
+        self.presenter = self.presentation.presenter
         self._sent: dict[int, tuple] = {}  # what each check in flight was asked for
         self._shown: tuple | None = None  # what the result on screen was asked for
         self._last_error = False  # the last run failed: the result on screen is older
-        self._figure_panels: dict[str, QWidget] = {}
+        self.exports = Exports(self)
         for panel in (self.jacobians, self.graph, self.memory):
-            self.register_figures(panel)
+            self.exports.register_figures(panel)
+        self._last_request: CheckRequest | None = None  # what the latest Run asked for
         self._build_actions()
         self._connect()
         self._restore()
@@ -141,7 +140,7 @@ class MainWindow(QMainWindow):
             ("save_as", "Save &As…", [standard.SaveAs], self.source.save_as, "file"),
             ("open_session", "Open Sess&ion…", ["Ctrl+Shift+O"], self.open_session_dialog, "file"),
             ("save_session", "Save Sessio&n…", ["Ctrl+Alt+S"], self.save_session_dialog, "file"),
-            ("export", "&Export figures and data…", ["Ctrl+E"], self.export_dialog, "file"),
+            ("export", "&Export figures and data…", ["Ctrl+E"], self.exports.export_dialog, "file"),
             ("quit", "&Quit", [standard.Quit], self.close, "file"),
             ("undo", "&Undo", [standard.Undo], self.editor.editor.undo, "edit"),
             ("redo", "&Redo", [standard.Redo], self.editor.editor.redo, "edit"),
@@ -237,7 +236,7 @@ class MainWindow(QMainWindow):
         self.view.high_contrast_changed.connect(self._on_contrast_changed)
         self.view.quiz_changed.connect(self.actions["quiz"].setChecked)
         self.presenter.acted.connect(lambda what: self.statusBar().showMessage(f"▶ {what}", 3000))
-        QApplication.instance().installEventFilter(self)
+        QApplication.instance().installEventFilter(self.presentation)
 
     # --- persistence -----------------------------------------------------------------------
     def _restore(self) -> None:
@@ -262,7 +261,7 @@ class MainWindow(QMainWindow):
 
     def _save_settings(self) -> None:
         prefs = self.preferences
-        if self._presentation is not None:
+        if self.presentation.active:
             self.set_presentation(False)  # save the everyday layout, not the lecture's
         prefs.save_layout(self)
         self.settings_store.setValue(LAYOUT_AUTO_KEY, self.layout_manager.auto)
@@ -286,114 +285,35 @@ class MainWindow(QMainWindow):
     def modified(self) -> bool:
         return self.source.modified
 
-    # --- exports -----------------------------------------------------------------------------
-    def register_figures(self, panel: QWidget) -> None:
-        """Offer ``panel``'s figures in the export dialog: it has ``figures()`` (names) and
-        ``export(name, path, size=, caption=)`` (the Why? panel can join the same way)."""
-        for name in panel.figures():
-            self._figure_panels[name] = panel
-
-    def last_folder(self) -> str:
-        folder = self.settings_store.value(FOLDER_KEY, "")
-        return folder if isinstance(folder, str) and folder and Path(folder).is_dir() else str(Path.home())
-
-    def remember_folder(self, path: Path) -> None:
-        folder = path if path.is_dir() else path.parent
-        self.settings_store.setValue(FOLDER_KEY, str(folder))
-
-    def _figures_available(self) -> dict[str, bool]:
-        drawn = {
-            self.jacobians: self.jacobians.current_block() is not None,
-            self.graph: bool(self.current.graph and self.current.graph.get("nodes")),
-            self.memory: self.memory.result() is not None,
-        }
-        return {name: drawn.get(panel, True) for name, panel in self._figure_panels.items()}
-
-    def export_dialog(self) -> None:
-        result = self.current.result
-        data = result is not None and bool(result.blocks or result.large_blocks)
-        dialog = ExportDialog(self, self.last_folder(), self._figures_available(), data=data)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return
-        choice = dialog.choice()
-        self.remember_folder(choice.folder)
-        self.export_figures(choice.folder, names=choice.names, formats=choice.formats, size=choice.size, data=choice.data)
-
-    def export_figures(
-        self,
-        folder: Path,
-        *,
-        names: tuple[str, ...] = ("jacobians", "graph", "memory"),
-        formats: tuple[str, ...] = ("png",),
-        size: tuple[int, int] = (1920, 1080),
-        data: bool = False,
-    ) -> list[Path]:
-        """Write each figure in each format (for slides, with a caption), and with ``data`` the
-        numbers behind the Jacobians as CSV and .npz; a figure with nothing to draw is skipped."""
-        stem = Path(self.document.filename).stem or "gradviz"
-        available = self._figures_available()
-        written: list[Path] = []
-        skipped = [name for name in names if not available.get(name, False)]
-        try:
-            for name in names:
-                if name in skipped:
-                    continue
-                for fmt in formats:
-                    path = Path(folder) / f"{stem}_{name}.{fmt}"
-                    self._figure_panels[name].export(name, str(path), size=size, caption=self.figure_caption(name))
-                    written.append(path)
-            if data and self.current.result is not None:
-                written += tables.write_arrays(self.current.result, Path(folder), stem)
-        except OSError as exc:
-            QMessageBox.warning(self, "Cannot export", str(exc))
-        if written:
-            note = f" (nothing to draw yet: {', '.join(skipped)})" if skipped else ""
-            self.statusBar().showMessage(f"Exported {len(written)} files to {folder}{note}", 8000)
-        return written
-
-    def figure_caption(self, name: str) -> str:
-        """The Function, the verdict and the hint, under a figure."""
-        if name.startswith("memory"):
-            return ""  # the memory panel's own headline
-        result = self.current.result
-        if result is None:
-            return ""
-        lines = [f"{result.function} ({self.document.title}) · {result.device}, {result.dtype}", verdict_line(result)]
-        block = self.jacobians.current_block()
-        if block is not None:
-            lines += [f"Hint ({result.block_title(block)}): {h}" for h in block.hints]
-        if self.jacobians.is_stale():
-            lines.append("(from an earlier run: the editor has changed since)")
-        return "\n".join(lines)
+    # --- exports (``exports.Exports``) ---------------------------------------------------------
+    def export_figures(self, folder: Path, **options) -> list[Path]:
+        return self.exports.export_figures(folder, **options)
 
     def copy_worst_cells(self, style: str = "markdown") -> str:
-        """The worst cells of the block on screen as a Markdown or LaTeX table, on the clipboard."""
-        result = self.current.result
-        block = self.jacobians.current_block() or self.jacobians.current_large_block()
-        if result is None or block is None:
-            self.statusBar().showMessage("No result to copy yet: run a check first.", 5000)
-            return ""
-        rows = tables.worst_cells(result, block)
-        text = tables.markdown_table(rows) if style == "markdown" else tables.latex_table(rows)
-        QApplication.clipboard().setText(text)
-        self.statusBar().showMessage(f"Copied the {len(rows)} worst cells of {result.block_title(block)} as {style}", 5000)
-        return text
+        return self.exports.copy_worst_cells(style)
 
     # --- running ---------------------------------------------------------------------------
+    def check_request(self) -> CheckRequest:
+        """A check of the editor's code (or the target) with the run bar's settings."""
+        target, inputs_path = self.document.target or (None, None)
+        return CheckRequest(
+            source=self.editor.text(),
+            filename=self.document.filename,
+            function=self.document.function,
+            settings=self.run_settings.check_settings(),
+            timeout=self.run_settings.timeout or None,
+            target=target,
+            inputs_path=inputs_path,
+        )
+
     def request_run(self) -> None:
         """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""
-        target, inputs_path = self.document.target or (None, None)
-        self.controller.run_check(
-            CheckRequest(
-                source=self.editor.text(),
-                filename=self.document.filename,
-                function=self.document.function,
-                settings=self.run_settings.check_settings(),
-                timeout=self.run_settings.timeout or None,
-                target=target,
-                inputs_path=inputs_path,
-            )
-        )
+        self.run_request(self.check_request())
+
+    def run_request(self, request: CheckRequest) -> None:
+        """Run this check (the Why? panel's re-runs change its settings)."""
+        self._last_request = request
+        self.controller.run_check(request)
 
     def open_target(self, target: str, inputs_path: str | None, settings: dict | None = None) -> None:
         """Check a Function where it lives (``pkg.mod:Name`` or ``file.py:Name``) on saved inputs,
@@ -599,55 +519,13 @@ class MainWindow(QMainWindow):
         self.presenter.change_example(-1)
 
     def toggle_presentation(self) -> None:
-        self.set_presentation(self._presentation is None)
+        self.presentation.toggle()
 
     def set_presentation(self, on: bool) -> None:
-        """Full screen, controls hidden, large high-contrast text; off puts everything back."""
-        if on == (self._presentation is not None):
-            return
-        if on:
-            self._presentation = {
-                "state": self.saveState(),
-                "maximized": self.isMaximized(),
-                "full_screen": self.isFullScreen(),
-                "geometry": self.saveGeometry(),
-                "scale": self.view.scale,
-                "contrast": self.view.high_contrast,
-                "auto": self.layout_manager.auto,
-            }
-            self.layout_manager.presenting = True  # the docks stay where they are, sized for the room
-            self.menuBar().hide()
-            self.statusBar().hide()
-            self.run_bar.hide()
-            self.present_bar.show()
-            for title in PRESENTATION_HIDES:
-                self.docks[title].hide()
-            self.view.scale = max(self.view.scale, PRESENTATION_SCALE)
-            self.view.high_contrast = True
-            self.showFullScreen()
-            self.jacobians.setFocus()  # the clicker's arrows step, not the editor's cursor
-        else:
-            saved, self._presentation = self._presentation, None
-            self.present_bar.hide()
-            self.menuBar().show()
-            self.statusBar().show()
-            self.run_bar.show()
-            self.view.scale = saved["scale"]
-            self.view.high_contrast = saved["contrast"]
-            if saved["full_screen"]:
-                self.showFullScreen()
-            elif saved["maximized"]:
-                self.showMaximized()
-            else:
-                self.showNormal()
-                self.restoreGeometry(saved["geometry"])
-            self.layout_manager.presenting = False
-            self.restoreState(saved["state"])
-            self.layout_manager.auto = saved["auto"]
-        self.actions["presentation"].setChecked(on)
+        self.presentation.set(on)
 
     def in_presentation(self) -> bool:
-        return self._presentation is not None
+        return self.presentation.active
 
     def _toggle_contrast(self) -> None:
         self.view.high_contrast = not self.view.high_contrast
@@ -661,7 +539,7 @@ class MainWindow(QMainWindow):
 
     def _on_escape(self) -> None:
         """Esc cancels a run; with nothing running, it leaves presentation mode."""
-        if self.controller.busy or self._presentation is None:
+        if self.controller.busy or not self.presentation.active:
             self.cancel_run()
         else:
             self.set_presentation(False)
@@ -677,7 +555,7 @@ class MainWindow(QMainWindow):
         dock = self.layout_manager.add_dock(title, widget, beside=beside)
         self._view_menu.addAction(dock.toggleViewAction())
         if hasattr(widget, "figures") and hasattr(widget, "export"):
-            self.register_figures(widget)
+            self.exports.register_figures(widget)
         return dock
 
     def show_shortcuts(self) -> QDialog:
@@ -703,43 +581,23 @@ class MainWindow(QMainWindow):
         self.shortcuts_dialog = dialog
         return dialog
 
-    # --- keys and size ---------------------------------------------------------------------------
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """In presentation mode a clicker's keys step through the lecture; the arrows only when
-        the editor does not have the focus (there they move the cursor)."""
-        if (
-            self._presentation is not None
-            and event.type() == QEvent.Type.KeyPress
-            and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
-            and isinstance(watched, QWidget)
-            and watched.window() is self
-        ):
-            key = event.key()
-            focus = QApplication.focusWidget()
-            in_editor = focus is not None and (focus is self.editor or self.editor.isAncestorOf(focus))
-            paging = key in (Qt.Key.Key_PageDown, Qt.Key.Key_PageUp)
-            if (key in FORWARD_KEYS or key in BACK_KEYS) and (paging or not in_editor):
-                if key in FORWARD_KEYS:
-                    self.presenter.advance()
-                else:
-                    self.presenter.retreat()
-                return True
-        return super().eventFilter(watched, event)
-
+    # --- size ---------------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self.layout_manager.adapt()
 
     # --- sessions --------------------------------------------------------------------------
     def open_session_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open session", str(Path.home()), SESSION_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", self.exports.last_folder(), SESSION_FILTER)
         if path:
+            self.exports.remember_folder(Path(path))
             self.open_session(Path(path))
 
     def save_session_dialog(self) -> None:
-        start = Path.home() / f"{Path(self.document.filename).stem or 'untitled'}{SUFFIX}"
+        start = Path(self.exports.last_folder()) / f"{Path(self.document.filename).stem or 'untitled'}{SUFFIX}"
         path, _ = QFileDialog.getSaveFileName(self, "Save session", str(start), SESSION_FILTER)
         if path:
+            self.exports.remember_folder(Path(path))
             self.save_session(Path(path).with_suffix(SUFFIX))
 
     def current_session(self) -> Session:
@@ -793,45 +651,3 @@ class MainWindow(QMainWindow):
         self.source.close()
         self.worker.shutdown()
         event.accept()
-
-
-class _PresenterAdapter:
-    """The window as the presenter sees it (``presenter.PresenterWindow``)."""
-
-    def __init__(self, window: MainWindow) -> None:
-        self.w = window
-
-    def examples(self) -> list[str]:
-        return [entry.name for entry in builtin_functions()]
-
-    def current_example(self) -> str | None:
-        return self.w.document.builtin_name
-
-    def load_example(self, name: str) -> None:
-        self.w.load_builtin(name)
-
-    def run(self) -> None:
-        self.w.request_run()
-
-    def running(self) -> bool:
-        return self.w.controller.busy
-
-    def result_current(self) -> bool:
-        return self.w.current.result is not None and self.w._shown is not None and self.w.stale_reason() is None
-
-    def result_failed(self) -> bool:
-        block = self.w.jacobians.current_block()
-        return block is not None and not block.passed
-
-    def go_to_worst(self) -> None:
-        self.w.jacobians.go_to_worst()
-
-    def backward_step(self) -> tuple[int, int]:
-        return self.w.graph.step_position()
-
-    def step_backward(self, delta: int) -> None:
-        graph = self.w.graph
-        if delta == 0:
-            graph.start_walk()
-        else:
-            graph.step(delta)

@@ -61,6 +61,8 @@ class RunController(QObject):
     memory_started = Signal()  # a memory study was sent
     memory_progress = Signal(int, int)  # done, total stacks of the study in flight
     memory_paused = Signal()  # a check stopped the study in flight; it starts again after the check
+    sweep_finished = Signal(dict)  # {"sweep": ..., "table": ...}: the eps sweep the Why? panel draws
+    sweep_failed = Signal(str)
     memory_finished = Signal(dict)  # {"study": ..., "sweep": [...]}
     memory_failed = Signal(str)
     worker_died = Signal(str)  # the worker process itself died (outside a memory study); a new one starts
@@ -75,6 +77,9 @@ class RunController(QObject):
         self._cancelled = 0  # id of a check told to stop whose answer has not come yet
         self._awaited: set[int] = set()  # ids sent and not answered: an answer counts once
         self._waiting: CheckRequest | None = None
+        self._sweep = 0  # id of the latest eps sweep sent
+        self._sweep_waiting: CheckRequest | None = None
+        self._sweep_options: dict | None = None
         self._memory_waiting: dict | None = None
         worker.ready.connect(self._on_ready)
         worker.progress.connect(self._on_progress)
@@ -89,6 +94,10 @@ class RunController(QObject):
         running = self.worker.running if self.worker.busy else 0
         if running and running == self._check and running != self._cancelled:
             return
+        if running and running == self._sweep and running in self._awaited:
+            self._awaited.discard(running)  # a new check makes the sweep of the old one moot
+            self.worker.cancel()
+        self._sweep_waiting = None
         if running and running == self._memory and running in self._awaited and not self._preempted:
             self._preempted = running  # the study goes again after the check
             self._memory_waiting = self._memory_options
@@ -110,6 +119,29 @@ class RunController(QObject):
         self._memory = self.worker.submit("memory", options=options)
         self._awaited.add(self._memory)
         self.memory_started.emit()
+
+    def run_sweep(self, request: CheckRequest, options: dict | None = None) -> None:
+        """The eps sweep of ``request``'s Function (the Why? panel), after any check: it never
+        holds a check back, and a new check drops it."""
+        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
+            self._sweep_waiting = request
+            self._sweep_options = options
+            return
+        self._sweep_waiting = None
+        self._sweep = self.worker.submit(
+            "sweep",
+            timeout=request.timeout,
+            settings=request.settings.to_dict(),
+            source=request.source,
+            filename=request.filename,
+            function=request.function,
+            sweep_options=options or {},
+        )
+        self._awaited.add(self._sweep)
+
+    @property
+    def sweep_running(self) -> bool:
+        return bool(self._sweep) and self._sweep in self._awaited
 
     def cancel(self) -> None:
         """Drop a waiting check and stop whatever runs; a stopped check's answer (failed, kind
@@ -175,6 +207,8 @@ class RunController(QObject):
         if self._waiting is not None:
             request, self._waiting = self._waiting, None
             self._send_check(request)
+        elif self._sweep_waiting is not None:
+            self.run_sweep(self._sweep_waiting, self._sweep_options)
         elif self._memory_waiting is not None:
             self.measure_memory(self._memory_waiting)
 
@@ -189,6 +223,8 @@ class RunController(QObject):
 
     def _on_finished(self, request: int, payload: dict) -> None:
         awaited = self._answered(request)
+        if awaited and request == self._sweep:
+            self.sweep_finished.emit(payload)
         if awaited and request == self._memory:
             if self._was_preempted(request):  # it finished before the cancel reached it: keep it
                 self._memory_waiting = None
@@ -199,6 +235,8 @@ class RunController(QObject):
 
     def _on_failed(self, request: int, error: dict) -> None:
         awaited = self._answered(request)
+        if awaited and request == self._sweep:
+            self.sweep_failed.emit(error.get("message") or "The eps sweep failed.")
         if awaited and request == self._memory and not self._was_preempted(request):
             self.memory_failed.emit(error.get("message") or "The memory study failed.")
         self._start_waiting()
@@ -206,7 +244,10 @@ class RunController(QObject):
             self.check_failed.emit(request, error)
 
     def _on_crashed(self, request: int, message: str) -> None:
-        if self._answered(request) and request == self._memory:
+        if request and request == self._sweep:
+            if self._answered(request):
+                self.sweep_failed.emit(message)
+        elif self._answered(request) and request == self._memory:
             if not self._was_preempted(request):
                 self.memory_failed.emit(message)
         else:

@@ -295,3 +295,25 @@ def test_a_memory_study_is_asked_for_once(worker, controller):
 def test_older_result_files_go_once_a_result_is_shown(worker, controller):
     controller.result_shown(4)
     assert worker.discarded == [4]
+
+
+def test_an_eps_sweep_goes_after_the_check_and_a_new_check_drops_it(worker, controller, events):
+    swept, failed = [], []
+    controller.sweep_finished.connect(swept.append)
+    controller.sweep_failed.connect(failed.append)
+    controller.run_check(check("buggy"))
+    controller.run_sweep(check("buggy"), {"block": [0, 1]})
+    assert [s["op"] for s in worker.sent] == ["check"]  # it waits behind the check
+    worker.answer()
+    sweep = worker.sent[-1]
+    assert sweep["op"] == "sweep" and sweep["source"] == "buggy" and sweep["sweep_options"] == {"block": [0, 1]}
+    assert controller.sweep_running and not controller.busy  # a sweep never disables Run
+    worker.answer({"sweep": {"verdict": "x"}})
+    assert swept == [{"sweep": {"verdict": "x"}}] and not controller.sweep_running
+    controller.run_sweep(check("buggy"))
+    controller.run_check(check("fixed"))  # the sweep of the old code is moot: stopped, not reported
+    assert worker.cancels == [worker.sent[-1]["id"]]
+    worker.fail("cancelled")
+    assert [s["op"] for s in worker.sent][-1] == "check" and failed == []
+    worker.answer()
+    assert [s["op"] for s in worker.sent][-1] == "check"  # the dropped sweep does not come back
