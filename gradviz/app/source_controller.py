@@ -78,8 +78,8 @@ class SourceController(QObject):
         if not self.maybe_keep_changes():
             return
         template = resources_dir() / "templates" / "new_function.py"
+        # an untouched template is nothing to lose: only an edit of it asks "Save changes?"
         self.set_source(template.read_text(encoding="utf-8"), None)
-        self._clean_text = ""  # a new file counts as unsaved
 
     def set_source(
         self, text: str, path: Path | None, *, builtin: str | None = None, function: str | None = None
