@@ -31,6 +31,7 @@ FIGURE_LABELS = {
     "memory": "memory: bars and sweep",
     "memory_bars": "memory: bars",
     "memory_sweep": "memory: sweep",
+    "why": "Why?: error against eps, Taylor remainder",
 }
 
 

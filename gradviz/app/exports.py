@@ -29,7 +29,7 @@ class Exports(QObject):
         self.w = window
         self._figure_panels: dict[str, QWidget] = {}
 
-    def register_figures(self, panel: QWidget) -> None:
+    def register_figures(self, panel: QWidget | object) -> None:
         """Offer ``panel``'s figures in the export dialog: it has ``figures()`` (names) and
         ``export(name, path, size=, caption=)`` (the Why? panel can join the same way)."""
         for name in panel.figures():
@@ -49,7 +49,10 @@ class Exports(QObject):
             self.w.graph: bool(self.w.current.graph and self.w.current.graph.get("nodes")),
             self.w.memory: self.w.memory.result() is not None,
         }
-        return {name: drawn.get(panel, True) for name, panel in self._figure_panels.items()}
+        return {
+            name: drawn[panel] if panel in drawn else getattr(panel, "has_figure", lambda: True)()
+            for name, panel in self._figure_panels.items()
+        }
 
     def export_dialog(self) -> None:
         result = self.w.current.result

@@ -48,7 +48,9 @@ def test_default_example_runs_and_screenshot(qtbot, main_window):
         run_and_wait(qtbot, window)
     assert window.current.result.passed and window.banner.state == "passed"
     assert [b.shape for b in window.current.result.blocks] == [(600, 400), (600, 600)]
-    assert window.width() >= 1280 and window.height() >= 800
+    from gradviz.app.window_layout import default_size
+
+    assert (window.width(), window.height()) == default_size()  # the screen's size, up to 1680x1020
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / "main_window.png"
     assert window.grab().save(str(path))
@@ -221,6 +223,7 @@ def test_float32_run_shows_gradcheck_advice(qtbot, main_window):
     run_and_wait(qtbot, window)
     assert window.current.result.dtype == "float32"
     assert "float64" in window.banner.details.text()
+    assert "&#x27;" not in window.banner.details.text()  # quotes are not escaped twice
 
 
 def test_cuda_is_disabled_with_a_reason_without_cuda(main_window):
