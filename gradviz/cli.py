@@ -19,12 +19,13 @@ import sys
 from pathlib import Path
 
 from gradviz import __version__
-from gradviz.schema.settings import CheckSettings
+from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
 
 DEFAULTS = CheckSettings()
+SWEEP_DEFAULTS = SweepOptions()
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-COMMANDS = ("check", "memory", "graph", "list", "app")
+COMMANDS = ("check", "sweep", "memory", "graph", "list", "app")
 DOCUMENTS = (".py", ".gradviz")  # `gradviz FILE.py` and `gradviz SESSION.gradviz` open them in the window
 TARGET_HELP = (
     "a .py file (FILE.py:Name picks a Function or a function calling one), a module target "
@@ -51,12 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file", metavar="TARGET", help=TARGET_HELP)
     check.add_argument("--function", help="which Function to check when the file defines several")
     check.add_argument("--inputs", metavar="FILE", help=INPUTS_HELP)
-    check.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
-    check.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    check.add_argument("--eps", type=float, default=DEFAULTS.eps, help=f"finite-difference step (default: {DEFAULTS.eps:g})")
-    check.add_argument("--atol", type=float, default=DEFAULTS.atol, help=f"absolute tolerance (default: {DEFAULTS.atol:g})")
-    check.add_argument("--rtol", type=float, default=DEFAULTS.rtol, help=f"relative tolerance (default: {DEFAULTS.rtol:g})")
-    check.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"seed for example_inputs (default: {DEFAULTS.seed})")
+    _add_run_arguments(check)
     check.add_argument(
         "--max-memory-mb", type=float, help="refuse Jacobians larger than this (default: RAM/4)"
     )
@@ -73,11 +69,38 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
     check.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also sweep eps: Taylor-remainder slopes and a verdict per block (backward wrong, eps too small or "
+        "too large, non-differentiable) in the table and the JSON",
+    )
+    check.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
         help="stop the check when the Function's code runs longer than this, not counting the worker's "
         "start-up (default: no limit)",
+    )
+
+    sweep = commands.add_parser(
+        "sweep", help="why a check fails: the error against eps, Taylor-remainder slopes and a verdict per block"
+    )
+    sweep.add_argument("file", help="a .py file, or the name of a built-in example (see 'gradviz list')")
+    sweep.add_argument("--function", help="which Function to sweep when the file defines several")
+    sweep.add_argument(
+        "--block", metavar="O,I", help="sweep only this block (output O, input I) cell by cell (default: every block)"
+    )
+    _add_run_arguments(sweep)
+    sweep.add_argument(
+        "--max-columns",
+        type=int,
+        default=SWEEP_DEFAULTS.max_columns,
+        help="wider inputs are swept on this many columns: the worst quarter at eps, the rest at random "
+        f"(default: {SWEEP_DEFAULTS.max_columns})",
+    )
+    sweep.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    sweep.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="stop the Function's code after this long (default: no limit)"
     )
 
     memory = commands.add_parser("memory", help="saved-tensor memory of fused vs unfused conv-BN")
@@ -107,6 +130,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Device, dtype, the dtype's eps/atol/rtol (unless given), seed and jitter: shared by check and sweep."""
+    defaults = ", ".join(f"{d} {t.eps:g}/{t.atol:g}/{t.rtol:g}" for d, t in DTYPE_DEFAULTS.items())
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    parser.add_argument(
+        "--dtype",
+        default=DEFAULTS.dtype,
+        choices=list(DTYPES),
+        help=f"dtype of the inputs (default: {DEFAULTS.dtype}); eps/atol/rtol default per dtype: {defaults}",
+    )
+    parser.add_argument("--eps", type=float, help=f"finite-difference step (default: the dtype's; float64: {DEFAULTS.eps:g})")
+    parser.add_argument("--atol", type=float, help=f"absolute tolerance (default: the dtype's; float64: {DEFAULTS.atol:g})")
+    parser.add_argument("--rtol", type=float, help=f"relative tolerance (default: the dtype's; float64: {DEFAULTS.rtol:g})")
+    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"seed for example_inputs (default: {DEFAULTS.seed})")
+    parser.add_argument(
+        "--jitter",
+        type=float,
+        default=0.0,
+        help="move each input element by up to this much times (1+|x|), away from kinks (default: 0)",
+    )
+
+
+def _tolerances(args: argparse.Namespace) -> dict[str, float]:
+    """eps, atol and rtol: as given, else the dtype's defaults (float64: gradcheck's)."""
+    from gradviz.schema.settings import dtype_defaults
+
+    own = dtype_defaults(args.dtype)
+    return {name: getattr(own, name) if getattr(args, name) is None else getattr(args, name) for name in ("eps", "atol", "rtol")}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--version", "--help")):
@@ -118,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return run_check(args)
+    if args.command == "sweep":
+        return run_sweep(args)
     if args.command == "list":
         return run_list()
     if args.command == "memory":
@@ -212,10 +267,9 @@ def run_check(args: argparse.Namespace) -> int:
         return CheckSettings(
             device=args.device,
             dtype=args.dtype,
-            eps=args.eps,
-            atol=args.atol,
-            rtol=args.rtol,
+            **_tolerances(args),
             seed=args.seed,
+            jitter=args.jitter,
             max_jacobian_bytes=memory_limit_bytes(args.max_memory_mb) if args.max_memory_mb is not None else None,
             jacobian_only=args.jacobian_only,
             all_checks=args.all_checks,
@@ -228,6 +282,7 @@ def run_check(args: argparse.Namespace) -> int:
         "report": True,
         # resolved here: the user's code may os.chdir before the arrays are written
         "save": str(Path(args.save).resolve()) if args.save else None,
+        "sweep": args.sweep,
     }
     reply = _run_in_worker("check", args, settings, extra)
     if reply is None:
@@ -237,6 +292,31 @@ def run_check(args: argparse.Namespace) -> int:
     if not _write_stdout(text):
         return EXIT_ERROR
     return EXIT_PASS if report["passed"] else EXIT_FAIL
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    """``gradviz sweep``: exit 0 with the curves and the verdict, 2 when the code or the arguments fail."""
+    from gradviz.schema.errors import GradvizError
+    from gradviz.schema.settings import SweepOptions, parse_block
+
+    try:
+        options = SweepOptions(
+            block=parse_block(args.block) if args.block else None, max_columns=args.max_columns
+        ).to_dict()
+        SweepOptions.from_dict(options)
+    except GradvizError as exc:
+        _report_worker_error(exc.to_dict(), args.json)
+        return EXIT_ERROR
+
+    def settings() -> CheckSettings:
+        return CheckSettings(device=args.device, dtype=args.dtype, **_tolerances(args), seed=args.seed, jitter=args.jitter)
+
+    reply = _run_in_worker("sweep", args, settings, {"options": options})
+    if reply is None:
+        return EXIT_ERROR
+    sweep = reply.result["sweep"]
+    text = json.dumps(sweep, allow_nan=False) if args.json else reply.result["table"]
+    return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
 
 
 def run_graph(args: argparse.Namespace) -> int:

@@ -163,6 +163,15 @@ class Report:
         self._need_inputs("reproducer()")
         return reproducer_script(self)
 
+    def sweep(self, block: tuple[int, int] | None = None, options: Any = None) -> Any:
+        """Why does it fail? The error at a range of eps, the Taylor remainders' slopes and a
+        verdict (backward wrong, eps too small, non-differentiable, ...) with the eps to use; a
+        :class:`gradviz.schema.sweep.SweepResult`. ``block`` picks one (output, input) block."""
+        from gradviz.api.sweep import sweep_report
+
+        self._need_inputs("sweep()")
+        return sweep_report(self, block, options)
+
     def show(self) -> Any:
         """Open the desktop window on exactly this Function and these inputs (a process of its own);
         the launched process, or None (and one line saying why) when there is no display."""

@@ -21,7 +21,7 @@ import torch
 from gradviz.core import checks, large
 from gradviz.core.compare import compare_block
 from gradviz.core.function_info import reads_data_attribute
-from gradviz.core.hints import diagnose
+from gradviz.core.hints import diagnose, diagnose_across
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
     CancelFn,
@@ -32,7 +32,9 @@ from gradviz.core.jacobian import (
     call_apply,
     numerical_jacobian,
 )
+from gradviz.core.kinks import jitter_inputs, kink_hint, mark_kinks
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
+from gradviz.core.precision import recheck_in_float64
 from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
@@ -41,12 +43,16 @@ from gradviz.schema.errors import (
     from_exception,
 )
 from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult, TensorInfo
-from gradviz.schema.settings import CheckSettings, Tolerance, default_memory_limit
+from gradviz.schema.settings import DTYPE_DEFAULTS, CheckSettings, Tolerance, default_memory_limit
 from gradviz.schema.units import format_bytes
 
 FLOAT32_ADVICE = (
     "Inputs are {dtype}: central differences with eps={eps:g} keep only a few correct digits, so "
-    "cells may fail even for a correct backward. gradcheck's advice: use float64."
+    "cells may fail even for a correct backward. gradcheck's advice: use float64{own}."
+)
+DTYPE_DEFAULTS_NOTE = (
+    "Inputs are {dtype}, checked with {dtype}'s defaults (eps={eps:g}, atol={atol:g}, rtol={rtol:g}): a pass "
+    "means agreement to a few digits; float64 checks far more closely."
 )
 
 
@@ -70,6 +76,8 @@ def check_source(
     fn = choose_function(loaded, function)
     device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
     prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
+    if settings.jitter:
+        prepared = jitter_inputs(prepared, settings.jitter, settings.seed)
     name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
     result = check_function(
         fn,
@@ -188,6 +196,8 @@ def check_function(
     result.warnings += [j.note for j in (numerical, analytic) if j is not None and j.note]
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
     result.notes += _beyond_gradcheck(outputs)
+    if settings.explain and not zero_analytic:
+        _explain(fn, inputs, settings, result, mutates, tracker)
     if not zero_analytic:
         tracker.check_cancel()
         result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
@@ -198,6 +208,27 @@ def check_function(
         "total": end - start,
     }
     return result
+
+
+def _explain(fn, inputs: PreparedInputs, settings: CheckSettings, result: CheckResult, mutates: bool, tracker) -> None:
+    """Why cells fail, never whether: kinks marked on failing cells, and a float64 re-check of a
+    failing lower-precision check. Neither touches a verdict; a failure here only loses the note."""
+    if not result.n_failing:
+        return
+    try:
+        mark_kinks(fn.apply, inputs.args, result.blocks, settings, clone_inputs=mutates, cancel=tracker.check_cancel)
+    except Cancelled:
+        raise
+    except (Exception, SystemExit):
+        for b in result.blocks:
+            b.kinks = None
+    for b in result.blocks:
+        hint = kink_hint(b, result.inputs[b.input].name)
+        if hint:  # a kink explains its cells better than any pattern found in them
+            b.hints = [hint] if b.n_kinks == b.n_failing else [hint, *b.hints]
+    result.precision = recheck_in_float64(fn, inputs, settings, result, check_function, cancel=tracker.cancel)
+    if result.precision is not None:
+        result.warnings.append(result.precision.message)
 
 
 class _CodeFiles:
@@ -239,6 +270,7 @@ def _compare(
         )
         block.hints = diagnose(block, names[j])
         blocks.append(block)
+    diagnose_across(blocks, names)
     return blocks
 
 
@@ -590,8 +622,12 @@ def _forward_warnings(fn, names, undeclared, noise: float, settings: CheckSettin
 def _warnings(result: CheckResult, leaves, settings: CheckSettings, zero_analytic: bool, empty: list[str]) -> list[str]:
     warnings = []
     low = sorted({str(x.dtype).removeprefix("torch.") for x in leaves if x.dtype != torch.float64})
-    if low:
-        warnings.append(FLOAT32_ADVICE.format(dtype=" and ".join(low), eps=settings.eps))
+    if low and len(low) == 1 and settings.dtype == low[0] and settings.uses_dtype_defaults():
+        warnings.append(DTYPE_DEFAULTS_NOTE.format(dtype=low[0], eps=settings.eps, atol=settings.atol, rtol=settings.rtol))
+    elif low:
+        own = DTYPE_DEFAULTS.get(low[0]) if len(low) == 1 else None
+        suffix = f", or {low[0]}'s own defaults (eps={own.eps:g}, atol={own.atol:g}, rtol={own.rtol:g})" if own else ""
+        warnings.append(FLOAT32_ADVICE.format(dtype=" and ".join(low), eps=settings.eps, own=suffix))
     for b in result.blocks:
         if b.n_nonfinite:
             warnings.append(

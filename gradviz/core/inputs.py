@@ -14,7 +14,7 @@ import torch
 
 from gradviz.schema.errors import ErrorKind, SettingsError, UserCodeError
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -56,7 +56,7 @@ def resolve_device(spec: str) -> torch.device:
 
 def resolve_dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
-        raise SettingsError(f"Unsupported dtype {name!r}: use {' or '.join(DTYPES)}.")
+        raise SettingsError(f"Unsupported dtype {name!r}: use {', '.join(DTYPES)}.")
     return DTYPES[name]
 
 

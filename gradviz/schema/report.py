@@ -9,6 +9,7 @@ import numpy as np
 
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.sweep import BlockSweep, SweepResult
 
 
 def json_number(value: float) -> float | str:
@@ -51,6 +52,9 @@ def result_to_dict(result: CheckResult) -> dict:
                 "worst": list(b.worst) if b.worst else None,
                 "worst_cell": result.cell_label(b, *b.worst) if b.worst else None,
                 "hints": b.hints,
+                "kinks": b.n_kinks,
+                "kink_cells": _kink_cells(result, b),
+                "sweep": _block_sweep_summary(result, b),
             }
             for b in result.blocks
         ],
@@ -63,6 +67,35 @@ def result_to_dict(result: CheckResult) -> dict:
         "settings": result.settings.to_dict(),
         "functions": result.functions,
         "seconds": {k: round(v, 6) for k, v in result.seconds.items()},
+        "precision": result.precision.to_dict() if result.precision else None,
+        "sweep": result.sweep.to_dict() if result.sweep else None,
+    }
+
+
+MAX_LISTED_KINKS = 8
+
+
+def _kink_cells(result: CheckResult, block: BlockComparison) -> list[str]:
+    """Labels of the first few cells marked as kinks (non-differentiable here)."""
+    if block.kinks is None:
+        return []
+    rows, cols = np.nonzero(block.kinks)
+    return [result.cell_label(block, int(r), int(c)) for r, c in list(zip(rows, cols))[:MAX_LISTED_KINKS]]
+
+
+def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | None:
+    """The sweep's slopes and verdict for one block, beside its cells (the whole sweep is under "sweep")."""
+    found = result.sweep.block(block.output, block.input) if result.sweep else None
+    if found is None:
+        return None
+    return {
+        "remainder_slope": found.remainder_slope,
+        "curvature_slope": found.curvature_slope,
+        "truncation_slope": found.truncation_slope,
+        "roundoff_slope": found.roundoff_slope,
+        "best_eps": found.best_eps,
+        "verdict": str(found.verdict),
+        "message": found.message,
     }
 
 
@@ -115,6 +148,12 @@ def format_table(result: CheckResult) -> str:
         shape = f"{b.shape[0]}x{b.shape[1]}"
         lines.append(f"{name:<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
         lines.extend(f"    hint: {h}" for h in b.hints)
+        if b.n_kinks:
+            listed = ", ".join(_kink_cells(result, b)[:3])
+            lines.append(f"    kinks: {b.n_kinks} failing cell(s) non-differentiable here ({listed}{', ...' if b.n_kinks > 3 else ''})")
+        found = result.sweep.block(b.output, b.input) if result.sweep else None
+        if found is not None:
+            lines.append(f"    sweep: {sweep_slopes(found)}: {found.verdict.headline}")
     for b in result.large_blocks:
         name = f"out{b.output} / {result.inputs[b.input].name}"
         shape = f"{b.shape[0]}x{b.shape[1]}"
@@ -129,6 +168,8 @@ def format_table(result: CheckResult) -> str:
         lines.append("")
     for w in result.warnings:
         lines.append(f"warning: {w}")
+    if result.sweep is not None:
+        lines.append(f"sweep: {result.sweep.verdict.headline}. {result.sweep.message}")
     for note in result.notes:
         lines.append(f"note: {note}")
     total = sum(b.n_failing for b in result.blocks) + sum(len(b.cells) for b in result.large_blocks)
@@ -141,6 +182,46 @@ def format_table(result: CheckResult) -> str:
     else:
         verdict = f"FAILED: {', '.join(failed_checks)}"
     lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
+    return "\n".join(lines)
+
+
+def sweep_slopes(b: BlockSweep) -> str:
+    """``remainder slope 1.00, curvature 2.00, best eps 1e-05``: a block's sweep in a few words."""
+
+    def slope(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    best = f", best eps {b.best_eps:g}" if b.best_eps is not None else ""
+    return f"remainder slope {slope(b.remainder_slope)}, curvature slope {slope(b.curvature_slope)}{best}"
+
+
+def format_sweep(sweep: SweepResult) -> str:
+    """``gradviz sweep``: per block, the curves against the step, the slopes and the verdict."""
+    lines = [
+        f"{sweep.function} on {sweep.device}, {sweep.dtype}  (check's eps={sweep.eps:g}, atol={sweep.atol:g}, "
+        f"rtol={sweep.rtol:g}; {len(sweep.steps)} steps, {sweep.seconds:.2f} s, {sweep.path})",
+    ]
+    for b in [*sweep.blocks, sweep.overall]:
+        lines += ["", f"{b.title}  ({b.shape[0]}x{b.shape[1]})"]
+        header = f"  {'eps':>9} {'remainder':>11} {'curvature':>11}"
+        if b.swept:
+            header += f" {'max |n-a|':>11} {'/ bound':>9} {'failing':>8}"
+            header += "".join(f"  {c.label[:28]:>28}" for c in b.cells)
+        lines.append(header)
+        for k, h in enumerate(sweep.steps):
+            mark = "*" if k == sweep.eps_index else " "
+            row = f" {mark}{h:>9.3g} {b.remainder[k]:>11.3g} {b.curvature[k]:>11.3g}"
+            if b.swept:
+                row += f" {b.errors[k]:>11.3g} {b.ratios[k]:>9.3g} {b.failing[k]:>8}"
+                row += "".join(f"  {c.errors[k]:>28.3g}" for c in b.cells)
+            lines.append(row)
+        columns = f" ({b.columns} of {b.shape[1]} columns)" if b.swept and b.columns and b.columns < b.shape[1] else ""
+        lines.append(f"  {sweep_slopes(b)}; round-off floor {b.floor:.2g}{columns}")
+        lines.append(f"  {b.message}")
+    lines.append("")
+    lines += [f"note: {n}" for n in sweep.notes]
+    best = f" Suggested eps: {sweep.best_eps:g}." if sweep.best_eps is not None else ""
+    lines.append(f"{sweep.verdict.headline.upper()}: {sweep.message}{best}")
     return "\n".join(lines)
 
 
@@ -193,7 +274,10 @@ def cell_readout(result: CheckResult, block: BlockComparison, row: int, col: int
     bound = result.settings.tolerance().bound(n)
     err = abs(a - n)
     verdict = f"fails: > {bound:.2g}" if block.failing[row, col] else f"ok: <= {bound:.2g}"
-    return f"{result.cell_label(block, row, col)}: analytic {a:.3g}, numerical {n:.3g}, |err| {err:.1e} ({verdict})"
+    kink = "; non-differentiable here (kink)" if block.kinks is not None and block.kinks[row, col] else ""
+    return (
+        f"{result.cell_label(block, row, col)}: analytic {a:.3g}, numerical {n:.3g}, |err| {err:.1e} ({verdict}{kink})"
+    )
 
 
 def verdict_line(result: CheckResult) -> str:

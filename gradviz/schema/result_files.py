@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.report import result_to_dict
 from gradviz.schema.results import (
     BlockComparison,
@@ -21,6 +22,7 @@ from gradviz.schema.results import (
     TensorInfo,
 )
 from gradviz.schema.settings import CheckSettings
+from gradviz.schema.sweep import SweepResult
 
 ARRAYS = ("analytic", "numerical", "error", "failing")
 
@@ -32,9 +34,12 @@ def write_check_result(result: CheckResult, directory: str | Path) -> dict:
     summary = result_to_dict(result)
     for entry, block in zip(summary["blocks"], result.blocks):
         files = {}
-        for kind in ARRAYS:
+        for kind in (*ARRAYS, "kinks"):
+            array = getattr(block, kind)
+            if array is None:  # kinks: only where failing cells were probed
+                continue
             path = directory / f"{kind}_o{block.output}_i{block.input}.npy"
-            np.save(path, getattr(block, kind), allow_pickle=False)
+            np.save(path, array, allow_pickle=False)
             files[kind] = str(path)
         entry["files"] = files
         entry["out_shape"] = list(block.out_shape)
@@ -67,6 +72,7 @@ def read_check_result(summary: dict) -> CheckResult:
                 n_nonfinite=entry.get("nonfinite", 0),
                 worst=tuple(entry["worst"]) if entry.get("worst") else None,
                 hints=list(entry.get("hints", [])),
+                kinks=arrays.get("kinks"),
             )
         )
     paths = summary.get("paths", {})
@@ -85,6 +91,8 @@ def read_check_result(summary: dict) -> CheckResult:
         analytic_path=paths.get("analytic", "batched"),
         numerical_path=paths.get("numerical", "batched"),
         functions=list(summary.get("functions", [])),
+        precision=PrecisionCheck.from_dict(summary["precision"]) if summary.get("precision") else None,
+        sweep=SweepResult.from_dict(summary["sweep"]) if summary.get("sweep") else None,
         large_blocks=[_large_block(b) for b in summary.get("large_blocks", [])],
     )
 

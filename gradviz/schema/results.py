@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from gradviz.schema.indices import cell_index, cell_label
+from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.settings import CheckSettings
+from gradviz.schema.sweep import SweepResult
 
 PASSED, FAILED, DECLARED = "passed", "failed", "not supported (declared)"
 
@@ -42,6 +44,11 @@ class BlockComparison:
     n_nonfinite: int
     worst: tuple[int, int] | None
     hints: list[str] = field(default_factory=list)
+    kinks: np.ndarray | None = None  # bool map: failing cells at a kink (non-differentiable here); None: not probed
+
+    @property
+    def n_kinks(self) -> int:
+        return 0 if self.kinks is None else int(np.count_nonzero(self.kinks))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -129,6 +136,8 @@ class CheckResult:
     numerical_path: str = "batched"
     functions: list[str] = field(default_factory=list)  # every Function the source offers, its own first
     large_blocks: list[LargeBlock] = field(default_factory=list)  # too large to hold: searched instead
+    precision: PrecisionCheck | None = None  # a failing lower-precision check, re-checked in float64
+    sweep: SweepResult | None = None  # the eps sweep, when one was asked for
 
     @property
     def passed(self) -> bool:

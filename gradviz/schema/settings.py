@@ -14,7 +14,8 @@ from typing import Any
 
 from gradviz.schema.errors import SettingsError
 
-DTYPES = ("float64", "float32")
+DTYPES = ("float64", "float32", "float16", "bfloat16")  # what a check may run in
+MEMORY_DTYPES = ("float64", "float32")  # what the conv-BN memory study runs in
 DEFAULT_CHUNK_BYTES = 8 * 2**20  # small chunks stay in cache: measured faster than 32 MiB
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.manual_seed accepts
 
@@ -30,6 +31,32 @@ class Tolerance:
     def bound(self, numerical: Any) -> Any:
         """The allowed |a - n| for numerical value(s) ``numerical`` (a float or an array)."""
         return self.atol + self.rtol * abs(numerical)
+
+
+# Each dtype's finite-difference step and tolerances. float64 keeps gradcheck's defaults (the
+# verdict is gradcheck's); the lower precisions take JAX check_grads' gradient tolerances
+# (jax/_src/public_test_util.py: default_gradient_tolerance, used as both atol and rtol). JAX
+# uses one step, 1e-4, for every dtype; here each dtype gets a step near the cube root of its
+# machine epsilon, where the central difference's truncation (~eps²) meets its round-off
+# (~machine eps / eps), chosen by sweeping the built-in correct Functions (plus tanh and SiLU):
+# in float32 a step of 1e-4 fails LinearFunction (its 20-term sums round to 2x the bound) while
+# 3e-3 passes every one with a 6x margin; in float16 and bfloat16 0.1 passes every elementwise
+# one (LinearFunction's 20-term sums pass only at steps of 1 or more there; the float64
+# re-check explains such failures).
+DTYPE_DEFAULTS = {
+    "float64": Tolerance(eps=1e-6, atol=1e-5, rtol=1e-3),
+    "float32": Tolerance(eps=3e-3, atol=2e-3, rtol=2e-3),
+    "float16": Tolerance(eps=1e-1, atol=1e-2, rtol=1e-2),
+    "bfloat16": Tolerance(eps=1e-1, atol=1e-1, rtol=1e-1),
+}
+MACHINE_EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def dtype_defaults(dtype: str) -> Tolerance:
+    """eps, atol and rtol for a check in ``dtype`` (a copy: the caller may change it)."""
+    if dtype not in DTYPE_DEFAULTS:
+        raise SettingsError(f"Unsupported dtype {dtype!r}: use {', '.join(DTYPES)}.")
+    return Tolerance(**asdict(DTYPE_DEFAULTS[dtype]))
 
 
 @dataclass
@@ -48,9 +75,23 @@ class CheckSettings:
     nondet_tol: float = 0.0
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     batched: bool = True  # vmap batches where they agree with plain calls; False: plain calls only
+    # explanations, never part of the verdict: a float64 re-check when a lower precision fails,
+    # and one-sided differences on failing cells to mark kinks
+    explain: bool = True
+    jitter: float = 0.0  # > 0: move each differentiable input element by up to jitter·(1+|x|), away from kinks
+
+    @classmethod
+    def for_dtype(cls, dtype: str, **overrides: Any) -> CheckSettings:
+        """Settings for ``dtype`` with that dtype's eps, atol and rtol (``DTYPE_DEFAULTS``)."""
+        values = {**asdict(dtype_defaults(dtype)), "dtype": dtype, **overrides}
+        return cls(**values)
 
     def tolerance(self) -> Tolerance:
         return Tolerance(self.eps, self.atol, self.rtol)
+
+    def uses_dtype_defaults(self) -> bool:
+        """eps, atol and rtol are exactly this dtype's defaults."""
+        return self.dtype in DTYPE_DEFAULTS and self.tolerance() == DTYPE_DEFAULTS[self.dtype]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,15 +112,16 @@ class CheckSettings:
         if not isinstance(self.device, str) or not self.device:
             raise SettingsError(f"device must be a name such as cpu or cuda, not {self.device!r}.")
         if self.dtype not in DTYPES:
-            raise SettingsError(f"Unsupported dtype {self.dtype!r}: use {' or '.join(DTYPES)}.")
+            raise SettingsError(f"Unsupported dtype {self.dtype!r}: use {', '.join(DTYPES)}.")
         check_positive("eps", self.eps)
+        check_non_negative("jitter", self.jitter)
         for name in ("atol", "rtol", "nondet_tol"):
             check_non_negative(name, getattr(self, name))
         check_seed(self.seed)
         if self.max_jacobian_bytes is not None:
             check_positive_int("the memory limit (bytes)", self.max_jacobian_bytes)
         check_positive_int("chunk_bytes", self.chunk_bytes)
-        for name in ("jacobian_only", "all_checks", "batched"):
+        for name in ("jacobian_only", "all_checks", "batched", "explain"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be true or false, not {getattr(self, name)!r}.")
 
@@ -148,6 +190,82 @@ def default_memory_limit() -> int:
         return 4 * 2**30
 
 
+def _half_decades(first: int, last: int) -> tuple[float, ...]:
+    """10^(-first/2) ... 10^(-last/2), three significant digits: 0.1, 0.0316, 0.01, ..."""
+    return tuple(float(f"{10 ** (-k / 2):.3g}") for k in range(first, last + 1))
+
+
+SWEEP_STEPS = _half_decades(2, 20)  # 1e-1 ... 1e-10 in half-decades
+
+
+@dataclass
+class SweepOptions:
+    """What an eps sweep measures, beside the check's own settings."""
+
+    steps: tuple[float, ...] = SWEEP_STEPS  # finite-difference steps; the check's eps is always added
+    block: tuple[int, int] | None = None  # (output, input) to sweep cell by cell; None: every block that fits
+    worst_cells: int = 3  # cells whose own error curves are kept (the worst at the check's eps)
+    max_block_cells: int = 2**24  # larger blocks get the directional Taylor test only
+    max_columns: int = 256  # wider inputs: this many columns at every step (the worst quarter, the rest at random)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": list(self.steps),
+            "block": list(self.block) if self.block is not None else None,
+            "worst_cells": self.worst_cells,
+            "max_block_cells": self.max_block_cells,
+            "max_columns": self.max_columns,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepOptions:
+        """Options from JSON-like data, refusing unknown names; validated."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SettingsError(f"Unknown sweep option(s): {', '.join(unknown)}.")
+        values = dict(data)
+        if values.get("steps") is not None:
+            if not isinstance(values["steps"], list | tuple):
+                raise SettingsError(f"steps must be a list of numbers, not {values['steps']!r}.")
+            values["steps"] = tuple(values["steps"])
+        if values.get("block") is not None:
+            values["block"] = parse_block(values["block"])
+        options = cls(**values)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        if not self.steps:
+            raise SettingsError("An eps sweep needs at least one step.")
+        for step in self.steps:
+            check_positive("each sweep step", step)
+        if self.block is not None:
+            parse_block(self.block)
+        check_non_negative("worst_cells", self.worst_cells)
+        if isinstance(self.worst_cells, bool) or not isinstance(self.worst_cells, int):
+            raise SettingsError(f"worst_cells must be a whole number, not {self.worst_cells!r}.")
+        check_positive_int("max_block_cells", self.max_block_cells)
+        check_positive_int("max_columns", self.max_columns)
+
+
+def parse_block(value: object) -> tuple[int, int]:
+    """``(output, input)`` from a pair or from text such as ``"0,1"``; SettingsError otherwise."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        try:
+            value = [int(p) for p in parts]
+        except ValueError:
+            raise SettingsError(f"A block is two indices output,input such as 0,1; got {value!r}.") from None
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
+        raise SettingsError(f"A block is two indices output,input such as 0,1; got {value!r}.")
+    return int(value[0]), int(value[1])
+
+
 RUN_TIMEOUT_S = 120  # the window stops a run after this long unless the user changes it (0: never)
 
 
@@ -187,7 +305,7 @@ class MemoryOptions:
             check_positive_int(name, getattr(self, name))
         for size in self.shape:
             check_positive_int("each input size (N, C, H, W)", size)
-        if self.dtype not in DTYPES:
-            raise SettingsError(f"Unsupported dtype {self.dtype!r}: use {' or '.join(DTYPES)}.")
+        if self.dtype not in MEMORY_DTYPES:
+            raise SettingsError(f"Unsupported dtype {self.dtype!r}: use {' or '.join(MEMORY_DTYPES)}.")
         if not isinstance(self.device, str) or not self.device:
             raise SettingsError(f"device must be a name such as cpu or cuda, not {self.device!r}.")

@@ -1,8 +1,9 @@
 """What each request does, run inside a fresh run process (never in the worker's own).
 
-``check`` loads the user's source and compares both Jacobians (plus the graph panel's data);
-``graph`` extracts the autograd graph alone (``gradviz graph``); ``memory`` runs the conv-BN
-study and its sweep. Each returns the JSON payload of its ``result`` message.
+``check`` loads the user's source and compares both Jacobians (plus the graph panel's data, and
+with ``"sweep": true`` the eps sweep); ``sweep`` runs the eps sweep alone (``gradviz sweep``, the
+window's "Why?" panel); ``graph`` extracts the autograd graph alone (``gradviz graph``); ``memory``
+runs the conv-BN study and its sweep. Each returns the JSON payload of its ``result`` message.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gradviz.protocol import messages
-from gradviz.schema.errors import ErrorKind, GradvizError
-from gradviz.schema.settings import CheckSettings, MemoryOptions
+from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError
+from gradviz.schema.settings import CheckSettings, MemoryOptions, SweepOptions
 
 PROGRESS_INTERVAL_S = 0.05
 Send = Callable[[dict[str, Any]], None]
@@ -33,11 +34,8 @@ def _load(request: dict[str, Any]):
     return load_source(request["source"], request.get("filename") or "<editor>")
 
 
-def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
-    from gradviz.core.check import check_source
-    from gradviz.schema.report import format_table, result_to_dict, save_blocks
-    from gradviz.schema.result_files import write_check_result
-
+def _progress(request: dict[str, Any], send: Send) -> Callable[[int, int], None]:
+    """A progress callback that sends at most one message per PROGRESS_INTERVAL_S (and the last)."""
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -46,6 +44,15 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
             last[0] = now
             send(messages.progress(request["id"], done, total))
 
+    return progress
+
+
+def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    from gradviz.core.check import check_source
+    from gradviz.schema.report import format_table, result_to_dict, save_blocks
+    from gradviz.schema.result_files import write_check_result
+
+    progress = _progress(request, send)
     loaded = _load(request)
     settings = CheckSettings.from_dict(request.get("settings", {}))
     result = check_source(loaded, request.get("function"), settings, progress=progress)
@@ -55,6 +62,8 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
             "(.data on a batched tensor, for one); gradviz ran the check again with one call per row and "
             "column, as gradcheck does."
         )
+    if request.get("sweep"):
+        result.sweep = _sweep_or_warning(loaded, request, settings, result.warnings, progress)
     summary = write_check_result(result, request["out_dir"]) if request.get("arrays", True) else result_to_dict(result)
     if request.get("graph", True):
         summary["graph"], summary["graph_error"] = _graph_or_error(loaded, request, settings)
@@ -69,6 +78,37 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
             error.kind = ErrorKind.IO
             raise error from None
     return summary
+
+
+def _sweep_or_warning(loaded, request: dict[str, Any], settings: CheckSettings, warnings: list[str], progress):
+    """The eps sweep beside a check; a failure here is a warning, never a change to the check."""
+    from gradviz.core.sweep import sweep_source
+
+    try:
+        options = SweepOptions.from_dict(request.get("sweep_options") or {})
+        return sweep_source(loaded, request.get("function"), settings, options=options, progress=progress)
+    except Cancelled:
+        raise
+    except GradvizError as exc:
+        warnings.append(f"The eps sweep could not run: {exc.message}")
+        return None
+
+
+def handle_sweep(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    """``gradviz sweep`` and the "Why?" panel: the eps sweep of one Function, as JSON and as a table."""
+    from gradviz.core.sweep import sweep_source
+    from gradviz.schema.report import format_sweep
+
+    settings = CheckSettings.from_dict(request.get("settings", {}))
+    options = SweepOptions.from_dict(request.get("options") or {})
+    loaded = _load(request)
+    sweep = sweep_source(loaded, request.get("function"), settings, options=options, progress=_progress(request, send))
+    if request.get("batched_crash"):
+        sweep.notes.append(
+            "The Function's process died inside a batched (vmap) call; gradviz swept again with one call "
+            "per perturbed input."
+        )
+    return {"sweep": sweep.to_dict(), "table": format_sweep(sweep)}
 
 
 def _graph_or_error(loaded, request: dict[str, Any], settings: CheckSettings) -> tuple[dict | None, str | None]:
@@ -137,4 +177,4 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     return {"study": study.to_dict(), "sweep": [row.to_dict() for row in rows]}
 
 
-HANDLERS = {"check": handle_check, "graph": handle_graph, "memory": handle_memory}
+HANDLERS = {"check": handle_check, "sweep": handle_sweep, "graph": handle_graph, "memory": handle_memory}

@@ -263,7 +263,7 @@ def _without_batches(run: Run) -> dict[str, Any] | None:
     """
     request = run.request
     settings = request.get("settings") or {}
-    if not run.batched or request.get("op") != "check" or settings.get("batched") is False:
+    if not run.batched or request.get("op") not in ("check", "sweep") or settings.get("batched") is False:
         return None
     return {**request, "settings": {**settings, "batched": False}, "batched_crash": True}
 

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("DISPLAY", None)
+    for display in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):  # a CLI with no screen at all
+        env.pop(display, None)
     return subprocess.run(
         [sys.executable, "-m", "gradviz", *args],
         capture_output=True,

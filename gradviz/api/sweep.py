@@ -1,0 +1,39 @@
+"""``Report.sweep()``: the eps sweep of the Function and inputs a report was made from.
+
+It runs the same core sweep as ``gradviz sweep FILE`` and the window's Why? panel, in the
+caller's process, on fresh copies of the report's inputs, with the report's eps, atol and rtol,
+so its verdict speaks about the check the caller just ran.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gradviz.api.check import as_arguments, owned_copies, rng_untouched
+from gradviz.core.callables import as_checkable
+from gradviz.core.inputs import prepare_inputs
+from gradviz.core.loader import argument_names
+from gradviz.core.sweep import sweep_function
+from gradviz.schema.errors import UserCodeError
+from gradviz.schema.settings import SweepOptions
+from gradviz.schema.sweep import SweepResult
+
+if TYPE_CHECKING:
+    from gradviz.api.report import Report
+
+
+def sweep_report(report: Report, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> SweepResult:
+    """Sweep eps for ``report``'s Function; ``block`` picks one (output, input) Jacobian block."""
+    __tracebackhide__ = True
+    checkable = as_checkable(report.fn)
+    args = as_arguments(report.inputs)
+    settings = report.result.settings
+    names = argument_names(checkable, len(args))
+    with rng_untouched(args, None):
+        prepared = prepare_inputs(owned_copies(args, None), None, None, names, "<inputs>")
+        try:
+            return sweep_function(
+                checkable, prepared, settings, block=block, options=options, name=report.function
+            )
+        except UserCodeError as exc:
+            raise exc.with_traceback(None) from exc.__context__

@@ -1,0 +1,118 @@
+"""Kinks: failing cells where the function has no derivative for the central difference to find.
+
+At a kink (``|x|`` at 0, relu, max, sort ties, round) the one-sided differences disagree:
+``(f(x+h) - f(x)) / h`` and ``(f(x) - f(x-h)) / h`` approach different slopes, and the central
+difference is their average, a number no backward has to produce. A smooth function with a lot
+of curvature disagrees too, by ``h·f''``, but that gap halves with the step; a kink's does not
+(it stays, or vanishes once the half step no longer reaches it). So a failing cell is marked
+when, at the check's eps,
+
+    jump(h) = |D+(h) - D-(h)| > atol + rtol·max(|D+|, |D-|)   and above the round-off of D±,
+    jump(h/2) / jump(h) is outside [0.25, 0.75]                 (a smooth gap halves: 0.5)
+
+Marks explain a failure; they never change it: a marked cell still fails when gradcheck's rule
+fails it. ``jitter_inputs`` moves inputs off such points for a re-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from gradviz.core.inputs import PreparedInputs
+from gradviz.core.jacobian import chunk_length
+from gradviz.core.perturb import PerturbedForward
+from gradviz.schema.results import BlockComparison
+from gradviz.schema.settings import MACHINE_EPS, CheckSettings
+
+MAX_KINK_COLUMNS = 2048  # failing columns probed per input; beyond that the marks are partial
+ROUNDOFF_FACTOR = 16.0  # D± are trusted this far above their round-off, eps_machine·|f| / h
+
+
+def mark_kinks(
+    apply: Callable,
+    args: Sequence,
+    blocks: Sequence[BlockComparison],
+    settings: CheckSettings,
+    *,
+    clone_inputs: bool = False,
+    cancel: Callable[[], None] | None = None,
+) -> None:
+    """Set ``block.kinks`` (a bool map, True: non-differentiable here) on every failing block."""
+    failing = [b for b in blocks if b.n_failing and b.analytic.size]
+    for j in sorted({b.input for b in failing}):
+        mine = [b for b in failing if b.input == j]
+        columns = np.flatnonzero(np.logical_or.reduce([b.failing.any(axis=0) for b in mine]))[:MAX_KINK_COLUMNS]
+        forward = PerturbedForward(
+            apply, args, j, [b.output for b in mine], clone_inputs=clone_inputs, batched=settings.batched
+        )
+        for b in mine:
+            b.kinks = np.zeros(b.shape, dtype=bool)
+        h = settings.eps
+        steps = (h, -h, h / 2, -h / 2)
+        k = chunk_length(len(steps) * forward.row_bytes, len(columns), settings.chunk_bytes)
+        for c0 in range(0, len(columns), k):
+            if cancel is not None:
+                cancel()
+            chunk = columns[c0 : c0 + k]
+            outs = forward(forward.shifted(chunk, steps))
+            for b in mine:
+                marks = _kink_columns(outs[b.output], forward.reference[b.output], len(chunk), h, settings)
+                b.kinks[:, chunk] = marks & b.failing[:, chunk]
+
+
+def _kink_columns(outs: torch.Tensor, f0: torch.Tensor, n: int, h: float, settings: CheckSettings) -> np.ndarray:
+    """``(rows, n)`` marks from the outputs at x+h, x-h, x+h/2, x-h/2 of n columns."""
+    f = outs.double().cpu().numpy().reshape(4, n, -1).transpose(0, 2, 1)  # step, row, column
+    base = f0.double().cpu().numpy().reshape(-1, 1)
+    plus, minus, half_plus, half_minus = f
+    machine = MACHINE_EPS.get(str(f0.dtype).removeprefix("torch."), MACHINE_EPS["float64"])
+    with np.errstate(invalid="ignore", over="ignore"):
+        forward, backward = (plus - base) / h, (base - minus) / h
+        jump = np.abs(forward - backward)
+        half = np.abs((half_plus - base) / (h / 2) - (base - half_minus) / (h / 2))
+        bound = settings.atol + settings.rtol * np.maximum(np.abs(forward), np.abs(backward))
+        roundoff = ROUNDOFF_FACTOR * machine * (np.abs(plus) + np.abs(base) + np.abs(minus)) / h
+        ratio = half / np.where(jump > 0, jump, 1.0)
+        marks = (jump > bound) & (jump > roundoff) & ((ratio < 0.25) | (ratio > 0.75))
+    return np.nan_to_num(marks, nan=False).astype(bool)
+
+
+def kink_hint(block: BlockComparison, in_name: str) -> str | None:
+    """One sentence when failing cells of ``block`` are marked as kinks."""
+    if block.kinks is None:
+        return None
+    marked = int(np.count_nonzero(block.kinks & block.failing))
+    if not marked:
+        return None
+    every = "Every failing cell" if marked == block.n_failing else f"{marked} of the {block.n_failing} failing cells"
+    return (
+        f"{every} sits at a kink of the forward (its one-sided differences disagree: |x| at 0, relu, max, a tie "
+        f"in sort, round): the function is not differentiable there, so the numerical value is only the "
+        f"average of two slopes. Re-draw {in_name} away from the kink (jitter) to check the backward."
+    )
+
+
+def jitter_inputs(inputs: PreparedInputs, size: float, seed: int) -> PreparedInputs:
+    """Move each differentiable input element by ±size·(1 + |x|)·u, u uniform in [0.5, 1], seeded.
+
+    The move is many eps wide, so the central difference of the next check no longer straddles a
+    kink the inputs sat on (a zero of |x|, a tie of sort). The user's RNG is untouched.
+    """
+    generator = torch.Generator(device="cpu").manual_seed(seed % 2**63)
+    args = list(inputs.args)
+    for j in inputs.grad_indices:
+        x = args[j].detach()
+        u = torch.rand(x.shape, generator=generator, dtype=torch.float64) * 0.5 + 0.5
+        sign = torch.randint(0, 2, x.shape, generator=generator, dtype=torch.int64) * 2 - 1
+        move = (sign * u * size * (1 + x.double().abs().cpu())).to(device=x.device, dtype=x.dtype)
+        moved = x.clone()
+        moved.add_(move)
+        args[j] = moved.requires_grad_(True)
+    notes = [
+        *inputs.notes,
+        f"Inputs were moved by up to {size:g}·(1+|x|) per element (jitter), away from kinks and ties.",
+    ]
+    return PreparedInputs(tuple(args), inputs.names, notes)
