@@ -47,6 +47,7 @@ from gradviz.app.run_controller import CheckRequest, RunController
 from gradviz.app.source_controller import SourceController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.theme import ViewSettings, style_sheet
+from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
 from gradviz.schema.library import find_builtin
 from gradviz.schema.results import CheckResult
@@ -121,6 +122,7 @@ class MainWindow(QMainWindow):
             self.exports.register_figures(panel)
         self._last_request: CheckRequest | None = None  # what the latest Run asked for
         self._build_actions()
+        self.why = WhyLink(self)
         self._connect()
         self._restore()
         self.worker.start()
@@ -393,6 +395,7 @@ class MainWindow(QMainWindow):
         self.graph.set_graph(self.current.graph, self.current.graph_error)
         self.presenter.reset()
         self.banner.show_result(result, self.jacobians.current_block())
+        self.why.on_result(self._last_request, result)
         self._update_stale()
 
     def _on_block_changed(self, *_args) -> None:
