@@ -174,3 +174,12 @@ def test_display_prep_imports_without_qt():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_readout_never_says_minus_zero():
+    from gradviz.schema.report import cell_readout
+
+    block = make_block([[-0.0, 1.0]], [[0.0, 1.0]])
+    result = make_result(block)
+    line = cell_readout(result, block, 0, 0)
+    assert "analytic 0," in line and "analytic -0" not in line
