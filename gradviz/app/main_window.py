@@ -538,7 +538,7 @@ class MainWindow(QMainWindow):
 
     def _on_contrast_changed(self, on: bool) -> None:
         self.actions["contrast"].setChecked(on)
-        self.setStyleSheet(style_sheet("presentation") if on else "")
+        self.setStyleSheet(style_sheet(on))
 
     def _on_escape(self) -> None:
         """Esc cancels a run; with nothing running, it leaves presentation mode."""
@@ -553,9 +553,10 @@ class MainWindow(QMainWindow):
         self.layout_manager.kind = None
         self.layout_manager.adapt()
 
-    def add_panel(self, title: str, widget: QWidget, *, beside: str = window_layout.MEMORY_DOCK):
-        """Another panel as a dock, tabbed beside the memory study (the Why? panel goes here)."""
-        dock = self.layout_manager.add_dock(title, widget, beside=beside)
+    def add_panel(self, title: str, widget: QWidget, *, beside: str = window_layout.MEMORY_DOCK, scroll: bool = True):
+        """Another panel as a dock, tabbed beside the memory study (the Why? panel goes here);
+        it scrolls rather than force its minimum size on the window."""
+        dock = self.layout_manager.add_dock(title, widget, beside=beside, scroll=scroll)
         self._view_menu.addAction(dock.toggleViewAction())
         if hasattr(widget, "figures") and hasattr(widget, "export"):
             self.exports.register_figures(widget)

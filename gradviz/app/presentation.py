@@ -59,6 +59,7 @@ class PresentationMode(QObject):
                 w.docks[title].hide()
             w.view.scale = max(w.view.scale, PRESENTATION_SCALE)
             w.view.high_contrast = True
+            w.banner.set_compact(True)
             w.showFullScreen()
             w.jacobians.setFocus()  # the clicker's arrows step, not the editor's cursor
         else:
@@ -69,6 +70,7 @@ class PresentationMode(QObject):
             w.run_bar.show()
             w.view.scale = saved["scale"]
             w.view.high_contrast = saved["contrast"]
+            w.banner.set_compact(False)
             if saved["full_screen"]:
                 w.showFullScreen()
             elif saved["maximized"]:

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QFont
 
-from gradviz.schema.library import resources_dir
-
 SCALES = (0.8, 0.9, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.4)  # Ctrl+= / Ctrl+- step along these
 PRESENTATION_SCALE = 1.3
 
@@ -113,7 +111,15 @@ class ViewSettings(QObject):
         self.high_contrast_changed.connect(lambda _value: slot())
 
 
-def style_sheet(name: str) -> str:
-    """A style sheet from resources/styles ('' when it is missing)."""
-    path = resources_dir() / "styles" / f"{name}.qss"
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+HIGH_CONTRAST_QSS = """
+QWidget { color: #000000; }
+QMainWindow, QDockWidget > QWidget, QWidget#centre { background: #ffffff; }
+QPushButton, QToolButton { border: 2px solid #000000; border-radius: 3px; padding: 2px 8px; background: #ffffff; }
+QPushButton:disabled, QToolButton:disabled { color: #6b6b6b; border-color: #8c8c8c; }
+QTabBar::tab:selected { font-weight: bold; }
+"""  # black on white, framed controls: readable from the back of a lecture room
+
+
+def style_sheet(high_contrast: bool) -> str:
+    """The window's style sheet: none normally, HIGH_CONTRAST_QSS in high contrast."""
+    return HIGH_CONTRAST_QSS if high_contrast else ""

@@ -19,6 +19,7 @@ def test_presentation_mode_and_the_clicker_walk_a_lecture(qtbot, main_window):
     assert window.in_presentation() and window.isFullScreen()
     assert not window.menuBar().isVisible() and not window.run_bar.isVisible()
     assert window.view.scale >= 1.3 and window.view.high_contrast
+    assert "#000000" in window.styleSheet()  # black on white, framed controls
     banner_points = window.banner.headline.font().pointSize()
     qtbot.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)  # Ctrl+= : one scale for all
     assert window.banner.headline.font().pointSize() > banner_points
@@ -47,7 +48,7 @@ def test_presentation_mode_and_the_clicker_walk_a_lecture(qtbot, main_window):
     window.actions["quiz"].trigger()
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     assert not window.in_presentation() and window.menuBar().isVisible()
-    assert window.view.scale == 1.0 and not window.view.high_contrast
+    assert window.view.scale == 1.0 and not window.view.high_contrast and window.styleSheet() == ""
 
 
 def test_stale_results_are_marked_and_the_banner_counts_a_run(qtbot, main_window):

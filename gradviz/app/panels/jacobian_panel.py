@@ -62,6 +62,7 @@ FAIL_RGB = (230, 20, 60)
 ROW_BAND = (255, 170, 0)
 STALE_OPACITY = 0.35
 TITLE_PT, LABEL_PT, TICK_PT, READOUT_PT = 14, 12, 11, 13
+PLOT_MIN_HEIGHT = 150  # px of a heatmap with its title and axes: some 70 px of cells at any scale
 
 
 class _CellFrame(pg.GraphicsObject):
@@ -192,7 +193,7 @@ class JacobianPanel(QWidget):
 
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
-        self.plots.setMinimumHeight(150)
+        self.plots.setMinimumHeight(PLOT_MIN_HEIGHT + 90)  # and the colour bars below
         self._build_plots()
 
         self.large_summary = QLabel()
@@ -267,6 +268,7 @@ class JacobianPanel(QWidget):
             plot = plot_row.addPlot(row=0, col=column, axisItems=axes)
             _let_title_shrink(plot)
             plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)  # shrinks, but never to axes around nothing
             plot_row.layout.setColumnStretchFactor(column, 1)
             plot.invertY(True)  # row 0 at the top, as the matrix is written
             plot.setAspectLocked(False)  # cells may be oblong: a 600x400 block then fills a wide, short view

@@ -53,6 +53,7 @@ class VerdictBanner(QWidget):
         self._stale = ""
         self._running_since = 0.0
         self._running_what = ""
+        self._compact = False  # presentation mode: the details only as the headline's tooltip
         self._clock = QTimer(self, interval=TICK_MS)
         self._clock.timeout.connect(self._tick)
         self.view.subscribe(self._on_theme_changed)
@@ -135,7 +136,14 @@ class VerdictBanner(QWidget):
             note = f"<b>⟲ {escape(self._stale, quote=False)}</b>"
             details = f"{note}<br>{details}" if details else note
         self.details.setText(details)
-        self.details.setVisible(bool(details))
+        self.details.setVisible(bool(details) and not self._compact)
+        self.headline.setToolTip(details if self._compact else "")
+
+    def set_compact(self, compact: bool) -> None:
+        """Only the headline (a lecture's 720 lines leave no room for the checks and the hint, and
+        the hint gives the answer away); the details stay in the headline's tooltip."""
+        self._compact = compact
+        self._render()
 
     def _on_theme_changed(self) -> None:
         theme = self.view.theme
