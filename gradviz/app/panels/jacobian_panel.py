@@ -62,7 +62,7 @@ FAIL_RGB = (230, 20, 60)
 ROW_BAND = (255, 170, 0)
 STALE_OPACITY = 0.35
 TITLE_PT, LABEL_PT, TICK_PT, READOUT_PT = 14, 12, 11, 13
-PLOT_MIN_HEIGHT = 150  # px of a heatmap with its title and axes: some 70 px of cells at any scale
+PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
 
 
 class _CellFrame(pg.GraphicsObject):
@@ -193,7 +193,7 @@ class JacobianPanel(QWidget):
 
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
-        self.plots.setMinimumHeight(PLOT_MIN_HEIGHT + 90)  # and the colour bars below
+        self.plots.setMinimumHeight(PLOT_MIN_HEIGHT + 120)  # and the colour bars with their captions below
         self._build_plots()
 
         self.large_summary = QLabel()
