@@ -30,8 +30,11 @@ lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
 
+# Run with the machine otherwise idle: every line is a ratio against peers measured in the same run.
 bench: setup
-	$(BIN)/python bench/jacobian_speed.py
+	$(BIN)/python -u bench/scaling.py
+	$(BIN)/python -u bench/jacobian_speed.py
+	$(BIN)/python -u bench/run_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -94,6 +94,7 @@ class MainWindow(QMainWindow):
         self.recovery = RecoveryStore()
         self.worker = WorkerClient(self)
         self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
+        self.worker.start()  # before the panels are built: torch imports while the window is made
         self.controller = RunController(self.worker, self)
         self.loader = ResultLoader(self)
         self.view = ViewSettings(self)
@@ -125,7 +126,6 @@ class MainWindow(QMainWindow):
         self.why = WhyLink(self)
         self._connect()
         self._restore()
-        self.worker.start()
         if auto_run:
             self.request_run()
 

@@ -20,6 +20,13 @@ import torch
 
 from gradviz.core import checks, large
 from gradviz.core.compare import compare_block
+from gradviz.core.complex_view import (
+    RealView,
+    conjugate_hints,
+    output_note,
+    outputs_need_real_view,
+    real_view,
+)
 from gradviz.core.function_info import reads_data_attribute
 from gradviz.core.hints import diagnose, diagnose_across
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
@@ -139,6 +146,9 @@ def check_function(
     """
     settings = settings or CheckSettings()
     settings.validate()
+    fn, inputs = real_view(fn, inputs)
+    if isinstance(fn, RealView):
+        settings = dataclasses.replace(settings, batched=False)  # view_as_complex is not vmapped everywhere
     if settings.batched and reads_data_attribute(fn, loaded.source if loaded else None):
         settings = dataclasses.replace(settings, batched=False)  # vmap + .data would crash the process
     code = _CodeFiles(fn, loaded)
@@ -146,7 +156,12 @@ def check_function(
     leaves = [args[j] for j in in_indices]
     start = time.perf_counter()
 
-    outputs, mutates, undeclared = _forward(fn, args, code)
+    outputs, mutates, undeclared, changed = _forward(fn, args, code)
+    if outputs_need_real_view(outputs):  # complex outputs of real inputs: check them as real ones
+        return check_function(
+            RealView(fn, frozenset()), dataclasses.replace(inputs, notes=[*inputs.notes, output_note()]), settings,
+            loaded=loaded, progress=progress, cancel=cancel, notes=notes, name=name,
+        )
     out_infos = _output_infos(outputs, fn, code, loaded)
     out_indices = [o.index for o in out_infos if o.requires_grad]
     # Like gradcheck: with no differentiable output, the numerical Jacobian must be exactly zero.
@@ -192,10 +207,13 @@ def check_function(
         analytic_path=analytic.path if analytic else "none",
         numerical_path=numerical.path,
     )
+    if isinstance(fn, RealView):
+        conjugate_hints(blocks, settings.atol, settings.rtol)
     result.warnings = _warnings(result, leaves, settings, zero_analytic, empty)
     result.warnings += [j.note for j in (numerical, analytic) if j is not None and j.note]
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
     result.notes += _beyond_gradcheck(outputs)
+    result.notes += _in_place_note(changed, in_indices, inputs.names)
     if settings.explain and not zero_analytic:
         _explain(fn, inputs, settings, result, mutates, tracker)
     if not zero_analytic:
@@ -208,6 +226,20 @@ def check_function(
         "total": end - start,
     }
     return result
+
+
+def _in_place_note(changed: list[int], in_indices: list[int], names: list[str]) -> list[str]:
+    """gradcheck calls forward on its own input again and again: one modified in place moves under
+    its finite differences, so gradcheck reports a mismatch whatever the backward does."""
+    moved = [names[j] for j in changed if j in in_indices]
+    if not moved:
+        return []
+    return [
+        f"forward modifies {', '.join(moved)} in place: gradviz gives every call a fresh copy. "
+        "torch.autograd.gradcheck reuses its input, which then changes under its finite differences, "
+        "so it reports a mismatch here even for a right backward; this verdict is the one it would give "
+        "on fn(x.clone())."
+    ]
 
 
 def _explain(fn, inputs: PreparedInputs, settings: CheckSettings, result: CheckResult, mutates: bool, tracker) -> None:
@@ -329,10 +361,10 @@ def _other_checks(
     return found
 
 
-def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int]]:
+def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int], list[int]]:
     """One forward with autograd on; also tells whether later forwards need fresh copies of the
     inputs (it modified one in place, or returned one, as ``mark_dirty`` requires), and which
-    modified inputs it did not declare with ``ctx.mark_dirty``."""
+    modified inputs it did not declare with ``ctx.mark_dirty``, and which inputs it modified."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     versions = [a._version if isinstance(a, torch.Tensor) else None for a in copies]
     try:
@@ -346,7 +378,7 @@ def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list
     nodes = {o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None}
     undeclared = [j for j in changed if nodes and copies[j].requires_grad and copies[j].grad_fn not in nodes]
     returned = any(o is c for o in outputs for c in copies if isinstance(c, torch.Tensor))
-    return outputs, bool(changed) or returned, undeclared
+    return outputs, bool(changed) or returned, undeclared, changed
 
 
 def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
@@ -372,11 +404,6 @@ def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSour
             raise refuse(
                 f"returned a {str(o.layout).removeprefix('torch.')} tensor as output {i}; gradviz (like "
                 "gradcheck) compares dense outputs. Return out.to_dense() to check it."
-            )
-        if o.is_complex():
-            raise refuse(
-                f"returned a complex tensor as output {i}; gradviz checks real outputs. Return "
-                "torch.view_as_real(out) to check its real and imaginary parts."
             )
         infos.append(TensorInfo(i, f"out{i}", tuple(o.shape), str(o.dtype).removeprefix("torch."), o.requires_grad))
     if all(info.shape is None for info in infos):

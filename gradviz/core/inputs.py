@@ -130,11 +130,6 @@ def _refuse_unusable(a: torch.Tensor, j: int, name: str, filename: str) -> None:
             f"inputs only. Pass {name}.to_dense() to check its gradient, or requires_grad=False if "
             "it is fixed data (an adjacency matrix, say)."
         )
-    if a.is_complex():
-        raise refuse(
-            "is complex and requires grad; gradviz checks real inputs. Pass torch.view_as_real(...) "
-            "and rebuild the complex tensor inside forward."
-        )
     if _has_internal_overlap(a):
         raise refuse(
             "has elements that share memory (an expanded or overlapping view), so moving one element "
@@ -241,6 +236,11 @@ def shares_memory_with_others(args: Sequence[Any], j: int) -> bool:
     )
 
 
+def _real_dtype(a: torch.Tensor) -> torch.dtype:
+    """complex128 is float64's complex twin: asked for float64, a complex128 input is what was meant."""
+    return a.real.dtype if a.is_complex() else a.dtype
+
+
 def _note_other_dtypes(
     args: list, device: torch.device | None, dtype: torch.dtype | None, names: list[str], notes: list[str]
 ) -> None:
@@ -249,7 +249,7 @@ def _note_other_dtypes(
     other = [
         f"{names[j]} ({str(a.dtype).removeprefix('torch.')} on {a.device})"
         for j, a in enumerate(args)
-        if isinstance(a, torch.Tensor) and a.requires_grad and (a.dtype != dtype or a.device.type != device.type)
+        if isinstance(a, torch.Tensor) and a.requires_grad and (_real_dtype(a) != dtype or a.device.type != device.type)
     ]
     if other:
         notes.append(

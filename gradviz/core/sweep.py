@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
 from gradviz.core.function_info import reads_data_attribute
 from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
@@ -119,7 +120,8 @@ def sweep_function(
     """
     settings = settings or CheckSettings()
     settings.validate()
-    if settings.batched and reads_data_attribute(fn):
+    fn, inputs = real_view(fn, inputs)
+    if settings.batched and (isinstance(fn, RealView) or reads_data_attribute(fn)):
         settings = dataclasses.replace(settings, batched=False)
     options = options or SweepOptions()
     if block is not None:
@@ -136,6 +138,11 @@ def sweep_function(
             outputs = call_apply(fn.apply, args, clone=True)
     except (Exception, SystemExit) as exc:
         raise from_exception(ErrorKind.FORWARD, exc, where, f"{fn.__name__}.forward") from None
+    if outputs_need_real_view(outputs):  # complex outputs: swept through their real and imaginary parts
+        return sweep_function(
+            RealView(fn, frozenset()), inputs, settings, block=block, options=options, progress=progress,
+            cancel=cancel, name=name, filename=filename,
+        )
     out_indices = [
         i
         for i, o in enumerate(outputs)

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from tests.cli.refusal_sources import fn_source
 from tests.cli.runner import ROOT, gradviz
 from tests.sources import HEADER, SQUARE
 
@@ -145,23 +146,6 @@ def test_source_the_compiler_cannot_take_is_a_syntax_error(write_source, tail, f
     assert json.loads(out.stdout)["error"]["kind"] == "syntax"
 
 
-def fn_source(forward: str, backward: str, inputs: str) -> str:
-    return HEADER + f"""
-class F(Function):
-    @staticmethod
-    def forward(ctx, x):
-        {forward}
-
-    @staticmethod
-    def backward(ctx, g):
-        {backward}
-
-
-def example_inputs(device, dtype):
-    return ({inputs},)
-"""
-
-
 def test_zero_element_input_is_nothing_to_check(write_source):
     source = fn_source("return x * 2", "return g * 2", "torch.randn(0, 3, device=device, dtype=dtype, requires_grad=True)")
     out = gradviz("check", str(write_source(source)), "--json")
@@ -196,13 +180,11 @@ def example_inputs(device, dtype):
 @pytest.mark.parametrize(
     ("forward", "backward", "inputs", "fragment"),
     [
-        ("return torch.complex(x, 2 * x)", "return g.real", "torch.randn(3, device=device, dtype=dtype, requires_grad=True)", "complex tensor as output 0"),
         ("return (x * 2).to_sparse()", "return g.to_dense() * 2", "torch.randn(3, 3, device=device, dtype=dtype, requires_grad=True)", "sparse_coo tensor as output 0"),
         ("return x * 2", "return g * 2", "torch.randn(3, device='meta', dtype=dtype, requires_grad=True)", "is a meta tensor"),
         ("return x * 2", "return g * 2", "torch.randn(3, 3, device=device, dtype=dtype).to_sparse().requires_grad_()", "sparse_coo tensor that requires grad"),
-        ("return x.real * 2", "return g * 2", "torch.randn(3, device=device, dtype=torch.complex128, requires_grad=True)", "is complex and requires grad"),
     ],
-    ids=["complex_output", "sparse_output", "meta_input", "sparse_differentiable_input", "complex_input"],
+    ids=["sparse_output", "meta_input", "sparse_differentiable_input"],
 )
 def test_tensors_gradviz_cannot_compare_are_refused_clearly(write_source, forward, backward, inputs, fragment):
     out = gradviz("check", str(write_source(fn_source(forward, backward, inputs))), "--json")
