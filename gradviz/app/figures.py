@@ -1,11 +1,174 @@
-"""Saving a panel's figure: one place that turns a failed write into a message a user can act on."""
+"""Saving a panel's figures: PNG, SVG or PDF at a chosen size with a caption, and one place that
+turns a failed write into a message a user can act on.
+
+A figure is a pyqtgraph layout (or plot) of a panel. For the export it is laid out afresh at the
+size asked for, in logical pixels no wider than ``LOGICAL_WIDTH`` so the text keeps its on-screen
+proportions, drawn through pyqtgraph's export mode (so pixel-sized symbols and pens scale with
+the figure), and put back as it was. The caption (the Function, the verdict, the hint) is set
+below the figure at the same scale.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QImage, QPixmap
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPageSize, QPainter, QPdfWriter, QPixmap, QTextDocument
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QGraphicsWidget
+
+FORMATS = ("png", "svg", "pdf")
+DEFAULT_SIZE = (1920, 1080)
+LOGICAL_WIDTH = 1280  # a figure wider than this is drawn at 1280 px and scaled: text keeps its proportions
+MIN_LOGICAL_WIDTH = 640
+CAPTION_POINTS = 11
+MARGIN = 12  # logical pixels around the caption
 
 
 def save_png(image: QImage | QPixmap, path: str) -> None:
     """Write ``image`` as PNG; OSError (with the path) when Qt cannot, e.g. a missing folder."""
     if not image.save(str(path), "PNG"):
         raise OSError(f"Could not write the PNG to {path}: check that the folder exists and is writable.")
+
+
+def _check_folder(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise OSError(f"Could not write {path}: the folder {path.parent} does not exist.")
+
+
+def _caption_document(caption: str, width: float) -> QTextDocument:
+    doc = QTextDocument()
+    font = QFont()
+    font.setPointSize(CAPTION_POINTS)
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setPlainText(caption)
+    doc.setTextWidth(width)
+    return doc
+
+
+def set_export_mode(scene, export: bool, opts: dict) -> None:
+    """Tell every item that it is drawn for an export (pyqtgraph's own protocol)."""
+    for item in scene.items():
+        if hasattr(item, "setExportMode"):
+            item.setExportMode(export, opts)
+
+
+def export_figure(
+    path: str | Path,
+    root: QGraphicsWidget | None = None,
+    *,
+    size: tuple[int, int] = DEFAULT_SIZE,
+    caption: str = "",
+    region: Callable[[], QRectF] | None = None,
+    layout_width: float = 1.0,
+    parts: list[dict] | None = None,
+) -> Path:
+    """Draw the scene item ``root`` at ``size`` pixels (``path``'s suffix picks PNG, SVG or PDF)
+    with ``caption`` below it.
+
+    ``region``: the part of the laid-out scene to draw (default: all of ``root``);
+    ``layout_width``: lay ``root`` out this many times the figure's width (a region that is a
+    third of ``root`` asks for 3), so the region itself gets the figure's proportions.
+    ``parts``: several such figures side by side instead, each a dict of ``root``, ``region``,
+    ``layout_width`` and ``share`` (its part of the width).
+    """
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ValueError(f"cannot export as {path.suffix or 'no suffix'}: use one of {', '.join(FORMATS)}")
+    _check_folder(path)
+    if parts is None:
+        parts = [{"root": root, "region": region, "layout_width": layout_width, "share": 1.0}]
+    width, height = max(int(size[0]), 64), max(int(size[1]), 64)
+    logical = min(max(width, MIN_LOGICAL_WIDTH), LOGICAL_WIDTH)
+    scale = width / logical
+    doc = _caption_document(caption, logical - 2 * MARGIN) if caption else None
+    caption_height = doc.size().height() + 2 * MARGIN if doc else 0.0
+    figure_height = max(height / scale - caption_height, 100.0)
+    total_share = sum(part.get("share", 1.0) for part in parts)
+
+    _device, painter, finish = _open(path, fmt, width, height, caption)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        painter.fillRect(QRectF(0, 0, width, height), QColor("white"))
+        left = 0.0
+        for part in parts:
+            part_width = logical * part.get("share", 1.0) / total_share
+            _draw_part(painter, part, QRectF(left * scale, 0, part_width * scale, figure_height * scale), scale)
+            left += part_width
+        if doc is not None:
+            painter.save()
+            painter.translate(MARGIN * scale, (figure_height + MARGIN) * scale)
+            painter.scale(scale, scale)
+            doc.drawContents(painter)
+            painter.restore()
+    finally:
+        painter.end()
+    finish()
+    return path
+
+
+def _draw_part(painter: QPainter, part: dict, target: QRectF, scale: float) -> None:
+    """Lay ``part["root"]`` out at the target's size (in logical pixels), draw it, put it back."""
+    root: QGraphicsWidget = part["root"]
+    scene = root.scene()
+    old = root.geometry()
+    logical = QSizeF(target.width() / scale * part.get("layout_width", 1.0), target.height() / scale)
+    root.setGeometry(QRectF(old.topLeft(), logical))
+    _activate(root)
+    try:
+        source = part["region"]() if part.get("region") else root.sceneBoundingRect()
+        opts = {"antialias": True, "background": QColor("white"), "painter": painter, "resolutionScale": scale}
+        set_export_mode(scene, True, opts)
+        try:
+            scene.render(painter, target, source, Qt.AspectRatioMode.KeepAspectRatio)
+        finally:
+            set_export_mode(scene, False, opts)
+    finally:
+        root.setGeometry(old)
+        _activate(root)
+
+
+def _activate(root: QGraphicsWidget) -> None:
+    """Lay the item's children out now (pyqtgraph shadows ``layout()`` with an attribute)."""
+    layout = QGraphicsWidget.layout(root)
+    if layout is not None:
+        layout.activate()
+
+
+def _open(path: Path, fmt: str, width: int, height: int, title: str):
+    """(device, painter, finish) for one format; finish() writes what is not written yet."""
+    if fmt == "png":
+        image = QImage(width, height, QImage.Format.Format_ARGB32)
+        image.fill(QColor("white"))
+        return image, QPainter(image), lambda: save_png(image, str(path))
+    if fmt == "svg":
+        svg = QSvgGenerator()
+        svg.setFileName(str(path))
+        svg.setSize(QSize(width, height))
+        svg.setViewBox(QRectF(0, 0, width, height))
+        svg.setResolution(96)
+        svg.setTitle(title.splitlines()[0] if title else "gradviz figure")
+        svg.setDescription(title)
+        painter = QPainter()
+        if not painter.begin(svg):
+            raise OSError(f"Could not write the SVG to {path}: check that the folder is writable.")
+        return svg, painter, lambda: _exists(path)
+    pdf = QPdfWriter(str(path))
+    pdf.setResolution(96)
+    pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize.Unit.Point, "figure"))
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0))
+    pdf.setTitle(title.splitlines()[0] if title else "gradviz figure")
+    pdf.setCreator("gradviz")
+    painter = QPainter()
+    if not painter.begin(pdf):
+        raise OSError(f"Could not write the PDF to {path}: check that the folder is writable.")
+    return pdf, painter, lambda: _exists(path)
+
+
+def _exists(path: Path) -> None:
+    if not path.is_file() or path.stat().st_size == 0:
+        raise OSError(f"Could not write {path}: check that the folder is writable.")

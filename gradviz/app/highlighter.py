@@ -8,6 +8,10 @@ QSyntaxHighlighter re-highlights the following lines only while their state chan
 Highlighting never holds the window for long: once a pass (a keystroke that opens a docstring
 above 10,000 lines, a file just opened) has spent BUDGET_S, the lines it has not reached are
 marked PENDING and finished in slices of the same size from the event loop.
+
+In presentation mode the colours come from HIGH_CONTRAST; in quiz mode the highlighter also draws
+as nothing what gives a buggy twin's answer away: ``# BUG:`` comments and, in a file that has
+them, the docstrings that explain the bug.
 """
 
 from __future__ import annotations
@@ -32,6 +36,20 @@ STYLE = {
     Comment: ("#8c8c8c", False),
     Operator.Word: ("#0033b3", True),
 }
+HIGH_CONTRAST = {  # darker ink for a projector: nothing lighter than mid grey
+    Keyword: ("#001a80", True),
+    Name.Builtin: ("#001a80", False),
+    Name.Function: ("#003d4d", True),
+    Name.Class: ("#003d4d", True),
+    Name.Decorator: ("#5c4f00", True),
+    String: ("#004d0d", False),
+    String.Doc: ("#2f4a2f", False),
+    Number: ("#0a2a99", False),
+    Comment: ("#4d4d4d", False),
+    Operator.Word: ("#001a80", True),
+}
+BUG_COMMENT = re.compile(r"#\s*BUG\b")
+TWIN_MARK = re.compile(r"^\s*BUG\s*=|#\s*BUG\b", re.MULTILINE)  # a buggy twin says where its bug is
 
 BUDGET_S = 0.006  # the most one pass (or one slice) highlights before the rest waits for the event loop
 PENDING = -2  # block state of a line not highlighted yet
@@ -42,10 +60,10 @@ _QUOTE_OR_COMMENT = re.compile(r"[#\"']")
 _DOCSTRING_START = re.compile(r"\s*[rRuUbB]{0,2}")
 
 
-def _format_for(token_type) -> QTextCharFormat | None:
+def _format_for(token_type, style: dict = STYLE) -> QTextCharFormat | None:
     while token_type is not Token:
-        if token_type in STYLE:
-            color, bold = STYLE[token_type]
+        if token_type in style:
+            color, bold = style[token_type]
             fmt = QTextCharFormat()
             fmt.setForeground(QColor(color))
             if bold:
@@ -53,6 +71,11 @@ def _format_for(token_type) -> QTextCharFormat | None:
             return fmt
         token_type = token_type.parent
     return None
+
+
+def _rest(line: str, parts: list[tuple[int, int]]) -> str:
+    """What is left of ``line`` without the (start, length) parts."""
+    return "".join(ch for k, ch in enumerate(line) if not any(s <= k < s + n for s, n in parts))
 
 
 def closing_quote(line: str, start: int, quote: str) -> int:
@@ -89,6 +112,32 @@ class PythonHighlighter(QSyntaxHighlighter):
         self._formats: dict = {}
         self._pass_started: float | None = None  # when the current pass began (None: between passes)
         self._pending_from: int | None = None  # the first line that may be PENDING
+        self._style = STYLE
+        self._hide = False  # quiz mode
+        self._twin = False  # the document marks its bug (BUG = ... or # BUG:): its docstrings tell it
+        self._hidden_lines: set[int] = set()  # lines that are nothing but what quiz mode hides
+        self._line_hidden: list[tuple[int, int]] = []  # the line being highlighted: spans hidden
+        self._invisible = QTextCharFormat()
+        self._invisible.setForeground(QColor(0, 0, 0, 0))
+        self._invisible.setFontPointSize(1)
+
+    def set_high_contrast(self, on: bool) -> None:
+        style = HIGH_CONTRAST if on else STYLE
+        if style is not self._style:
+            self._style, self._formats = style, {}
+            self.rehighlight()
+
+    def set_hidden(self, on: bool) -> None:
+        """Quiz mode: draw what gives a buggy twin's answer away as nothing."""
+        if on != self._hide:
+            self._hide = on
+            self._twin = on and TWIN_MARK.search(self.document().toPlainText()) is not None
+            self._hidden_lines.clear()
+            self.rehighlight()
+
+    def hidden_lines(self) -> set[int]:
+        """0-based lines that hold nothing but what quiz mode hides (the editor hides them whole)."""
+        return set(self._hidden_lines)
 
     @property
     def pending(self) -> bool:
@@ -116,10 +165,32 @@ class PythonHighlighter(QSyntaxHighlighter):
 
     def _format(self, token_type) -> QTextCharFormat | None:
         if token_type not in self._formats:
-            self._formats[token_type] = _format_for(token_type)
+            self._formats[token_type] = _format_for(token_type, self._style)
         return self._formats[token_type]
 
+    def _paint(self, start: int, length: int, token_type, value: str = "") -> None:
+        fmt = self._format(token_type)
+        if fmt is not None and length:
+            self.setFormat(start, length, fmt)
+        if self._hide and length and (
+            (token_type in Comment and BUG_COMMENT.match(value)) or (self._twin and token_type in String.Doc)
+        ):
+            self._line_hidden.append((start, length))
+
     def highlightBlock(self, text: str) -> None:
+        self._line_hidden = []
+        self._highlight(text)
+        if not self._hide:
+            return
+        for start, length in self._line_hidden:
+            self.setFormat(start, length, self._invisible)
+        number = self.currentBlock().blockNumber()
+        if self._line_hidden and not _rest(text, self._line_hidden).strip():
+            self._hidden_lines.add(number)
+        else:
+            self._hidden_lines.discard(number)
+
+    def _highlight(self, text: str) -> None:
         now = time.perf_counter()
         if self._pass_started is None:  # a new pass: it ends when control is back in the event loop
             self._pass_started = now
@@ -134,22 +205,20 @@ class PythonHighlighter(QSyntaxHighlighter):
         if carried is not None:  # the line starts inside a triple-quoted string
             quote, doc = carried
             end = closing_quote(text, 0, quote)
-            fmt = self._format(String.Doc if doc else String)
+            kind = String.Doc if doc else String
             if end < 0:
-                self.setFormat(0, len(text), fmt)
+                self._paint(0, len(text), kind)
                 self.setCurrentBlockState(_STATE_OF[carried])
                 return
             start = end + len(quote)
-            self.setFormat(0, start, fmt)
+            self._paint(0, start, kind)
         for index, token_type, value in self._lexer.get_tokens_unprocessed(text[start:]):
-            fmt = self._format(token_type)
-            if fmt is not None and value:
-                self.setFormat(start + index, len(value), fmt)
+            self._paint(start + index, len(value), token_type, value)
         opened = open_triple_quote(text, start)
         if opened is None:
             self.setCurrentBlockState(-1)
             return
         k, quote = opened
         doc = start == 0 and _DOCSTRING_START.fullmatch(text[:k]) is not None
-        self.setFormat(k, len(text) - k, self._format(String.Doc if doc else String))
+        self._paint(k, len(text) - k, String.Doc if doc else String)
         self.setCurrentBlockState(_STATE_OF[(quote, doc)])

@@ -151,6 +151,10 @@ def _save_screenshot(app, window, path: str) -> None:
 def _save_screenshot_when_done(app, window, path: str) -> None:
     from PySide6.QtCore import QTimer
 
+    from gradviz.app.window_layout import DEFAULT_SIZE
+
+    window.resize(*DEFAULT_SIZE)  # slide-sized whatever the screen (offscreen's is 800x600)
+
     def save(*_args) -> None:
         _save_screenshot(app, window, path)
 

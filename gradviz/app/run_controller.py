@@ -1,8 +1,9 @@
 """The run queue between the window and the worker: request ids, what waits, which answer is whose.
 
-The worker runs one request at a time. A check asked for while it starts up, or while a (short)
-memory study runs, waits and goes as soon as the worker is free; a memory study waits behind a
-check and never goes before a waiting one. Answers to requests that are no longer current (a
+The worker runs one request at a time. A check asked for while it starts up waits and goes as
+soon as the worker is ready. A memory study never holds a check back: a check asked for while
+one runs stops it (the worker cancels it within a second), goes, and the study starts again
+after it; a memory study waits behind a check and never goes before a waiting one. Answers to requests that are no longer current (a
 check since replaced or cancelled) stop here, so the views only hear about the check they show.
 Any QObject with WorkerClient's signals and methods will do as the worker (tests use a fake).
 """
@@ -57,6 +58,11 @@ class RunController(QObject):
     progress = Signal(int, int)  # done, total of the check in flight
     check_finished = Signal(int, dict)  # request id, the worker's summary (arrays in the files it names)
     check_failed = Signal(int, dict)  # request id, error: kind, message, filename, lineno, traceback
+    memory_started = Signal()  # a memory study was sent
+    memory_progress = Signal(int, int)  # done, total stacks of the study in flight
+    memory_paused = Signal()  # a check stopped the study in flight; it starts again after the check
+    sweep_finished = Signal(dict)  # {"sweep": ..., "table": ...}: the eps sweep the Why? panel draws
+    sweep_failed = Signal(str)
     memory_finished = Signal(dict)  # {"study": ..., "sweep": [...]}
     memory_failed = Signal(str)
     worker_died = Signal(str)  # the worker process itself died (outside a memory study); a new one starts
@@ -66,9 +72,14 @@ class RunController(QObject):
         self.worker = worker
         self._check = 0  # id of the latest check sent: only its answers count
         self._memory = 0  # id of the latest memory study sent
+        self._memory_options: dict = {}  # what it was sent with, to send it again after a check
+        self._preempted = 0  # id of a memory study stopped for a check, whose answer has not come yet
         self._cancelled = 0  # id of a check told to stop whose answer has not come yet
         self._awaited: set[int] = set()  # ids sent and not answered: an answer counts once
         self._waiting: CheckRequest | None = None
+        self._sweep = 0  # id of the latest eps sweep sent
+        self._sweep_waiting: CheckRequest | None = None
+        self._sweep_options: dict | None = None
         self._memory_waiting: dict | None = None
         worker.ready.connect(self._on_ready)
         worker.progress.connect(self._on_progress)
@@ -83,6 +94,15 @@ class RunController(QObject):
         running = self.worker.running if self.worker.busy else 0
         if running and running == self._check and running != self._cancelled:
             return
+        if running and running == self._sweep and running in self._awaited:
+            self._awaited.discard(running)  # a new check makes the sweep of the old one moot
+            self.worker.cancel()
+        self._sweep_waiting = None
+        if running and running == self._memory and running in self._awaited and not self._preempted:
+            self._preempted = running  # the study goes again after the check
+            self._memory_waiting = self._memory_options
+            self.worker.cancel()
+            self.memory_paused.emit()
         if running or not self.worker.is_ready:
             self._waiting = request  # the latest request wins
             self.check_queued.emit(not self.worker.is_ready)
@@ -95,8 +115,33 @@ class RunController(QObject):
             self._memory_waiting = options
             return
         self._memory_waiting = None
+        self._memory_options = options
         self._memory = self.worker.submit("memory", options=options)
         self._awaited.add(self._memory)
+        self.memory_started.emit()
+
+    def run_sweep(self, request: CheckRequest, options: dict | None = None) -> None:
+        """The eps sweep of ``request``'s Function (the Why? panel), after any check: it never
+        holds a check back, and a new check drops it."""
+        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
+            self._sweep_waiting = request
+            self._sweep_options = options
+            return
+        self._sweep_waiting = None
+        self._sweep = self.worker.submit(
+            "sweep",
+            timeout=request.timeout,
+            settings=request.settings.to_dict(),
+            source=request.source,
+            filename=request.filename,
+            function=request.function,
+            sweep_options=options or {},
+        )
+        self._awaited.add(self._sweep)
+
+    @property
+    def sweep_running(self) -> bool:
+        return bool(self._sweep) and self._sweep in self._awaited
 
     def cancel(self) -> None:
         """Drop a waiting check and stop whatever runs; a stopped check's answer (failed, kind
@@ -130,6 +175,11 @@ class RunController(QObject):
         return bool(self._memory) or self._memory_waiting is not None
 
     @property
+    def memory_running(self) -> bool:
+        """A memory study is in flight (and not being stopped for a check)."""
+        return bool(self._memory) and self.worker.busy and self.worker.running == self._memory and not self._preempted
+
+    @property
     def busy(self) -> bool:
         """A check is in flight or waiting."""
         return self._waiting is not None or (self.worker.busy and self.worker.running == self._check)
@@ -157,6 +207,8 @@ class RunController(QObject):
         if self._waiting is not None:
             request, self._waiting = self._waiting, None
             self._send_check(request)
+        elif self._sweep_waiting is not None:
+            self.run_sweep(self._sweep_waiting, self._sweep_options)
         elif self._memory_waiting is not None:
             self.measure_memory(self._memory_waiting)
 
@@ -166,10 +218,16 @@ class RunController(QObject):
     def _on_progress(self, request: int, done: int, total: int) -> None:
         if self.is_current(request) and request in self._awaited:
             self.progress.emit(done, total)
+        elif request == self._memory and request in self._awaited and not self._preempted:
+            self.memory_progress.emit(done, total)
 
     def _on_finished(self, request: int, payload: dict) -> None:
         awaited = self._answered(request)
+        if awaited and request == self._sweep:
+            self.sweep_finished.emit(payload)
         if awaited and request == self._memory:
+            if self._was_preempted(request):  # it finished before the cancel reached it: keep it
+                self._memory_waiting = None
             self.memory_finished.emit(payload)
         self._start_waiting()
         if awaited and self.is_current(request):  # not if a check that waited has taken its place
@@ -177,18 +235,30 @@ class RunController(QObject):
 
     def _on_failed(self, request: int, error: dict) -> None:
         awaited = self._answered(request)
-        if awaited and request == self._memory:
+        if awaited and request == self._sweep:
+            self.sweep_failed.emit(error.get("message") or "The eps sweep failed.")
+        if awaited and request == self._memory and not self._was_preempted(request):
             self.memory_failed.emit(error.get("message") or "The memory study failed.")
         self._start_waiting()
         if awaited and self.is_current(request):
             self.check_failed.emit(request, error)
 
     def _on_crashed(self, request: int, message: str) -> None:
-        if self._answered(request) and request == self._memory:
-            self.memory_failed.emit(message)
+        if request and request == self._sweep:
+            if self._answered(request):
+                self.sweep_failed.emit(message)
+        elif self._answered(request) and request == self._memory:
+            if not self._was_preempted(request):
+                self.memory_failed.emit(message)
         else:
             self.worker_died.emit(message)
         self._start_waiting()  # a new worker is starting: its ready signal sends what waits
+
+    def _was_preempted(self, request: int) -> bool:
+        if request and request == self._preempted:
+            self._preempted = 0
+            return True
+        return False
 
     def _answered(self, request: int) -> bool:
         """Take ``request`` off the awaited ones; False for an answer no one waits for any more."""

@@ -123,8 +123,8 @@ class SourceController(QObject):
         if not self.maybe_keep_changes():
             return
         template = resources_dir() / "templates" / "new_function.py"
+        # an untouched template is nothing to lose: only an edit of it asks "Save changes?"
         self.set_source(template.read_text(encoding="utf-8"), None)
-        self._document().setModified(True)  # a new file counts as unsaved
         self.update_title()
 
     def set_source(

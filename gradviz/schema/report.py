@@ -270,7 +270,8 @@ def format_graph(graph: dict) -> str:
 
 def cell_readout(result: CheckResult, block: BlockComparison, row: int, col: int) -> str:
     """The hover line: where the cell comes from, both values, the error and the rule."""
-    a, n = float(block.analytic[row, col]), float(block.numerical[row, col])
+    # + 0.0 turns -0.0 into 0.0: "analytic -0" reads like a sign error
+    a, n = float(block.analytic[row, col]) + 0.0, float(block.numerical[row, col]) + 0.0
     bound = result.settings.tolerance().bound(n)
     err = abs(a - n)
     verdict = f"fails: > {bound:.2g}" if block.failing[row, col] else f"ok: <= {bound:.2g}"

@@ -141,28 +141,40 @@ def handle_graph(request: dict[str, Any], send: Send) -> dict[str, Any]:
 
 
 def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
-    """The conv-BN study for the memory panel, plus a sweep over layers and batch sizes."""
+    """The conv-BN study for the memory panel, plus a sweep over layers and batch sizes; progress
+    after the study and after each depth of the sweep."""
     from gradviz.core.memory import conv_bn_study, memory_sweep
 
     options = MemoryOptions.from_dict(request.get("options", {}))
-    study = conv_bn_study(
-        options.layers, options.shape, options.out_channels, options.kernel, options.device, options.dtype
-    )
-    if not request.get("sweep", True):
-        return {"study": study.to_dict(), "sweep": []}
+    sweep_wanted = request.get("sweep", True)
     n, c, h, w = options.shape
     # each conv (stride 1, no padding) shrinks H and W by kernel - 1: sweep only stacks that fit
     deepest = max(options.layers, min(8, (min(h, w) - 1) // max(options.kernel - 1, 1)))
-    sweep = memory_sweep(
-        layers=range(1, deepest + 1),
-        batches=tuple(sorted({1, n, 4 * n})),
-        image=(c, h, w),
-        out_channels=options.out_channels,
-        kernel=options.kernel,
-        device=options.device,
-        dtype=options.dtype,
+    total = 1 + (deepest if sweep_wanted else 0)
+
+    def progress(done: int) -> None:
+        if send is not None and "id" in request:
+            send(messages.progress(request["id"], done, total))
+
+    study = conv_bn_study(
+        options.layers, options.shape, options.out_channels, options.kernel, options.device, options.dtype
     )
-    return {"study": study.to_dict(), "sweep": [row.to_dict() for row in sweep]}
+    progress(1)
+    if not sweep_wanted:
+        return {"study": study.to_dict(), "sweep": []}
+    rows = []
+    for depth in range(1, deepest + 1):  # one depth at a time, so the window can show how far it is
+        rows += memory_sweep(
+            layers=[depth],
+            batches=tuple(sorted({1, n, 4 * n})),
+            image=(c, h, w),
+            out_channels=options.out_channels,
+            kernel=options.kernel,
+            device=options.device,
+            dtype=options.dtype,
+        )
+        progress(1 + depth)
+    return {"study": study.to_dict(), "sweep": [row.to_dict() for row in rows]}
 
 
 HANDLERS = {"check": handle_check, "sweep": handle_sweep, "graph": handle_graph, "memory": handle_memory}

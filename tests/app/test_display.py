@@ -12,10 +12,11 @@ import pytest
 from gradviz.app.display import (
     LOG_FLOOR,
     OUTLINE_LIMIT,
-    OVERVIEW,
     BlockDisplay,
+    factor_for,
     first_block_index,
     pool,
+    pool_max_abs,
     prepare_displays,
 )
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
@@ -65,17 +66,34 @@ def test_pool_is_the_mean_or_max_of_each_tile(shape, factor):
         np.testing.assert_allclose(out, pooled_by_loop(a, factor, reduce), rtol=1e-6, atol=1e-6)
 
 
-def test_one_failing_cell_survives_the_overview():
-    n = 3 * OVERVIEW + 7
+def test_pool_max_abs_keeps_the_largest_magnitude_with_its_sign():
+    a = np.random.default_rng(1).standard_normal((7, 9))
+    expected = pooled_by_loop(a, 3, lambda tile: tile.flat[np.argmax(np.abs(tile))])
+    np.testing.assert_allclose(pool_max_abs(a, 3), expected, rtol=1e-6)
+
+
+def test_a_sparse_diagonal_stays_visible_when_downsampled():
+    n = 3600
+    analytic = np.zeros((n, n))
+    analytic[np.arange(n), np.arange(n)] = -0.5  # tanh-like: negative, one per row
+    display = BlockDisplay(make_block(analytic, analytic.copy()), 1e-5)
+    factor = display.factor_for((n, n), (400, 400))
+    assert factor == 12  # 3600 cells over 400 px: the first LADDER step with <= 1 image px per px
+    image = display.image("analytic", factor)
+    assert image.shape == (300, 300)
+    np.testing.assert_array_equal(np.diag(image), np.full(300, -0.5, np.float32))  # the mean would be -0.04
+
+
+def test_one_failing_cell_survives_the_downsampling():
+    n = 3 * 512 + 7
     analytic = np.zeros((n, n))
     analytic[n - 1, 5] = 1.0  # the last row, in a tile only partly covered
     display = BlockDisplay(make_block(analytic, np.zeros((n, n))), 1e-5)
-    assert display.factor == 4
-    overview = display.image("failing", False)
+    overview = display.image("failing", 4)
     assert overview.shape == (-(-n // 4), -(-n // 4)) and overview.sum() == 1
     assert overview[-1, 5 // 4] == 1
-    assert display.image("failing", True).shape == (n, n)
-    assert display.image("failing", False) is overview  # made once, then kept
+    assert display.image("failing", 1).shape == (n, n)
+    assert display.image("failing", 4) is overview  # made once, then kept
 
 
 def test_levels_are_symmetric_over_both_and_the_error_scale_starts_at_atol():
@@ -95,37 +113,43 @@ def test_non_finite_errors_show_as_the_top_colour():
     block.error[0, 0] = np.inf
     display = BlockDisplay(block, 1e-5)
     assert display.error_top == 2.0
-    np.testing.assert_array_equal(display.image("error", True), np.float32([[2.0, 2.0]]))
-    log = display.image("log_error", True)
+    np.testing.assert_array_equal(display.image("error", 1), np.float32([[2.0, 2.0]]))
+    log = display.image("log_error", 1)
     assert np.isfinite(log).all() and log.max() == pytest.approx(np.log10(2.0))
 
 
 def test_failing_cells_are_outlined_up_to_the_limit():
     few = BlockDisplay(make_block([[0.0, 1.0], [1.0, 0.0]], np.zeros((2, 2))), 1e-5)
-    cols, rows = few.outline
-    assert sorted(zip(rows.tolist(), cols.tolist())) == [(0, 1), (1, 0)]
+    x, y, width, height = few.outline(1)
+    assert sorted(zip((y + 0.5).tolist(), (x + 0.5).tolist())) == [(0, 1), (1, 0)]  # cells centred on (c, r)
+    assert width.tolist() == [1.0, 1.0] and height.tolist() == [1.0, 1.0]
     n = int(np.ceil(np.sqrt(OUTLINE_LIMIT + 1)))
     many = BlockDisplay(make_block(np.ones((n, n)), np.zeros((n, n))), 1e-5)
-    assert many.outline is None
-    assert BlockDisplay(make_block(np.zeros((2, 2)), np.zeros((2, 2))), 1e-5).outline is None
+    assert many.outline(1) is None
+    assert BlockDisplay(make_block(np.zeros((2, 2)), np.zeros((2, 2))), 1e-5).outline(1) is None
 
 
-def test_extent_covers_whole_pooled_pixels_and_full_res_follows_the_zoom():
-    n = 2 * OVERVIEW + 1
+def test_pooled_outlines_cover_whole_tiles_clipped_at_the_edge():
+    analytic = np.zeros((5, 5))
+    analytic[4, 4] = 1.0
+    display = BlockDisplay(make_block(analytic, np.zeros((5, 5))), 1e-5)
+    x, y, width, height = display.outline(2)
+    assert (x.tolist(), y.tolist(), width.tolist(), height.tolist()) == ([3.5], [3.5], [1.0], [1.0])
+
+
+def test_extent_covers_whole_pooled_pixels_and_the_factor_follows_the_zoom():
+    n = 1025
     display = BlockDisplay(make_block(np.zeros((n, 10)), np.zeros((n, 10))), 1e-5)
-    assert display.factor == 3
-    assert display.extent(True) == (10, n) and display.extent(False) == (12, -(-n // 3) * 3)
-    square = BlockDisplay(make_block(np.zeros((n, n)), np.zeros((n, n))), 1e-5)
-    assert not square.wants_full_res((n, n), (400, 400))  # 342 samples across 400 px: enough
-    assert square.wants_full_res((200, n), (400, 400))  # zoomed in on x: 67 samples for 400 px
-    assert display.wants_full_res((10, n), (400, 400))  # 10 columns pooled to 4 would blur them
-    small = BlockDisplay(make_block(np.zeros((4, 4)), np.zeros((4, 4))), 1e-5)
-    assert small.factor == 1 and small.wants_full_res((4, 4), (1, 1))
+    assert display.extent(1) == (10, n) and display.extent(3) == (12, -(-n // 3) * 3)
+    assert factor_for((n, n), (n, n), (400, 400)) == 3  # 2.6 cells a pixel
+    assert factor_for((n, n), (200, 200), (400, 400)) == 1  # zoomed in: every cell
+    assert factor_for((n, 10), (10, n), (400, 400)) == 3  # rows decide: 10 columns alone would not pool
+    assert factor_for((4, 4), (4, 4), (1, 1)) == 4
 
 
 def test_unknown_image_kind_is_refused():
     with pytest.raises(ValueError, match="no image kind"):
-        BlockDisplay(make_block([[1.0]], [[1.0]]), 1e-5).image("gradient", True)
+        BlockDisplay(make_block([[1.0]], [[1.0]]), 1e-5).image("gradient", 1)
 
 
 def test_prepare_displays_makes_the_first_failing_block_ready():
@@ -150,3 +174,12 @@ def test_display_prep_imports_without_qt():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_readout_never_says_minus_zero():
+    from gradviz.schema.report import cell_readout
+
+    block = make_block([[-0.0, 1.0]], [[0.0, 1.0]])
+    result = make_result(block)
+    line = cell_readout(result, block, 0, 0)
+    assert "analytic 0," in line and "analytic -0" not in line

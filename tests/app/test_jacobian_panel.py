@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, QRectF
 from PySide6.QtGui import QImage
 
-from gradviz.app.display import OUTLINE_LIMIT, OVERVIEW
+from gradviz.app.display import OUTLINE_LIMIT, pool_max_abs
 from gradviz.app.panels.jacobian_panel import EXPORT_WIDTH, JacobianPanel
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
@@ -31,6 +31,17 @@ def images(panel):
     return panel.analytic_image, panel.numerical_image, panel.error_image
 
 
+def shown(panel, values: np.ndarray) -> np.ndarray:
+    """``values`` as the panel draws them at its downsampling (block max |value|)."""
+    factor = panel.downsampling()
+    return values.astype(np.float32) if factor == 1 else pool_max_abs(values, factor)
+
+
+def pooled_shape(panel, block) -> tuple[int, int]:
+    f = panel.downsampling()
+    return -(-block.shape[0] // f), -(-block.shape[1] // f)
+
+
 def cell_of_rect(rect) -> tuple[int, int]:
     r = rect.rect()
     return round(r.center().y()), round(r.center().x())
@@ -39,8 +50,9 @@ def cell_of_rect(rect) -> tuple[int, int]:
 def assert_cells_centred(panel, block) -> None:
     """Every image covers exactly the block, cell (r, c) centred on (c, r); row 0 at the top."""
     rows, cols = block.shape
-    for image in (*images(panel), panel.failing_overlay):
-        assert image.mapRectToParent(image.boundingRect()) == QRectF(-0.5, -0.5, cols, rows)
+    f = panel.downsampling()  # a pooled image covers whole tiles
+    for image in images(panel):
+        assert image.mapRectToParent(image.boundingRect()) == QRectF(-0.5, -0.5, -(-cols // f) * f, -(-rows // f) * f)
     for plot in panel.plot_items:
         assert plot.getViewBox().yInverted()
 
@@ -62,10 +74,10 @@ def test_passing_builtin_shows_its_only_block(qtbot, panel, make_check_result):
     block = panel.current_block()
     assert block is result.blocks[0]
     for image in images(panel):
-        assert image.image.shape == block.shape
+        assert image.image.shape == pooled_shape(panel, block)
     assert panel.highlighted_cell() is None  # nothing to point at in a passing block
     assert "hover a cell" in panel.readout.text()
-    assert not (panel.failing_overlay.image > 0).any()
+    assert panel.failing_outline.cells() == []
 
 
 def test_failing_builtin_defaults_to_first_failing_block(qtbot, panel, make_check_result):
@@ -81,8 +93,8 @@ def test_failing_builtin_defaults_to_first_failing_block(qtbot, panel, make_chec
         assert panel.block_selector.itemText(k) == f"{result.block_title(b)}   {mark}"
     block = panel.current_block()
     assert result.inputs[block.input].name == "bias"
-    for image in (*images(panel), panel.failing_overlay):
-        assert image.image.shape == block.shape
+    for image in images(panel):
+        assert image.image.shape == pooled_shape(panel, block)
         assert image.image.dtype == np.float32 and image.image.flags.c_contiguous
     assert_cells_centred(panel, block)
     # one colour bar: analytic and numerical share levels, symmetric over both
@@ -91,12 +103,10 @@ def test_failing_builtin_defaults_to_first_failing_block(qtbot, panel, make_chec
     assert list(levels) == list(panel.numerical_image.getLevels()) == list(panel.value_bar.levels())
     assert levels[0] == pytest.approx(-top) and levels[1] == pytest.approx(top)
     assert list(panel.error_image.getLevels()) == list(panel.error_bar.levels())
-    # the overlay marks exactly the failing cells, and so do the outlines
-    np.testing.assert_array_equal(panel.failing_overlay.image > 0, block.failing)
+    # the outlines mark exactly the failing cells; the images keep their true colours
+    np.testing.assert_array_equal(panel.analytic_image.image, shown(panel, block.analytic))
     rows, cols = np.nonzero(block.failing)
-    for outline in panel.failing_outlines:
-        x, y = outline.getData()
-        assert sorted(zip(y.astype(int), x.astype(int))) == sorted(zip(rows, cols))
+    assert sorted(panel.failing_outline.cells()) == sorted(zip(rows.tolist(), cols.tolist()))
     # the worst cell is highlighted and read out from the start
     assert panel.highlighted_cell() == block.worst
     assert panel.readout.text() == cell_readout(result, block, *block.worst)
@@ -151,10 +161,12 @@ def test_switching_blocks_updates_images_and_readout(qtbot, panel, make_check_re
         with qtbot.waitSignal(panel.block_changed):
             panel.block_selector.setCurrentIndex(k)  # through the widget, as the user does
         assert panel.current_block() is block
-        assert panel.analytic_image.image.shape == block.shape
-        np.testing.assert_array_equal(panel.analytic_image.image, block.analytic.astype(np.float32))
-        np.testing.assert_array_equal(panel.numerical_image.image, block.numerical.astype(np.float32))
-        np.testing.assert_array_equal(panel.failing_overlay.image > 0, block.failing)
+        assert panel.analytic_image.image.shape == pooled_shape(panel, block)
+        np.testing.assert_array_equal(panel.analytic_image.image, shown(panel, block.analytic))
+        np.testing.assert_array_equal(panel.numerical_image.image, shown(panel, block.numerical))
+        rows, cols = np.nonzero(block.failing)
+        if panel.downsampling() == 1:
+            assert sorted(panel.failing_outline.cells()) == sorted(zip(rows.tolist(), cols.tolist()))
         assert_cells_centred(panel, block)
         assert panel.highlighted_cell() == (0, 0)  # the cell stays put; its values change
         assert panel.readout.text() == cell_readout(result, block, 0, 0)
@@ -193,7 +205,8 @@ def test_set_result_none_clears(qtbot, panel, make_check_result):
     panel.set_result(None)
     assert panel.current_block() is None
     assert panel.highlighted_cell() is None
-    assert all(image.image is None for image in (*images(panel), panel.failing_overlay))
+    assert all(image.image is None for image in images(panel))
+    assert panel.failing_outline.cells() == []
     assert not any(rect.isVisible() for rect in panel.highlight_rects)
     assert panel.block_selector.count() == 0 and not panel.block_selector.isVisible()
     assert "run a check" in panel.readout.text()
@@ -259,11 +272,10 @@ def test_2000x2000_block_stays_interactive(qtbot, panel):
     assert max(max(v) for v in timings.values()) < 0.25
     # the overview is pooled with max: every failing cell still shows in it
     block = panel.current_block()
-    overview = panel.failing_overlay.image
-    f = -(-max(block.shape) // OVERVIEW)  # cells per overview pixel
-    assert f > 1 and overview.shape == (-(-block.shape[0] // f), -(-block.shape[1] // f))
-    assert (overview > 0).sum() == len({(r // f, c // f) for r, c in zip(*np.nonzero(block.failing))})
-    assert block.n_failing <= OUTLINE_LIMIT and len(panel.failing_outlines[0].getData()[0]) == block.n_failing
+    f = panel.downsampling()  # cells per image pixel
+    assert f > 1 and panel.error_image.image.shape == pooled_shape(panel, block)
+    tiles = {(r // f * f, c // f * f) for r, c in zip(*np.nonzero(block.failing))}
+    assert len(tiles) <= OUTLINE_LIMIT and set(panel.failing_outline.cells()) == tiles
     # zooming in to the worst cell swaps in the full-resolution images
     panel.go_to_worst()
     assert panel.analytic_image.image.shape == block.shape

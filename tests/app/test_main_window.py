@@ -48,7 +48,9 @@ def test_default_example_runs_and_screenshot(qtbot, main_window):
         run_and_wait(qtbot, window)
     assert window.current.result.passed and window.banner.state == "passed"
     assert [b.shape for b in window.current.result.blocks] == [(600, 400), (600, 600)]
-    assert window.width() >= 1280 and window.height() >= 800
+    from gradviz.app.window_layout import default_size
+
+    assert (window.width(), window.height()) == default_size()  # the screen's size, up to 1680x1020
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / "main_window.png"
     assert window.grab().save(str(path))
@@ -171,6 +173,7 @@ def test_cancel_stops_a_hung_run_and_next_run_works(qtbot, main_window):
     qtbot.waitUntil(lambda: "looping" in window.worker.output_text, timeout=RUN_TIMEOUT)
     qtbot.mouseClick(window.run_bar.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.worker.busy and window.run_bar.run_button.isEnabled(), timeout=1500)
+    assert window.editor.editor.hasFocus()  # back to the code after Cancel
     assert window.editor.text() == hang
     # the run's own process was stopped; the worker serves on, and says where the code hung
     assert window.worker.pid == old_pid and window.worker.is_ready
@@ -221,6 +224,7 @@ def test_float32_run_shows_gradcheck_advice(qtbot, main_window):
     run_and_wait(qtbot, window)
     assert window.current.result.dtype == "float32"
     assert "float64" in window.banner.details.text()
+    assert "&#x27;" not in window.banner.details.text()  # quotes are not escaped twice
 
 
 def test_cuda_is_disabled_with_a_reason_without_cuda(main_window):
@@ -288,17 +292,47 @@ def test_graph_panel_shows_the_checked_function(qtbot, main_window):
     assert window.graph.details.rowCount() == len(custom["saved"])
 
 
-def test_export_figures_writes_three_pngs(qtbot, main_window, tmp_path, monkeypatch):
-    from PySide6.QtWidgets import QFileDialog
+def answer_modal(qtbot, answer) -> None:
+    """Call ``answer(dialog)`` on the next modal dialog, as a person would fill it in."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
 
+    def poll():
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(20, poll)
+        else:
+            answer(dialog)
+
+    QTimer.singleShot(0, poll)
+
+
+def test_export_figures_writes_three_pngs_and_the_data(qtbot, main_window, tmp_path):
     window = main_window
     with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
         run_and_wait(qtbot, window)
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(tmp_path))
+
+    def fill(dialog):
+        dialog.folder.setText(str(tmp_path))
+        dialog.accept()
+
+    answer_modal(qtbot, fill)
     qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     written = sorted(p.name for p in tmp_path.glob("*.png"))
     assert written == ["linear_graph.png", "linear_jacobians.png", "linear_memory.png"]
     assert all((tmp_path / name).stat().st_size > 5_000 for name in written)
+    assert (tmp_path / "linear_jacobians.npz").is_file()
+    assert len(list(tmp_path.glob("linear_analytic_*.csv"))) == len(window.current.result.blocks)
+    # the next export dialog starts in the folder used last
+    seen = []
+
+    def look(dialog):
+        seen.append(dialog.folder.text())
+        dialog.reject()
+
+    answer_modal(qtbot, look)
+    window.actions["export"].trigger()
+    assert seen == [str(tmp_path)]
 
 
 def test_export_to_a_missing_folder_says_so(qtbot, main_window, tmp_path, monkeypatch):

@@ -78,7 +78,7 @@ def test_bar_heights_are_the_payload_bytes_in_the_displayed_unit(panel, cpu_payl
     )  # stacked on the fused bar
     assert ctx.opts["height"][0] == pytest.approx(variants["fused"]["ctx_attribute_bytes"] / size)
     assert variants["fused"]["ctx_attribute_bytes"] > 0  # the fused Function keeps its statistics on ctx
-    assert name in panel.bar_plot.getPlotItem().getAxis("left").labelText
+    assert name in panel.bar_item.getAxis("left").labelText
     assert name in panel.sweep_item.getAxis("left").labelText  # one unit for both plots
 
 
@@ -200,11 +200,32 @@ def test_set_result_none_clears(panel, cpu_payload):
     assert panel.message_text() == EMPTY_TEXT
 
 
-def test_cpu_result_notes_where_peaks_come_from(qtbot, panel, cpu_payload):
+def test_cpu_result_notes_where_peaks_come_from_only_where_cuda_exists(qtbot, panel, cpu_payload):
+    panel.set_devices(["cpu"])
     panel.set_result(cpu_payload)
+    qtbot.waitUntil(lambda: panel.message_text() == "")
+    assert not panel.cpu_note.isVisible()  # no CUDA sentence on a machine without CUDA
+    panel.set_devices(["cpu", "cuda"])
     qtbot.waitUntil(lambda: panel.cpu_note.isVisible())
     assert panel.cpu_note.text() == CPU_NOTE
     assert not panel.peak_table.isVisible()
+
+
+def test_measuring_shows_progress_and_disables_measure(qtbot, panel, cpu_payload):
+    panel.set_measuring(True)
+    assert not panel.measure_button.isEnabled() and panel.progress.isVisible()
+    assert panel.progress.maximum() == 0  # busy until the first report
+    panel.set_progress(2, 9)
+    assert (panel.progress.value(), panel.progress.maximum()) == (2, 9)
+    assert panel.progress.text() == "2 / 9 stacks"
+    assert panel.is_measuring()
+    panel.set_measuring(False, "Stopped for the run; it measures again after it.")
+    assert panel.measure_button.isEnabled() and not panel.progress.isVisible()
+    assert panel.status.text().startswith("Stopped for the run")
+    panel.set_measuring(True)
+    panel.set_result(cpu_payload)  # the window ends the measurement, then shows the result
+    panel.set_measuring(False)
+    assert panel.measure_button.isEnabled() and not panel.is_measuring()
 
 
 def test_cuda_result_shows_the_peak_table(qtbot, panel, cuda_payload):

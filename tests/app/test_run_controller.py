@@ -172,17 +172,38 @@ def test_a_memory_study_waits_behind_a_check(worker, controller, events):
 
 @pytest.mark.parametrize("ending", ["answer", "fail", "die"])
 def test_a_memory_study_never_holds_a_run_back(worker, controller, events, ending):
-    """A check asked for during a study starts the moment the study ends, however it ends."""
+    """A check asked for during a study stops it and starts the moment it ends; the study goes
+    again after the check unless it had finished before the cancel reached it."""
+    paused = []
+    controller.memory_paused.connect(lambda: paused.append(True))
     controller.measure_memory({"layers": 3})
+    study = worker.sent[0]["id"]
     controller.run_check(check("mine"))
+    assert worker.cancels == [study] and paused == [True]
     assert [s["op"] for s in worker.sent] == ["memory"] and events.take() == [("check_queued", False)]
     getattr(worker, ending)()
     if ending == "die":
         assert worker.sent[-1]["op"] == "memory"  # a new worker is starting
         worker.start()
     assert [s["op"] for s in worker.sent] == ["memory", "check"] and worker.sent[1]["source"] == "mine"
-    first = {"answer": "memory_finished", "fail": "memory_failed", "die": "memory_failed"}[ending]
-    assert events.names() == [first, "check_started"]
+    # a study stopped for the run is no failure; one that finished first is shown
+    assert events.names() == (["memory_finished"] if ending == "answer" else []) + ["check_started"]
+    worker.answer()
+    again = ending != "answer"
+    assert [s["op"] for s in worker.sent] == ["memory", "check"] + (["memory"] if again else [])
+    if again:
+        assert worker.sent[-1]["options"] == {"layers": 3}
+
+
+def test_memory_progress_is_reported_for_the_study_in_flight(worker, controller):
+    seen = []
+    controller.memory_started.connect(lambda: seen.append("started"))
+    controller.memory_progress.connect(lambda done, total: seen.append((done, total)))
+    controller.measure_memory({"layers": 2})
+    worker.report(1, 5)
+    worker.report(2, 5)
+    assert seen == ["started", (1, 5), (2, 5)]
+    assert controller.memory_running
 
 
 def test_a_waiting_check_goes_before_a_waiting_memory_study():
@@ -274,3 +295,25 @@ def test_a_memory_study_is_asked_for_once(worker, controller):
 def test_older_result_files_go_once_a_result_is_shown(worker, controller):
     controller.result_shown(4)
     assert worker.discarded == [4]
+
+
+def test_an_eps_sweep_goes_after_the_check_and_a_new_check_drops_it(worker, controller, events):
+    swept, failed = [], []
+    controller.sweep_finished.connect(swept.append)
+    controller.sweep_failed.connect(failed.append)
+    controller.run_check(check("buggy"))
+    controller.run_sweep(check("buggy"), {"block": [0, 1]})
+    assert [s["op"] for s in worker.sent] == ["check"]  # it waits behind the check
+    worker.answer()
+    sweep = worker.sent[-1]
+    assert sweep["op"] == "sweep" and sweep["source"] == "buggy" and sweep["sweep_options"] == {"block": [0, 1]}
+    assert controller.sweep_running and not controller.busy  # a sweep never disables Run
+    worker.answer({"sweep": {"verdict": "x"}})
+    assert swept == [{"sweep": {"verdict": "x"}}] and not controller.sweep_running
+    controller.run_sweep(check("buggy"))
+    controller.run_check(check("fixed"))  # the sweep of the old code is moot: stopped, not reported
+    assert worker.cancels == [worker.sent[-1]["id"]]
+    worker.fail("cancelled")
+    assert [s["op"] for s in worker.sent][-1] == "check" and failed == []
+    worker.answer()
+    assert [s["op"] for s in worker.sent][-1] == "check"  # the dropped sweep does not come back

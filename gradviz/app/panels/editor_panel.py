@@ -1,17 +1,48 @@
-"""The code editor: Pygments highlighting, line numbers, the failing line marked with its message."""
+"""The code editor: Pygments highlighting, line numbers, the failing line marked with its message.
+
+It edits Python as a Python editor does: Tab inserts four spaces (a real tab would later fail
+with "inconsistent use of tabs"), Shift+Tab and Tab on a selection dedent and indent lines,
+Enter keeps the indentation and adds a level after a ":", Home goes to the first non-blank
+character (again: to the start of the line), Ctrl+F finds. The error marker goes away as soon as
+its line is edited. In quiz mode the buggy twins' answers (``BUG = ...`` lines, ``# BUG:``
+comments and docstrings) are hidden from view, never from the text that runs or is saved.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QPainter, QTextCursor, QTextFormat
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
+import re
+
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QPainter,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gradviz.app.highlighter import PythonHighlighter
+from gradviz.app.theme import ViewSettings
 
 ERROR_BACKGROUND = QColor("#ffd7d7")
 GUTTER_BACKGROUND = QColor("#f3f3f3")
 GUTTER_TEXT = QColor("#999999")
 ERROR_MARK = QColor("#d0312d")
+INDENT = "    "
+EDITOR_POINTS = 11
+BUG_LINE = re.compile(r"^\s*(BUG\s*=|#\s*BUG\b)")  # a whole line that gives the answer away
 
 
 class LineNumberArea(QWidget):
@@ -32,16 +63,119 @@ class CodeEditor(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        font.setPointSize(11)
+        font.setPointSize(EDITOR_POINTS)
         self.setFont(font)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))
         self.error_line: int | None = None
+        self._marked: tuple[int, str] = (0, "")  # block count and text of the marked line when marked
         self._gutter = LineNumberArea(self)
         self.highlighter = PythonHighlighter(self.document())
         self.blockCountChanged.connect(self._update_gutter_width)
         self.updateRequest.connect(self._on_update_request)
+        self.document().contentsChange.connect(self._on_contents_change)
         self._update_gutter_width()
+
+    # --- Python editing keys ---------------------------------------------------------------
+    def keyPressEvent(self, event) -> None:
+        key, mods = event.key(), event.modifiers()
+        plain = not mods & ~Qt.KeyboardModifier.KeypadModifier
+        if key == Qt.Key.Key_Tab and plain:
+            if self.textCursor().hasSelection():
+                self.indent_selection()
+            else:  # to the next multiple of four columns
+                self.insertPlainText(INDENT[: len(INDENT) - self.textCursor().positionInBlock() % len(INDENT)])
+            return
+        if key == Qt.Key.Key_Backtab:
+            self.dedent_selection()
+            return
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
+            self._newline_with_indent()
+            return
+        if key == Qt.Key.Key_Home and mods in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier):
+            self._smart_home(bool(mods & Qt.KeyboardModifier.ShiftModifier))
+            return
+        super().keyPressEvent(event)
+
+    def event(self, event) -> bool:
+        # Tab would otherwise move the focus to the next widget before keyPressEvent sees it
+        if event.type() == QEvent.Type.KeyPress and event.key() in (Qt.Key.Key_Tab, Qt.Key.Key_Backtab):
+            self.keyPressEvent(event)
+            return True
+        return super().event(event)
+
+    def _selected_blocks(self) -> list:
+        cursor = self.textCursor()
+        doc = self.document()
+        first = doc.findBlock(cursor.selectionStart())
+        last = doc.findBlock(max(cursor.selectionEnd() - (1 if cursor.hasSelection() else 0), cursor.selectionStart()))
+        blocks, block = [], first
+        while block.isValid():
+            blocks.append(block)
+            if block == last:
+                break
+            block = block.next()
+        return blocks
+
+    def indent_selection(self) -> None:
+        """Four spaces before every line of the selection, as one undo step."""
+        cursor = self.textCursor()
+        cursor.beginEditBlock()
+        for block in self._selected_blocks():
+            edit = QTextCursor(block)
+            edit.insertText(INDENT)
+        cursor.endEditBlock()
+
+    def dedent_selection(self) -> None:
+        """Up to four leading spaces off every line of the selection (or the cursor's line)."""
+        cursor = self.textCursor()
+        cursor.beginEditBlock()
+        for block in self._selected_blocks():
+            text = block.text()
+            count = len(text) - len(text.lstrip(" "))
+            count = min(count, len(INDENT)) if count % len(INDENT) == 0 else count % len(INDENT)
+            if count:
+                edit = QTextCursor(block)
+                edit.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor, count)
+                edit.removeSelectedText()
+        cursor.endEditBlock()
+
+    def _newline_with_indent(self) -> None:
+        cursor = self.textCursor()
+        before = cursor.block().text()[: cursor.positionInBlock()]
+        indent = before[: len(before) - len(before.lstrip(" \t"))]
+        code = before.split("#", 1)[0].rstrip()
+        if code.endswith(":"):
+            indent += INDENT
+        elif code.split() and code.split()[0] in ("return", "pass", "raise", "break", "continue") and indent:
+            indent = indent[: -len(INDENT)] if indent.endswith(INDENT) else indent
+        cursor.beginEditBlock()
+        cursor.insertText("\n" + indent)
+        cursor.endEditBlock()
+        self.setTextCursor(cursor)
+        self.ensureCursorVisible()
+
+    def _smart_home(self, select: bool) -> None:
+        cursor = self.textCursor()
+        text = cursor.block().text()
+        first = len(text) - len(text.lstrip())
+        target = 0 if cursor.positionInBlock() == first else first
+        mode = QTextCursor.MoveMode.KeepAnchor if select else QTextCursor.MoveMode.MoveAnchor
+        cursor.setPosition(cursor.block().position() + target, mode)
+        self.setTextCursor(cursor)
+
+    def _on_contents_change(self, *_args) -> None:
+        """An edit of the marked line, or one that adds or removes lines (and so moves it), clears
+        the marker: it no longer points at what failed."""
+        if self.error_line is None:
+            return
+        block = self.document().findBlockByNumber(self.error_line - 1)
+        if self.blockCount() != self._marked[0] or block.text() != self._marked[1]:
+            self.mark_error(None, scroll=False)
+            self.error_cleared()
+
+    def error_cleared(self) -> None:
+        """Called when an edit clears the marker (the panel hides the message)."""
 
     # --- gutter ----------------------------------------------------------------------------
     def gutter_width(self) -> int:
@@ -82,20 +216,135 @@ class CodeEditor(QPlainTextEdit):
             block = block.next()
 
     # --- error line ------------------------------------------------------------------------
-    def mark_error(self, line: int | None) -> None:
+    def mark_error(self, line: int | None, *, scroll: bool = True) -> None:
         """Tint line ``line`` (1-based) and scroll to it; None clears."""
         self.error_line = line
-        selections = []
+        if line is not None:
+            self._marked = (self.blockCount(), self.document().findBlockByNumber(line - 1).text())
+        selections = [s for s in self.extraSelections() if s.format.background().color() != ERROR_BACKGROUND]
         if line is not None and 1 <= line <= self.blockCount():
             selection = QTextEdit.ExtraSelection()
             selection.format.setBackground(ERROR_BACKGROUND)
             selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
             selection.cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
             selections.append(selection)
-            self.setTextCursor(selection.cursor)
-            self.centerCursor()
+            if scroll:
+                self.setTextCursor(selection.cursor)
+                self.centerCursor()
         self.setExtraSelections(selections)
         self._gutter.update()
+
+    # --- quiz: hide the answers ------------------------------------------------------------
+    def set_quiz(self, on: bool) -> None:
+        """Hide (or show again) the lines and comments that give a buggy twin's answer away."""
+        self.highlighter.set_hidden(on)
+        self._hide_lines(on)
+
+    def _hide_lines(self, on: bool) -> None:
+        hidden = self.highlighter.hidden_lines() if on else set()
+        block = self.document().firstBlock()
+        changed = False
+        while block.isValid():
+            visible = block.blockNumber() not in hidden and not (on and BUG_LINE.match(block.text()))
+            if block.isVisible() != visible:
+                block.setVisible(visible)
+                block.setLineCount(1 if visible else 0)
+                changed = True
+            block = block.next()
+        if changed:
+            self.document().markContentsDirty(0, self.document().characterCount())
+            self.viewport().update()
+            self._gutter.update()
+            self._update_gutter_width()
+
+    def quiz_hidden_lines(self) -> list[int]:
+        """1-based numbers of the lines hidden now."""
+        block, hidden = self.document().firstBlock(), []
+        while block.isValid():
+            if not block.isVisible():
+                hidden.append(block.blockNumber() + 1)
+            block = block.next()
+        return hidden
+
+
+class FindBar(QWidget):
+    """Ctrl+F: a line to type in; Enter finds the next match, Shift+Enter the previous, Esc closes."""
+
+    def __init__(self, editor: CodeEditor, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.editor = editor
+        self.field = QLineEdit()
+        self.field.setPlaceholderText("Find (Enter: next, Shift+Enter: previous, Esc: close)")
+        self.field.setClearButtonEnabled(True)
+        self.status = QLabel("")
+        self.next_button = QPushButton("Next")
+        self.prev_button = QPushButton("Previous")
+        close = QPushButton("✕")
+        close.setFlat(True)
+        close.setToolTip("Close (Esc)")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.field, 1)
+        layout.addWidget(self.status)
+        layout.addWidget(self.prev_button)
+        layout.addWidget(self.next_button)
+        layout.addWidget(close)
+        self.field.textChanged.connect(lambda _text: self.find(from_start=True))
+        self.field.returnPressed.connect(self.find)
+        self.next_button.clicked.connect(self.find)
+        self.prev_button.clicked.connect(lambda: self.find(backward=True))
+        close.clicked.connect(self.close_bar)
+        self.field.installEventFilter(self)
+        self.hide()
+
+    def open(self) -> None:
+        selected = self.editor.textCursor().selectedText()
+        if selected and "\u2029" not in selected:
+            self.field.setText(selected)
+        self.show()
+        self.field.setFocus()
+        self.field.selectAll()
+
+    def close_bar(self) -> None:
+        self.hide()
+        self.editor.setFocus()
+
+    def find(self, *, backward: bool = False, from_start: bool = False) -> bool:
+        """Select the next (or previous) match, wrapping around; False when there is none."""
+        text = self.field.text()
+        if not text:
+            self.status.setText("")
+            return False
+        flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
+        start = self.editor.textCursor()
+        if from_start:
+            start.setPosition(start.selectionStart())
+        found = self.editor.document().find(text, start, flags)
+        if found.isNull():  # wrap around
+            wrap = QTextCursor(self.editor.document())
+            if backward:
+                wrap.movePosition(QTextCursor.MoveOperation.End)
+            found = self.editor.document().find(text, wrap, flags)
+        if found.isNull():
+            self.status.setText("not found")
+            return False
+        self.status.setText("")
+        self.editor.setTextCursor(found)
+        self.editor.ensureCursorVisible()
+        return True
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
+            event.accept()  # Esc closes the bar here; elsewhere it cancels the run
+            return True
+        if event.type() == QEvent.Type.KeyPress:
+            if event.key() == Qt.Key.Key_Escape:
+                self.close_bar()
+                return True
+            if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.find(backward=True)
+                return True
+        return super().eventFilter(watched, event)
 
 
 class EditorPanel(QWidget):
@@ -103,24 +352,60 @@ class EditorPanel(QWidget):
 
     text_edited = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
+        self.view = view if view is not None else ViewSettings(self)
+        self._points = EDITOR_POINTS
         self.editor = CodeEditor()
+        self.find_bar = FindBar(self.editor)
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.setStyleSheet(
             "QLabel { background: #fdecea; color: #611a15; padding: 6px; border-radius: 3px; }"
         )
-        font = self.message.font()
-        font.setPointSize(font.pointSize() + 1)
-        self.message.setFont(font)
         self.message.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.find_bar)
         layout.addWidget(self.editor, 1)
         layout.addWidget(self.message)
         self.editor.textChanged.connect(self.text_edited)
+        self.editor.error_cleared = self._on_error_line_edited
+        self.editor.textChanged.connect(self._on_text_changed)
+        self.view.subscribe(self._on_theme_changed)
+        self.view.quiz_changed.connect(self._on_quiz_changed)
+        self._on_theme_changed()
+
+    def find(self) -> None:
+        """Open the find bar (Ctrl+F)."""
+        self.find_bar.open()
+
+    def _on_error_line_edited(self) -> None:
+        self.message.hide()
+
+    def _on_text_changed(self) -> None:
+        if self.view.quiz:
+            self.editor._hide_lines(True)
+
+    def _on_quiz_changed(self, on: bool) -> None:
+        self.editor.set_quiz(on)
+
+    def _on_theme_changed(self) -> None:
+        theme = self.view.theme
+        font = QFont(self.editor.font())
+        font.setPointSize(theme.pt(self._points))
+        self.editor.setFont(font)
+        self.editor.setTabStopDistance(4 * self.editor.fontMetrics().horizontalAdvance(" "))
+        self.editor._update_gutter_width()
+        message = QFont(self.message.font())
+        message.setPointSize(theme.pt(10))
+        self.message.setFont(message)
+        self.highlighter_contrast(theme.high_contrast)
+
+    def highlighter_contrast(self, on: bool) -> None:
+        self.editor.highlighter.set_high_contrast(on)
 
     def text(self) -> str:
         return self.editor.toPlainText()
@@ -150,6 +435,6 @@ class EditorPanel(QWidget):
         self.editor.mark_error(None)
 
     def set_font_size(self, points: int) -> None:
-        font = QFont(self.editor.font())
-        font.setPointSize(points)
-        self.editor.setFont(font)
+        """The editor's size at scale 1 (the theme's scale multiplies it)."""
+        self._points = points
+        self._on_theme_changed()

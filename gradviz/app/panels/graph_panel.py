@@ -5,8 +5,9 @@ Custom Function nodes are large orange squares (the code under test), built-in b
 small blue dots, leaves (AccumulateGrad) green diamonds named after the argument they
 accumulate into. Gradients flow from the outputs on top down to the leaves. Clicking a node lists
 its saved tensors; tensors a Function kept as plain ``ctx`` attributes are tinted, because
-PyTorch neither version-checks them nor shows them to saved-tensor hooks. The step buttons walk
-the recorded backward in the order the engine ran it.
+PyTorch neither version-checks them nor shows them to saved-tensor hooks. The step buttons (and
+the arrow keys) walk the recorded backward in the order the engine ran it, showing at each node
+the gradient that arrives and the gradients it returns.
 
 Positions come from the core; all this panel computes is display prep: label placement (a label
 is drawn only where it overlaps nothing, so a 200-node graph stays legible at every zoom), edge
@@ -20,15 +21,17 @@ import re
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters
-from PySide6.QtCore import QPointF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QTableWidget,
@@ -37,7 +40,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app.figures import save_png
+from gradviz.app.figures import export_figure, save_png
+from gradviz.app.theme import ViewSettings
 from gradviz.schema.units import format_bytes
 
 KINDS = {  # kind: (symbol, size in px, fill, legend words)
@@ -107,13 +111,41 @@ def _grad_text(g: dict | None) -> str:
     return f"{format_shape(g.get('shape'))} (norm {norm})"
 
 
+VALUES_SHOWN = 6
+
+
+def values_text(g: dict | None) -> str:
+    """The first few numbers of a small gradient: ``[0.12, -1.3, 0.4, …]`` ('' when not recorded)."""
+    values = (g or {}).get("values")
+    if not values:
+        return ""
+    shown = ", ".join("nan" if v is None else f"{v + 0.0:.3g}" for v in values[:VALUES_SHOWN])
+    return f"[{shown}{', …' if len(values) > VALUES_SHOWN else ''}]"
+
+
+STEP_KEYS = {
+    Qt.Key.Key_Right: 1,
+    Qt.Key.Key_Down: 1,
+    Qt.Key.Key_PageDown: 1,
+    Qt.Key.Key_Left: -1,
+    Qt.Key.Key_Up: -1,
+    Qt.Key.Key_PageUp: -1,
+}
+LEGEND = (
+    ("your Function", "built-in op", "input (leaf)", "gradients flow ↓"),
+    ("yours", "built-in", "input", "grads ↓"),
+    ("yours", "op", "leaf", "↓"),
+)
+
+
 class GraphPanel(QWidget):
     """Draws a graph dict (``GraphModel.to_dict()``) and lists the saved tensors of the chosen node."""
 
     node_selected = Signal(int)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
+        self.view = view if view is not None else ViewSettings(self)
         self._graph: dict | None = None
         self._nodes: list[dict] = []
         self._index: dict[int, int] = {}  # node id -> row in self._nodes
@@ -124,16 +156,16 @@ class GraphPanel(QWidget):
         self._symbol_scale = 1.0
         self._label_pool: list[pg.TextItem] = []
         self._shown: dict[int, pg.TextItem] = {}  # node id -> its label on screen
+        self._legend = -1  # which wording of the legend the title shows
         self._build()
+        self.view.subscribe(self._on_theme_changed)
+        self._on_theme_changed()
         self.set_graph(None)
 
     # building ---------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        font = self.font()
-        font.setPointSize(13)
         self.summary = QLabel(EMPTY_TEXT)
-        self.summary.setFont(font)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -142,8 +174,9 @@ class GraphPanel(QWidget):
         for button, which in ((self.prev_button, "previous"), (self.next_button, "next")):
             button.setToolTip(f"Select the {which} node in the order the recorded backward ran them")
         self.step_label = QLabel("")
-        font.setPointSize(12)
-        self.step_label.setFont(font)
+        self.stale_label = QLabel("")
+        self.stale_label.setWordWrap(True)
+        self.stale_label.hide()
         self.fit_button = QPushButton("Fit")
         self.fit_button.setToolTip("Show the whole graph (wheel: zoom, drag: pan)")
         bar = QHBoxLayout()
@@ -158,7 +191,8 @@ class GraphPanel(QWidget):
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.disableAutoRange()
-        self.plot.setMinimumSize(240, 160)
+        self.plot.setMinimumSize(160, 100)
+        self.plot.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrow keys step when the graph has focus
         self.edge_item = pg.PlotDataItem(pen=pg.mkPen(EDGE_COLOUR, width=1.5))
         self.node_item = pg.ScatterPlotItem(pxMode=True, hoverable=True, tip=self._tip)
         self.ring_item = pg.ScatterPlotItem(
@@ -168,32 +202,18 @@ class GraphPanel(QWidget):
             item.setZValue(z)
             self.plot.addItem(item)
         # The legend is the plot's title and the zoom hint sits in the view's corner, so exports carry them.
-        legend = "&nbsp;&nbsp;&nbsp;".join(
-            f'<span style="color:{fill}; font-size:15pt">{glyph}</span>&nbsp;{words}'
-            for (_, _, fill, words), glyph in zip(KINDS.values(), "■●◆")
-        )
-        self.plot.setTitle(f"{legend}&nbsp;&nbsp;&nbsp;gradients flow ↓", color=INK, size="11pt")
         self.label_hint = pg.TextItem("", color="#555", anchor=(0, 1), fill=pg.mkBrush(*LABEL_FILL))
-        hint_font = QFont(self.font())
-        hint_font.setPointSize(11)
-        self.label_hint.setFont(hint_font)
         self.label_hint.setParentItem(self.plot.getViewBox())
         self.label_hint.setZValue(10)
         self._label_fonts = {kind: QFont(self.font()) for kind in KINDS}
-        for kind, label_font in self._label_fonts.items():
-            label_font.setPointSize(LABEL_POINTS + (1 if kind == "custom" else 0))
-            label_font.setBold(kind == "custom")
         self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
 
         self.node_info = QLabel("")
-        font.setPointSize(12)
-        self.node_info.setFont(font)
         self.node_info.setWordWrap(True)
         self.node_info.setTextFormat(Qt.TextFormat.RichText)
         self.node_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.node_info.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.details = QTableWidget(0, len(COLUMNS))
-        self.details.setFont(font)
         self.details.setHorizontalHeaderLabels(list(COLUMNS))
         self.details.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.details.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -206,19 +226,24 @@ class GraphPanel(QWidget):
         side_layout.setContentsMargins(4, 0, 0, 0)
         side_layout.addWidget(self.node_info)
         side_layout.addWidget(self.details, 1)
+        # the node's story and its tensors scroll when the dock is short
+        self.side = QScrollArea()
+        self.side.setWidgetResizable(True)
+        self.side.setFrameShape(QFrame.Shape.NoFrame)
+        self.side.setWidget(side)
+        self.details.setMinimumHeight(90)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.plot)
-        self.splitter.addWidget(side)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([500, 500])  # kept in proportion when first laid out: the table needs room
+        self.splitter.addWidget(self.side)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([400, 600])  # kept in proportion when first laid out: the table needs room
 
         self.message = QLabel(EMPTY_TEXT)
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        font.setPointSize(14)
-        self.message.setFont(font)
         self.message.setStyleSheet("background: white; padding: 16px")
         self.stack = QStackedWidget()
         self.stack.addWidget(self.message)
@@ -226,6 +251,7 @@ class GraphPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
+        layout.addWidget(self.stale_label)
         layout.addWidget(self.summary)
         layout.addLayout(bar)
         layout.addWidget(self.stack, 1)
@@ -243,6 +269,8 @@ class GraphPanel(QWidget):
         self.fit_button.clicked.connect(self.fit_view)
         self.prev_button.clicked.connect(lambda: self.step(-1))
         self.next_button.clicked.connect(lambda: self.step(1))
+        self.plot.installEventFilter(self)
+        self.plot.viewport().installEventFilter(self)
 
     # public API -------------------------------------------------------------------------------
 
@@ -261,6 +289,7 @@ class GraphPanel(QWidget):
         for button in (self.prev_button, self.next_button, self.fit_button):
             button.setEnabled(has_graph)
         self.step_label.setText("")
+        self._text_sizes = np.zeros((0, 2, 2))
         if not has_graph:
             self._positions = np.zeros((0, 2))
             self.node_item.setData([])
@@ -308,12 +337,44 @@ class GraphPanel(QWidget):
             self.step_label.setText(f"step {flow['step'] + 1} of {len(order)}: {short_label(node)}")
         else:
             self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
+        self.prev_button.setEnabled(bool(order) and (flow is None or flow["step"] > 0))
+        self.next_button.setEnabled(bool(order) and (flow is None or flow["step"] < len(order) - 1))
         self.node_info.setText(self._info_html(node))
         self._fill_table(node)
         self._restyle_nodes()
 
     def selected_node(self) -> int | None:
         return self._selected
+
+    def node(self, node_id: int) -> dict | None:
+        """The node dict with this id (None when the graph has none)."""
+        row = self._index.get(node_id)
+        return self._nodes[row] if row is not None else None
+
+    def flow(self, node_id: int) -> dict | None:
+        """What went through the node in the recorded backward: step, grad_outputs, grad_inputs."""
+        return self._flows.get(node_id)
+
+    def outputs_entering(self, node_id: int) -> list[int]:
+        """The Function's outputs whose gradient enters backward at this node."""
+        return [o["index"] for o in (self._graph or {}).get("outputs") or [] if o.get("node") == node_id]
+
+    def stepping(self) -> bool:
+        """The user is walking the backward (the step buttons or keys were used)."""
+        return self._stepping
+
+    def step_position(self) -> tuple[int, int]:
+        """(step of the selected node, number of steps); step -1 when it did not run."""
+        order = (self._graph or {}).get("backward_order") or []
+        flow = self._flows.get(self._selected) if self._selected is not None else None
+        return (flow["step"] if flow else -1), len(order)
+
+    def set_stale(self, text: str | None) -> None:
+        """Say that the graph is from an earlier run (``text`` says why); None: it is current."""
+        self.stale_label.setText(text or "")
+        self.stale_label.setVisible(bool(text))
+        self.plot.setEnabled(not text)
+        self.plot.getPlotItem().setOpacity(0.45 if text else 1.0)
 
     def step(self, delta: int) -> None:
         """Select the next (``delta`` 1) or previous (-1) node in the order backward ran them."""
@@ -324,6 +385,13 @@ class GraphPanel(QWidget):
         flow = self._flows.get(self._selected) if self._selected is not None else None
         k = 0 if flow is None else min(max(flow["step"] + delta, 0), len(order) - 1)
         self.select_node(order[k])
+
+    def start_walk(self) -> None:
+        """Select the first node backward ran, faded nodes ahead: the start of the step-through."""
+        order = (self._graph or {}).get("backward_order") or []
+        if order:
+            self._stepping = True
+            self.select_node(order[0])
 
     def fit_view(self) -> None:
         """The whole graph, with room in pixels for the labels around the outermost nodes."""
@@ -346,17 +414,23 @@ class GraphPanel(QWidget):
         self._fitted = True
         self._place_labels()
 
+    def figures(self) -> dict[str, dict]:
+        return {"graph": {"root": self.plot.plotItem}}
+
+    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+        """The graph as drawn (legend, labels, selection ring) as PNG, SVG or PDF."""
+        if not self._nodes:
+            raise OSError("There is no graph to export yet: run a check first.")
+        export_figure(path, size=size, caption=caption, **self.figures()[name])
+        self._place_labels()
+
     def export_png(self, path: str) -> None:
         """The graph as drawn (legend, labels, selection ring), wide enough for a slide; without a
         graph, the panel and its message."""
         if self._nodes:
-            self._place_labels()
-            exporter = pyqtgraph.exporters.ImageExporter(self.plot.plotItem)
-            exporter.parameters()["width"] = EXPORT_WIDTH
-            image = exporter.export(toBytes=True)
+            self.export("graph", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.5)))
         else:
-            image = self.grab()
-        save_png(image, path)
+            save_png(self.grab(), path)
 
     # drawing ----------------------------------------------------------------------------------
 
@@ -391,18 +465,8 @@ class GraphPanel(QWidget):
         self._draw_edges(graph, positions)
 
         # label texts and their sizes in px; TextItems are made only for the labels shown
-        self._texts: list[tuple[str, str]] = []
-        self._text_sizes = np.zeros((len(nodes), 2, 2))  # node, (full, short), (w, h)
-        for k, (node, kind) in enumerate(zip(nodes, kinds)):
-            metrics = self._metrics[kind]
-            texts = node_label(node), short_label(node)
-            self._texts.append(texts)
-            for j, text in enumerate(texts):
-                self._text_sizes[k, j] = (
-                    metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN + 2,
-                    metrics.height() + 2 * LABEL_MARGIN,
-                )
-        self._widest_label = float(min(self._text_sizes[:, 0, 0].max(initial=0.0), 320.0))
+        self._texts = [(node_label(node), short_label(node)) for node in nodes]
+        self._measure_labels()
         order = sorted(range(len(nodes)), key=lambda k: (PRIORITY.get(kinds[k], 2), positions[k, 1] * -1, k))
         self._priority = order
 
@@ -415,6 +479,18 @@ class GraphPanel(QWidget):
             if len(xs) > 1:
                 gaps.append(np.diff(xs).min())
         self._gap_x = float(min(gaps)) if gaps else math.inf
+
+    def _measure_labels(self) -> None:
+        """Each label's full and short text size in px, in the theme's fonts."""
+        self._text_sizes = np.zeros((len(self._nodes), 2, 2))  # node, (full, short), (w, h)
+        for k, (texts, kind) in enumerate(zip(self._texts, self._kinds)):
+            metrics = self._metrics[kind]
+            for j, text in enumerate(texts):
+                self._text_sizes[k, j] = (
+                    metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN + 2,
+                    metrics.height() + 2 * LABEL_MARGIN,
+                )
+        self._widest_label = float(min(self._text_sizes[:, 0, 0].max(initial=0.0), 320.0))
 
     def _draw_edges(self, graph: dict, positions: np.ndarray) -> None:
         """Straight edges between adjacent layers; an edge that skips layers bows sideways so it
@@ -513,17 +589,25 @@ class GraphPanel(QWidget):
             order = [chosen, *(k for k in order if k != chosen)]
         order = [k for k in order if clear[k]]
         reserved: list[tuple[float, float, float, float]] = []
+        fits = True
         placed = self._fit_labels(order, rows, px, py, radius, width, height, reserved)
-        if len(placed) < n:  # the hint is needed: keep its corner free too
-            self.label_hint.setText(f"{n} nodes: zoom in (mouse wheel) to label the rest")
-            hint = self.label_hint.boundingRect()
+        if len(placed) < n:  # the hint is needed: keep its corner free too, in a wording that fits
+            wordings = (
+                "{m} of {n} nodes labelled · zoom in (mouse wheel) to label the rest",
+                "{m} of {n} labelled · zoom in",
+                "{m}/{n} labelled",
+            )
+            for wording in wordings:
+                self.label_hint.setText(wording.format(m=n, n=n))  # m <= n: no wider than this
+                hint = self.label_hint.boundingRect()
+                if hint.width() <= width - 2 * OVERLAY_GAP:
+                    break
             self.label_hint.setPos(OVERLAY_GAP, height - OVERLAY_GAP)
             reserved.append((OVERLAY_GAP, height - OVERLAY_GAP - hint.height(), hint.width(), hint.height()))
             placed = self._fit_labels(order, rows, px, py, radius, width, height, reserved)
-            self.label_hint.setText(
-                f"{len(placed)} of {n} nodes labelled · zoom in (mouse wheel) to label the rest"
-            )
-        self.label_hint.setVisible(len(placed) < n)
+            self.label_hint.setText(wording.format(m=len(placed), n=n))
+            fits = hint.width() <= width - 2 * OVERLAY_GAP and hint.height() <= height - 2 * OVERLAY_GAP
+        self.label_hint.setVisible(len(placed) < n and fits)
         self._show_labels([(k, j, x0 + cx / sx, y1 - cy / sy) for k, j, cx, cy in placed])
 
     def _fit_labels(
@@ -638,14 +722,22 @@ class GraphPanel(QWidget):
         order = (self._graph or {}).get("backward_order") or []
         if flow is not None:
             lines.append(f"ran at backward step <b>{flow['step'] + 1}</b> of {len(order)}")
-            grads_in = ", ".join(_grad_text(g) for g in flow.get("grad_outputs") or []) or "none"
+            arriving = flow.get("grad_outputs") or []
+            grads_in = "; ".join(
+                f"{_grad_text(g)} {values_text(g)}".strip() for g in arriving
+            ) or "none"
             lines.append(f"gradient in: {grads_in}")
             if flow.get("grad_inputs"):
                 outs = "; ".join(
-                    f"→ {self._target_name(node['id'], k)}: {_grad_text(g)}"
+                    f"→ {self._target_name(node['id'], k)}: {_grad_text(g)} {values_text(g)}".strip()
                     for k, g in enumerate(flow["grad_inputs"])
                 )
                 lines.append(f"gradients out: {outs}")
+            if node["kind"] == "custom":
+                lines.append(
+                    "<i>your backward: given grad_output g it returns gᵀJ for each input. "
+                    "With g one-hot at output element r, that is row r of the Jacobian.</i>"
+                )
         elif (self._graph or {}).get("backward_error"):
             lines.append(
                 f'<span style="color:{ERROR_COLOUR}">not reached: the recorded backward stopped</span>'
@@ -724,7 +816,69 @@ class GraphPanel(QWidget):
         lines.append("click for details")
         return "\n".join(lines)
 
+    # theme ------------------------------------------------------------------------------------
+
+    def _on_theme_changed(self) -> None:
+        theme = self.view.theme
+        self.setFont(theme.font(QApplication.font().pointSizeF()))
+        self.summary.setFont(theme.font(13))
+        self.step_label.setFont(theme.font(12))
+        self.node_info.setFont(theme.font(12))
+        self.details.setFont(theme.font(12))
+        self.details.horizontalHeader().setFont(theme.font(12, bold=True))
+        self.message.setFont(theme.font(14))
+        self.stale_label.setFont(theme.font(12, bold=True))
+        self.stale_label.setStyleSheet(
+            "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
+        )
+        self.label_hint.setFont(theme.font(11))
+        self.label_hint.setColor(theme.muted)
+        for kind, label_font in self._label_fonts.items():
+            label_font.setPointSize(theme.pt(LABEL_POINTS + (1 if kind == "custom" else 0)))
+            label_font.setBold(kind == "custom" or theme.high_contrast)
+        self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
+        self.edge_item.setPen(pg.mkPen(theme.ink if theme.high_contrast else EDGE_COLOUR, width=1.5 * theme.line))
+        self.ring_item.setPen(pg.mkPen(RING_COLOUR, width=3 * theme.line))
+        self._fit_legend()
+        if self._nodes:
+            self._measure_labels()
+            self._restyle_nodes()
+            self.fit_view() if self._fitted else self._place_labels()
+
+    def _fit_legend(self) -> None:
+        """The legend (the plot's title) in the longest wording that fits the plot's width."""
+        theme = self.view.theme
+        room = self.plot.width() - 12
+        for choice, words in enumerate(LEGEND):
+            self.plot.setTitle(self._legend_text(words, theme), color=theme.ink, size=f"{theme.pt(11)}pt")
+            if choice == len(LEGEND) - 1 or self.plot.getPlotItem().titleLabel.item.boundingRect().width() <= room:
+                break
+        self._legend = choice
+
+    @staticmethod
+    def _legend_text(words: tuple[str, ...], theme) -> str:
+        symbols = "&nbsp;&nbsp;".join(
+            f'<span style="color:{fill}; font-size:{theme.pt(15)}pt">{glyph}</span>&nbsp;{word}'
+            for (_, _, fill, _), glyph, word in zip(KINDS.values(), "■●◆", words)
+        )
+        return f"{symbols}&nbsp;&nbsp;{words[-1]}"
+
     # events -----------------------------------------------------------------------------------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Arrow keys and Page Up/Down step through the backward while the graph has focus."""
+        if event.type() == QEvent.Type.KeyPress and self._nodes:
+            key = event.key()
+            if key in STEP_KEYS:
+                self.step(STEP_KEYS[key])
+                return True
+            if key in (Qt.Key.Key_Home, Qt.Key.Key_End):
+                order = (self._graph or {}).get("backward_order") or []
+                if order:
+                    self._stepping = True
+                    self.select_node(order[0] if key == Qt.Key.Key_Home else order[-1])
+                return True
+        return super().eventFilter(watched, event)
 
     def _on_clicked(self, _item, points, *_args) -> None:
         if len(points):
@@ -734,6 +888,7 @@ class GraphPanel(QWidget):
         self._fitted = False
 
     def _on_resized(self, *_args) -> None:
+        self._fit_legend()
         if self._fitted:
             self.fit_view()
         else:

@@ -1,10 +1,15 @@
 """The Jacobian panel: analytic, numerical and |analytic − numerical| side by side.
 
 One colour bar drives analytic and numerical, so equal colours mean equal values; the error
-map has its own. Hovering any image highlights the same cell in all three and prints where the
-cell comes from. The panel renders a ``CheckResult``; its display prep (float32 copies, levels,
-pooled overviews) comes from ``gradviz.app.display``, made once per block so switching blocks
-stays fast on 2000x2000 Jacobians.
+map has its own. Failing cells are outlined on the error map, never tinted, so every colour
+matches its bar. Hovering any image highlights the same cell in all three and prints where the
+cell comes from. A block with more cells than its view has pixels is drawn pooled (the largest
+|value| of each tile, so a sparse diagonal stays visible) and the panel says so; zooming in
+brings the cells back. A block too large to hold (``CheckResult.large_blocks``) is shown as what
+was computed of it: its size, the failing cells its search found and whether the search finished.
+
+The panel renders a ``CheckResult``; its display prep (float32 copies, levels, pooled images)
+comes from ``gradviz.app.display``.
 """
 
 from __future__ import annotations
@@ -14,40 +19,50 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.display import BlockDisplay, first_block_index
-from gradviz.app.figures import save_png
+from gradviz.app.figures import export_figure
+from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
+from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
-from gradviz.schema.results import BlockComparison, CheckResult
+from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.units import format_bytes
 
-TITLES = ("Analytic (backward)", "Numerical (finite diff.)", "Error |A − N|")
+TITLES = (
+    ("Analytic (backward)", "Analytic"),
+    ("Numerical (finite diff.)", "Numerical"),
+    ("Error |A − N|", "|A − N|"),
+)
+ROW_LABELS = ("output element (row)", "row (output)", "row")
+COL_LABELS = ("input element (col)", "col (input)", "col")
+VALUE_CAPTIONS = ("∂out/∂in: one scale for analytic and numerical", "∂out/∂in, analytic and numerical", "∂out/∂in")
 VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
 ERROR_MAP = "viridis"  # sequential: an error only grows
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
 EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 FAIL_RGB = (230, 20, 60)
-INK = "#222"
-
-
-class _IndexAxis(pg.AxisItem):
-    """Cell indices are whole numbers: drop the 0.5-step ticks pyqtgraph picks when zoomed in."""
-
-    def tickValues(self, minVal, maxVal, size):
-        levels = super().tickValues(minVal, maxVal, size)
-        return [(spacing, [v for v in values if float(v).is_integer()]) for spacing, values in levels]
+ROW_BAND = (255, 170, 0)
+STALE_OPACITY = 0.35
+TITLE_PT, LABEL_PT, TICK_PT, READOUT_PT = 14, 12, 11, 13
+PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
 
 
 class _CellFrame(pg.GraphicsObject):
@@ -56,6 +71,7 @@ class _CellFrame(pg.GraphicsObject):
     def __init__(self) -> None:
         super().__init__()
         self._rect = QRectF(-0.5, -0.5, 1, 1)
+        self.widths = (5.0, 2.0)
 
     def set_cell(self, row: int, col: int) -> None:
         self.prepareGeometryChange()
@@ -77,9 +93,53 @@ class _CellFrame(pg.GraphicsObject):
         super().viewTransformChanged()
 
     def paint(self, painter, *_args) -> None:
-        for colour, width in (("w", 5), ("k", 2)):
-            painter.setPen(pg.mkPen(colour, width=width))
+        for colour, width in zip(("w", "k"), self.widths):
+            pen = pg.mkPen(colour, width=width)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
             painter.drawRect(self._rect)
+
+
+class _RectOutlines(pg.GraphicsObject):
+    """Red outlines of the failing cells (or tiles): one path in cell coordinates drawn with a
+    cosmetic pen, so an export at any size draws them where the window does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._path = QPainterPath()
+        self._rects: tuple[np.ndarray, ...] = (np.zeros(0),) * 4
+        self.width = 1.5
+
+    def set_rects(self, x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray) -> None:
+        self.prepareGeometryChange()
+        self._rects = (np.asarray(x, float), np.asarray(y, float), np.asarray(w, float), np.asarray(h, float))
+        path = QPainterPath()
+        for x0, y0, w0, h0 in zip(*self._rects):
+            path.addRect(QRectF(float(x0), float(y0), float(w0), float(h0)))
+        self._path = path
+        self.update()
+
+    def clear(self) -> None:
+        self.set_rects(*(np.zeros(0),) * 4)
+
+    def rects(self) -> tuple[np.ndarray, ...]:
+        """(x, y, width, height) of every outline, in cell coordinates."""
+        return self._rects
+
+    def cells(self) -> list[tuple[int, int]]:
+        """(row, col) of the top-left cell of every outline."""
+        x, y = self._rects[0], self._rects[1]
+        return [(int(np.rint(r + 0.5)), int(np.rint(c + 0.5))) for r, c in zip(y, x)]
+
+    def boundingRect(self) -> QRectF:
+        return self._path.boundingRect().adjusted(-0.5, -0.5, 0.5, 0.5)
+
+    def paint(self, painter, *_args) -> None:
+        pen = pg.mkPen(FAIL_RGB, width=self.width)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
 
 
 def _let_title_shrink(plot: pg.PlotItem) -> None:
@@ -90,105 +150,126 @@ def _let_title_shrink(plot: pg.PlotItem) -> None:
     plot.layout.setAlignment(plot.titleLabel, Qt.AlignmentFlag.AlignHCenter)
 
 
-def _style_axis(axis: pg.AxisItem, font: QFont) -> None:
-    """Dark ink on the white background, ticks readable from the back of a lecture hall."""
-    axis.setPen(INK)
-    axis.setTextPen(INK)
-    axis.setTickFont(font)
-
-
 class JacobianPanel(QWidget):
     """Analytic | numerical | error heatmaps of one block, linked for zoom, pan and hover."""
 
-    block_changed = Signal(int)  # index into result.blocks
+    block_changed = Signal(int)  # index into the block selector: result.blocks, then result.large_blocks
     cellHovered = Signal(int, int)  # (row, col)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
+        self.view = view if view is not None else ViewSettings(self)
         self._result: CheckResult | None = None
         self._index = 0
         self._cell: tuple[int, int] | None = None
         self._displays: dict[int, BlockDisplay] = {}
         self._redraw_ms = 0.0
-        self._full_res: bool | None = None  # the resolution the images were last drawn at
+        self._factor: int | None = None  # the pooling the images were last drawn at
         self._zoom_guard = False
         self._cells = QRectF()  # where the images lie, in cell coordinates
+        self._rows: tuple[int, int] | None = None  # rows marked by the backward step-through
+        self._stale = False
+        self._shown_texts: dict = {}  # (text, room) each title, axis label and caption was fitted to
+        self._widget_points = QApplication.font().pointSizeF()  # buttons and boxes at scale 1
 
         self.block_selector = QComboBox()
         self.block_selector.setToolTip("Which (output, input) block of the Jacobian to show")
         self.block_selector.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.log_scale = QCheckBox("log scale (error map)")
-        self.log_scale.setToolTip("Colour the error map by log10 |analytic − numerical|")
+        self.block_selector.setMinimumContentsLength(10)
         self.worst_button = QPushButton("Go to worst cell")
+        self.reset_button = QPushButton("Reset zoom")
+        self.reset_button.setToolTip("Show the whole block again (or double-click a plot)")
+        self.log_scale = QCheckBox("log scale")
+        self.log_scale.setToolTip("Colour the error map by log10 |analytic − numerical|")
+        self.stale_label = QLabel()
+        self.stale_label.setWordWrap(True)
+        self.stale_label.hide()
         self.readout = QLabel(EMPTY_TEXT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setWordWrap(True)
-        font = self.readout.font()
-        font.setPointSize(font.pointSize() + 4)
-        self.readout.setFont(font)
+        self.view_note = QLabel("")
+        self.view_note.setWordWrap(True)
+        self.view_note.hide()
 
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
-        self.plots.setMinimumHeight(320)
+        self.plots.setMinimumHeight(PLOT_MIN_HEIGHT + 120)  # and the colour bars with their captions below
         self._build_plots()
 
+        self.large_summary = QLabel()
+        self.large_summary.setWordWrap(True)
+        self.large_summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.large_summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.large_table = QTableWidget(0, 4)
+        self.large_table.setHorizontalHeaderLabels(["cell", "analytic", "numerical", "|a − n|"])
+        self.large_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.large_table.verticalHeader().hide()
+        self.large_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.large_table.horizontalHeader().setStretchLastSection(True)
+        large_page = QWidget()
+        large_page.setObjectName("large_block_page")
+        large_layout = QVBoxLayout(large_page)
+        large_layout.setContentsMargins(8, 8, 8, 8)
+        large_layout.addWidget(self.large_summary)
+        large_layout.addWidget(self.large_table, 1)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.plots)
+        self.stack.addWidget(large_page)
+        self.large_page = large_page
+
         controls = QHBoxLayout()
+        controls.setContentsMargins(0, 0, 0, 0)
         controls.addWidget(self.block_selector)
         controls.addWidget(self.worst_button)
+        controls.addWidget(self.reset_button)
         controls.addStretch(1)
         controls.addWidget(self.log_scale)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(3)
         layout.addLayout(controls)
-        layout.addWidget(self.plots, 1)
+        layout.addWidget(self.stale_label)
+        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.view_note)
         layout.addWidget(self.readout)
 
         self.block_selector.currentIndexChanged.connect(self._on_block_selected)
         self.log_scale.toggled.connect(self._on_log_scale_changed)
         self.worst_button.clicked.connect(self.go_to_worst)
+        self.reset_button.clicked.connect(self.reset_zoom)
         # the views are linked, so the first one's range is everyone's
         self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
+        self._fit_timer = QTimer(self, singleShot=True, interval=0)
+        self._fit_timer.timeout.connect(self._fit_texts)
+        for plot in self.plot_items:
+            plot.getViewBox().sigResized.connect(self._on_resized)
         # one readout per frame at most, however fast the mouse moves
         self._mouse_proxy = pg.SignalProxy(
             self.plots.scene().sigMouseMoved, rateLimit=60, slot=self._on_mouse_moved
         )
+        self.plots.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+        self.view.subscribe(self._on_theme_changed)
+        self._on_theme_changed()
         self.set_result(None)
 
     def _build_plots(self) -> None:
-        tick_font = QFont()
-        tick_font.setPointSize(11)
         self.analytic_image, self.numerical_image, self.error_image = images = [
-            pg.ImageItem(axisOrder="row-major", autoDownsample=True) for _ in TITLES
+            pg.ImageItem(axisOrder="row-major") for _ in TITLES
         ]
-        self.failing_overlay = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
-        tint = np.zeros((256, 4), dtype=np.uint8)
-        tint[:, :3] = FAIL_RGB
-        tint[:, 3] = np.linspace(0, 70, 256).astype(np.uint8)  # downsampled fractions fade out
-        self.failing_overlay.setLookupTable(tint)
-        self.failing_overlay.setLevels((0.0, 1.0))
-        self.failing_overlay.setZValue(5)
-
         # plots and colour bars in separate rows of their own, so the three plots get equal widths:
-        # linked, aspect-locked views of unequal sizes would disagree on the range
+        # linked views of unequal sizes would disagree on the range
         plot_row = self.plots.addLayout(row=0, col=0)
         bar_row = self.plots.addLayout(row=1, col=0)
+        self.plot_row, self.bar_row = plot_row, bar_row
         self.plot_items: list[pg.PlotItem] = []
         self.highlight_rects: list[_CellFrame] = []
-        self.failing_outlines: list[pg.ScatterPlotItem] = []
-        for column, (title, image) in enumerate(zip(TITLES, images)):
-            plot = plot_row.addPlot(
-                row=0,
-                col=column,
-                axisItems={"bottom": _IndexAxis("bottom"), "left": _IndexAxis("left")},
-            )
-            plot.setTitle(title, size="14pt", color=INK, bold=True)
+        for column, image in enumerate(images):
+            axes = {name: plain_ticks(pg.AxisItem(name), whole_numbers=True) for name in ("bottom", "left")}
+            plot = plot_row.addPlot(row=0, col=column, axisItems=axes)
             _let_title_shrink(plot)
             plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)  # shrinks, but never to axes around nothing
             plot_row.layout.setColumnStretchFactor(column, 1)
-            plot.setLabel("bottom", "input element (col)", color=INK, **{"font-size": "12pt"})
-            plot.setLabel("left", "output element (row)", color=INK, **{"font-size": "12pt"})
-            for name in ("bottom", "left"):
-                _style_axis(plot.getAxis(name), tick_font)
             plot.invertY(True)  # row 0 at the top, as the matrix is written
             plot.setAspectLocked(False)  # cells may be oblong: a 600x400 block then fills a wide, short view
             plot.setMenuEnabled(False)
@@ -198,20 +279,24 @@ class JacobianPanel(QWidget):
             if column > 0:
                 plot.setXLink(self.plot_items[0])
                 plot.setYLink(self.plot_items[0])
-            if column == 2:  # analytic and numerical stay clean, so their colours compare directly
-                outline = pg.ScatterPlotItem(
-                    pxMode=False, symbol="s", size=1.0, brush=None, pen=pg.mkPen(FAIL_RGB, width=1.5)
-                )
-                outline.setZValue(6)
-                plot.addItem(outline)
-                self.failing_outlines.append(outline)
             rect = _CellFrame()
             rect.setZValue(10)
             rect.hide()
             plot.addItem(rect, ignoreBounds=True)
             self.highlight_rects.append(rect)
             self.plot_items.append(plot)
-        self.plot_items[2].addItem(self.failing_overlay)
+        # analytic and numerical stay clean, so their colours compare directly
+        self.failing_outline = _RectOutlines()
+        self.failing_outline.setZValue(6)
+        self.plot_items[2].addItem(self.failing_outline, ignoreBounds=True)
+        self.failing_outlines = [self.failing_outline]
+        # the rows one backward call fills, marked on the analytic map during the step-through
+        self.row_band = pg.LinearRegionItem(
+            orientation="horizontal", movable=False, brush=pg.mkBrush(*ROW_BAND, 60), pen=pg.mkPen(ROW_BAND, width=2)
+        )
+        self.row_band.setZValue(8)
+        self.row_band.hide()
+        self.plot_items[0].addItem(self.row_band, ignoreBounds=True)
 
         self.value_bar = pg.ColorBarItem(
             colorMap=VALUE_MAP, interactive=False, orientation="horizontal", colorMapMenu=False
@@ -221,15 +306,19 @@ class JacobianPanel(QWidget):
             colorMap=ERROR_MAP, interactive=False, orientation="horizontal", colorMapMenu=False
         )
         self.error_bar.setImageItem(self.error_image)
-        for bar, label, column, span in (
-            (self.value_bar, "∂out/∂in: one scale for analytic and numerical", 0, 2),
-            (self.error_bar, "|A − N|", 1, 1),
-        ):
-            for name in ("left", "right", "top", "bottom"):
-                _style_axis(bar.getAxis(name), tick_font)
-            bar.getAxis("bottom").setLabel(label, color=INK, **{"font-size": "12pt"})
+        for bar, column, span in ((self.value_bar, 0, 2), (self.error_bar, 1, 1)):
+            plain_ticks(bar.axis)
             bar_row.addItem(bar, row=0, col=column)
             bar_row.layout.setColumnStretchFactor(column, span)
+        self._captions = {self.value_bar: VALUE_CAPTIONS, self.error_bar: ("|A − N|",)}
+        # the heatmaps take the height; the colour bars only what they need
+        self.plots.ci.layout.setRowStretchFactor(0, 1)
+        self.plots.ci.layout.setRowStretchFactor(1, 0)
+        bar_row.setMaximumHeight(90)
+        # a bottom axis's last label reaches OVERHANG px past its end: room for it before the next
+        # plot's row labels
+        plot_row.layout.setHorizontalSpacing(OVERHANG + 12)
+        bar_row.layout.setHorizontalSpacing(28)  # the end labels of the two bars must not run together
 
     # public API -------------------------------------------------------------------------------
 
@@ -242,38 +331,49 @@ class JacobianPanel(QWidget):
         self._displays.clear()
         self._displays.update(prepared or {})
         self._cell = None
+        self._rows = None
         self.block_selector.blockSignals(True)
         self.block_selector.clear()
         if result is not None:
             for block in result.blocks:
                 mark = "✓" if block.passed else f"✗ {block.n_failing:,} failing"
                 self.block_selector.addItem(f"{result.block_title(block)}   {mark}")
+            for block in result.large_blocks:
+                found = f"✗ {len(block.cells):,} found" if block.cells else "✓ none found"
+                self.block_selector.addItem(f"{result.block_title(block)}   {found} (searched)")
         self.block_selector.blockSignals(False)
-        self.block_selector.setVisible(result is not None and len(result.blocks) > 1)
-        if result is None or not result.blocks:
-            self._clear()
+        self.block_selector.setVisible(self.block_selector.count() > 1)
+        if result is None or not (result.blocks or result.large_blocks):
+            self._clear("No Jacobian to show: no input needs a gradient." if result is not None else EMPTY_TEXT)
             return
-        self.set_block(first_block_index(result))
+        if result.blocks:
+            self.set_block(first_block_index(result))
+        else:
+            self.set_block(next((k for k, b in enumerate(result.large_blocks) if b.cells), 0))
 
     def set_block(self, index: int) -> None:
-        """Show block ``index`` of the current result, keeping the highlighted cell if it fits."""
-        if self._result is None or not 0 <= index < len(self._result.blocks):
+        """Show block ``index`` of the current result (``result.blocks``, then ``large_blocks``),
+        keeping the highlighted cell if it fits."""
+        if self._result is None or not 0 <= index < self.block_selector.count():
             return
         start = time.perf_counter()
         self._index = index
-        block = self._result.blocks[index]
-        display = self._display()
         self.block_selector.blockSignals(True)
         self.block_selector.setCurrentIndex(index)
         self.block_selector.blockSignals(False)
-
+        self._rows = None
+        self.row_band.hide()
+        large = self.current_large_block()
+        if large is not None:
+            self._show_large(large)
+            self.block_changed.emit(index)
+            return
+        self.stack.setCurrentWidget(self.plots)
+        self.reset_button.setEnabled(True)
+        self.log_scale.setEnabled(True)
+        block = self._result.blocks[index]
         rows, cols = block.shape
-        for outline in self.failing_outlines:
-            if display.outline is None:
-                outline.clear()
-            else:
-                outline.setData(x=display.outline[0], y=display.outline[1])
-        self._full_res = None
+        self._factor = None
         self._zoom_guard = True  # draw once, after the range is set
         self.plot_items[0].getViewBox().setRange(QRectF(-0.5, -0.5, cols, rows), padding=0.02)
         self._zoom_guard = False
@@ -285,15 +385,24 @@ class JacobianPanel(QWidget):
         cell = kept or (None if block.passed else block.worst)
         if cell is None:
             self._set_highlight(None)
-            self.readout.setText(f"{rows} x {cols} block: hover a cell to compare its values.")
+            self.readout.setText(f"{rows:,} x {cols:,} block: hover a cell to compare its values.")
         else:
             self._set_highlight(cell)
         self._redraw_ms = (time.perf_counter() - start) * 1000
         self.block_changed.emit(index)
 
     def current_block(self) -> BlockComparison | None:
-        """The block on screen (the banner shows its hints)."""
-        return self._result.blocks[self._index] if self._result and self._result.blocks else None
+        """The block on screen when it is held in full (the banner shows its hints)."""
+        if self._result is None or not 0 <= self._index < len(self._result.blocks):
+            return None
+        return self._result.blocks[self._index]
+
+    def current_large_block(self) -> LargeBlock | None:
+        """The block on screen when it was too large to hold and was searched instead."""
+        if self._result is None:
+            return None
+        k = self._index - len(self._result.blocks)
+        return self._result.large_blocks[k] if 0 <= k < len(self._result.large_blocks) else None
 
     def hover_cell(self, row: int, col: int) -> None:
         """Highlight a cell in all three plots and read it out, as the mouse does."""
@@ -320,28 +429,129 @@ class JacobianPanel(QWidget):
             )
         self.hover_cell(row, col)
 
+    def reset_zoom(self) -> None:
+        """The whole block again."""
+        block = self.current_block()
+        if block is not None:
+            rows, cols = block.shape
+            self.plot_items[0].getViewBox().setRange(QRectF(-0.5, -0.5, cols, rows), padding=0.02)
+
+    def mark_rows(self, first: int, last: int, note: str = "") -> bool:
+        """Mark rows ``first``..``last`` of the analytic map (the rows one backward call fills);
+        False when the block on screen has no such rows."""
+        block = self.current_block()
+        if block is None or not 0 <= first <= last < block.shape[0]:
+            self.clear_rows()
+            return False
+        self._rows = (first, last)
+        self.row_band.setRegion((first - 0.5, last + 0.5))
+        self.row_band.show()
+        if note:
+            self.readout.setText(note)
+        return True
+
+    def clear_rows(self) -> None:
+        self._rows = None
+        self.row_band.hide()
+
+    def marked_rows(self) -> tuple[int, int] | None:
+        return self._rows
+
+    def set_stale(self, text: str | None) -> None:
+        """Say that what is drawn no longer matches the editor (``text`` says why); None: it does."""
+        self._stale = bool(text)
+        self.stale_label.setText(text or "")
+        self.stale_label.setVisible(bool(text))
+        for image in (self.analytic_image, self.numerical_image, self.error_image):
+            image.setOpacity(STALE_OPACITY if text else 1.0)
+        self.large_page.setEnabled(not text)
+
+    def is_stale(self) -> bool:
+        return self._stale
+
+    def downsampling(self) -> int:
+        """Cells per pixel side in the images on screen (1: every cell)."""
+        return self._factor or 1
+
     def redraw_ms(self) -> float:
         """How long the last set_block took on the Python side (drawing happens on paint)."""
         return self._redraw_ms
 
+    def figures(self) -> dict[str, dict]:
+        """What ``figures.export_figure`` draws for each figure: the three maps with their bars,
+        and the error map alone."""
+        error_region = lambda: self.plot_items[2].sceneBoundingRect().united(self.error_bar.sceneBoundingRect())  # noqa: E731
+        return {
+            "jacobians": {"root": self.plots.ci},
+            "error_map": {"root": self.plots.ci, "region": error_region, "layout_width": 3.0},
+        }
+
+    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+        """One figure ('jacobians' or 'error_map') as PNG, SVG or PDF (by ``path``'s suffix)."""
+        if self.stack.currentWidget() is not self.plots:
+            raise OSError("A block too large to hold has no heatmaps to export: export its cells as CSV instead.")
+        export_figure(path, size=size, caption=caption, **self.figures()[name])
+
     def export_png(self, path: str) -> None:
         """The three plots and their colour bars as one PNG, wide enough for a slide."""
-        exporter = pyqtgraph.exporters.ImageExporter(self.plots.scene())
-        exporter.parameters()["width"] = EXPORT_WIDTH
-        save_png(exporter.export(toBytes=True), path)
+        self.export("jacobians", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.45)))
 
     # internals --------------------------------------------------------------------------------
 
-    def _clear(self) -> None:
-        for image in (self.analytic_image, self.numerical_image, self.error_image, self.failing_overlay):
+    def _clear(self, text: str) -> None:
+        for image in (self.analytic_image, self.numerical_image, self.error_image):
             image.clear()
-        for outline in self.failing_outlines:
-            outline.clear()
+        self.failing_outline.clear()
+        self.clear_rows()
         self._set_highlight(None)
-        self._full_res = None
+        self._factor = None
+        self.stack.setCurrentWidget(self.plots)
         self.worst_button.setEnabled(False)
         self.worst_button.setToolTip("")
-        self.readout.setText(EMPTY_TEXT)
+        self.reset_button.setEnabled(False)
+        self.view_note.hide()
+        self.readout.setText(text)
+
+    def _show_large(self, block: LargeBlock) -> None:
+        result = self._result
+        self.stack.setCurrentWidget(self.large_page)
+        self._set_highlight(None)
+        self.worst_button.setEnabled(False)
+        self.reset_button.setEnabled(False)
+        self.log_scale.setEnabled(False)
+        self.view_note.hide()
+        rows, cols = block.shape
+        itemsize = 4 if result.dtype in ("float32", "float16", "bfloat16") else 8
+        found = len(block.cells)
+        if block.cells:
+            cells = f"<b>{found:,} failing cell{'s' if found != 1 else ''} found</b>, computed exactly (below)"
+        else:
+            cells = "<b>no failing cell found</b>"
+        if block.complete:
+            search = "The search finished: " + ("no other cell fails." if found else "every cell is within tolerance.")
+        else:
+            search = "The search stopped at its budget: <b>more failing cells may exist</b>."
+        self.large_summary.setText(
+            f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold "
+            f"({format_bytes(rows * cols * itemsize)} per Jacobian), so neither matrix was built. "
+            f"gradviz bisected random-sign projections of it ({block.probes:,} backward and forward calls): "
+            f"{cells}. {search}"
+        )
+        self.large_table.setRowCount(found)
+        for r, cell in enumerate(block.cells):
+            values = (
+                result.cell_label(block, cell.row, cell.col),
+                f"{cell.analytic + 0.0:.6g}",
+                f"{cell.numerical + 0.0:.6g}",
+                f"{abs(cell.analytic - cell.numerical):.2g}",
+            )
+            for c, text in enumerate(values):
+                item = QTableWidgetItem(text)
+                if c:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.large_table.setItem(r, c, item)
+        self.large_table.setVisible(found > 0)
+        self.readout.setText("Only these cells were computed; the rest of the block was checked through projections.")
 
     def _display(self) -> BlockDisplay:
         """The current block's display prep, made on its first visit."""
@@ -350,39 +560,60 @@ class JacobianPanel(QWidget):
             self._displays[self._index] = BlockDisplay(block, self._result.settings.atol)
         return self._displays[self._index]
 
-    def _wants_full_res(self, display: BlockDisplay) -> bool:
+    def view_pixels(self) -> tuple[float, float]:
+        """(width, height) of one heatmap's view in pixels."""
+        box = self.plot_items[0].getViewBox()
+        return max(box.width(), 1.0), max(box.height(), 1.0)
+
+    def _wanted_factor(self, display: BlockDisplay) -> int:
         box = self.plot_items[0].getViewBox()
         (x0, x1), (y0, y1) = box.viewRange()
-        return display.wants_full_res((x1 - x0, y1 - y0), (box.width(), box.height()))
+        width, height = self.view_pixels()
+        ratio = self.devicePixelRatioF() or 1.0  # a 2x screen has twice the pixels to fill
+        return display.factor_for((x1 - x0, y1 - y0), (width * ratio, height * ratio))
 
     def _draw_images(self) -> None:
-        """Hand the four images to pyqtgraph at the resolution the zoom needs; levels stay explicit."""
+        """Hand the images to pyqtgraph at the pooling the zoom needs; levels stay explicit."""
         display = self._display()
-        full = self._wants_full_res(display)
-        if full == self._full_res:
+        factor = self._wanted_factor(display)
+        if factor == self._factor:
             return
-        self._full_res = full
-        cells = QRectF(-0.5, -0.5, *display.extent(full))  # cell (r, c) centred on (c, r)
-        self.analytic_image.setImage(display.image("analytic", full), autoLevels=False, rect=cells)
-        self.numerical_image.setImage(display.image("numerical", full), autoLevels=False, rect=cells)
+        self._factor = factor
+        cells = QRectF(-0.5, -0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
+        self.analytic_image.setImage(display.image("analytic", factor), autoLevels=False, rect=cells)
+        self.numerical_image.setImage(display.image("numerical", factor), autoLevels=False, rect=cells)
         self.value_bar.setLevels(display.value_levels)
-        self.failing_overlay.setImage(display.image("failing", full), autoLevels=False, rect=cells)
-        self.failing_overlay.setLevels((0.0, 1.0))
         self._cells = cells
+        outline = display.outline(factor)
+        block = display.block
+        if outline is None:
+            self.failing_outline.clear()
+        else:
+            self.failing_outline.set_rects(*outline)
+        notes = []
+        if factor > 1:
+            notes.append(
+                f"Downsampled: each pixel shows the largest |value| of {factor}×{factor} cells. "
+                "Zoom in (mouse wheel) for single cells."
+            )
+        if block.n_failing and outline is None:
+            notes.append(f"{block.n_failing:,} failing cells: too many to outline at this zoom.")
+        self.view_note.setText(" ".join(notes))
+        self.view_note.setVisible(bool(notes))
         self._draw_error()
 
     def _draw_error(self) -> None:
         display = self._display()
         if self.log_scale.isChecked():
-            kind, levels, label = "log_error", display.log_levels, "log10 |A − N|"
+            kind, levels = "log_error", display.log_levels
+            self._captions[self.error_bar] = ("log10 |A − N|",)
         else:
-            kind, levels, label = "error", (0.0, display.error_top), "|A − N|"
+            kind, levels = "error", (0.0, display.error_top)
+            self._captions[self.error_bar] = ("|A − N|",)
         # rect with the image: setRect alone scales by the size of the image it replaces
-        self.error_image.setImage(
-            display.image(kind, bool(self._full_res)), autoLevels=False, rect=self._cells
-        )
+        self.error_image.setImage(display.image(kind, self._factor or 1), autoLevels=False, rect=self._cells)
         self.error_bar.setLevels(levels)
-        self.error_bar.getAxis("bottom").setLabel(label, color=INK, **{"font-size": "12pt"})
+        self._fit_texts()
 
     def _set_highlight(self, cell: tuple[int, int] | None) -> None:
         self._cell = cell
@@ -401,6 +632,93 @@ class JacobianPanel(QWidget):
         verdict = "fails" if not block.passed else "within tolerance"
         return f"Largest |err|: {where} ({block.max_abs_error:.2g}, {verdict})"
 
+    # theme and text fitting -----------------------------------------------------------------------
+
+    def _on_theme_changed(self) -> None:
+        theme = self.view.theme
+        self.setFont(theme.font(self._widget_points))
+        self.readout.setFont(theme.font(READOUT_PT))
+        self.large_summary.setFont(theme.font(READOUT_PT))
+        self.large_table.setFont(theme.font(READOUT_PT - 1))
+        self.view_note.setFont(theme.font(10))
+        self.view_note.setStyleSheet(f"color: {theme.muted}")
+        self.stale_label.setFont(theme.font(12, bold=True))
+        self.stale_label.setStyleSheet(
+            "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
+        )
+        for plot in self.plot_items:
+            for name in ("bottom", "left"):
+                style_axis(plot.getAxis(name), theme, tick_points=TICK_PT)
+        for bar in (self.value_bar, self.error_bar):
+            style_axis(bar.axis, theme, tick_points=TICK_PT)
+        for rect in self.highlight_rects:
+            rect.widths = (7.0, 3.0) if theme.high_contrast else (5.0, 2.0)
+            rect.update()
+        self.failing_outline.width = 2.5 if theme.high_contrast else 1.5
+        self.failing_outline.update()
+        self._shown_texts.clear()
+        self._fit_texts()
+
+    def _on_resized(self, *_args) -> None:
+        self._fit_timer.start()
+
+    def _fit(self, key, options: tuple[str, ...], room: float, apply, measure) -> None:
+        """Show the longest of ``options`` whose drawn width (``measure()`` after ``apply(text)``)
+        fits in ``room`` pixels; nothing is redrawn while the room and the choice stay the same."""
+        if self._shown_texts.get(key, (None, None))[1] == round(room):
+            return
+        for text in options:
+            apply(text)
+            if measure() <= room:
+                break
+        self._shown_texts[key] = (text, round(room))
+
+    def _fit_texts(self) -> None:
+        """Titles, axis labels and colour-bar captions in the longest wording that fits the room."""
+        theme = self.view.theme
+        ink = theme.ink
+        title_pt = theme.pt(TITLE_PT)
+        for column, (plot, titles) in enumerate(zip(self.plot_items, TITLES)):
+            # centred over the plot: wider than the view, it would run over the first row's label
+            axis = plot.getAxis("left")
+            self._fit(
+                ("title", column),
+                titles,
+                plot.width() - 2 * axis.width() - 8,
+                lambda t, p=plot: p.setTitle(t, size=f"{title_pt}pt", color=ink, bold=True),
+                lambda p=plot: p.titleLabel.item.boundingRect().width(),
+            )
+            view = plot.getViewBox()
+            bottom = plot.getAxis("bottom")
+            self._fit(
+                ("bottom", column),
+                COL_LABELS,
+                view.width() - 4,
+                lambda t, a=bottom: set_axis_label(a, t, theme, points=LABEL_PT),
+                lambda a=bottom: a.label.boundingRect().width(),
+            )
+            left = plot.getAxis("left")
+            if column == 0:
+                self._fit(
+                    ("left", 0),
+                    ROW_LABELS,
+                    view.height() - 4,
+                    lambda t, a=left: set_axis_label(a, t, theme, points=LABEL_PT),
+                    lambda a=left: a.label.boundingRect().width(),
+                )
+            elif left.label.isVisible():
+                left.showLabel(False)
+        for bar in (self.value_bar, self.error_bar):
+            self._fit(
+                ("caption", id(bar), self._captions[bar]),
+                self._captions[bar],
+                bar.width() - 8,
+                lambda t, b=bar: set_axis_label(b.axis, t, theme, points=LABEL_PT),
+                lambda b=bar: b.axis.label.boundingRect().width(),
+            )
+
+    # events -------------------------------------------------------------------------------------
+
     def _on_block_selected(self, index: int) -> None:
         self.set_block(index)
 
@@ -411,6 +729,10 @@ class JacobianPanel(QWidget):
     def _on_range_changed(self, *_args) -> None:
         if not self._zoom_guard and self.current_block() is not None:
             self._draw_images()
+
+    def _on_mouse_clicked(self, event) -> None:
+        if event.double() and self.current_block() is not None:
+            self.reset_zoom()
 
     def _on_mouse_moved(self, args: tuple) -> None:
         pos = args[0]
@@ -425,3 +747,4 @@ class JacobianPanel(QWidget):
                 if cell != self._cell:
                     self.hover_cell(*cell)
                 return
+

@@ -6,24 +6,34 @@ and whether it matches the formula, the sweep over layers and batch sizes, and o
 and end-of-forward memory. Its display prep (one byte unit, the texts, the sweep's curves) comes from
 ``gradviz.app.memory_display``; its controls show a ``MemorySettings`` state (the defaults are
 ``schema.settings.MemoryOptions``').
+
+The panel lays itself out for the room it gets: in a tall, narrow dock everything is stacked;
+in a wide, short one (the tabs below the Jacobians) the controls and texts sit left of the plots
+and the two plots side by side. While a measurement runs, Measure is disabled and a bar shows
+how far it is.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, QSizeF, Qt, Signal
-from PySide6.QtGui import QFont, QTextDocument
+from PySide6.QtCore import QSignalBlocker, QSizeF, Qt, QTimer, Signal
+from PySide6.QtGui import QFontMetricsF, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractScrollArea,
+    QApplication,
+    QBoxLayout,
     QComboBox,
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QStackedWidget,
     QTableWidget,
@@ -32,7 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app.figures import save_png
+from gradviz.app.figures import export_figure
 from gradviz.app.memory_display import (
     FAIL_COLOUR,
     VARIANTS,
@@ -44,32 +54,30 @@ from gradviz.app.memory_display import (
     measured_points,
     sweep_curves,
 )
+from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
 from gradviz.app.state import MemorySettings
+from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
 from gradviz.schema.units import UNITS, format_bytes
 
-BAR_LABELS = {"unfused": "unfused\nConv2d+BatchNorm2d", "fused": "fused\nFunction"}
+BAR_LABELS = {"unfused": "unfused\nconv + BN", "fused": "fused\nFunction"}
 UNFUSED_COLOUR = "#4c72b0"
 FUSED_COLOUR = "#dd8452"
 CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
 BATCH_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
-INK = "#222"
 EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
 CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
 BAR_WIDTH = 0.6
+EXPORT_WIDTH = 1920
+WIDE_RATIO = 1.5  # wider than this times its height: controls left of the plots, plots side by side
+INFO_WIDTH = 330  # px of the controls' column in the wide arrangement, at scale 1
 
 
-def _style_plot(plot: pg.PlotItem, title: str, font: QFont) -> None:
-    """Dark ink on white, ticks readable from the back of a lecture hall."""
-    plot.setTitle(title, size="15pt", color=INK, bold=True)
-    for name in ("left", "bottom"):
-        axis = plot.getAxis(name)
-        axis.setPen(INK)
-        axis.setTextPen(INK)
-        axis.setTickFont(font)
+def _style_plot(plot: pg.PlotItem) -> None:
+    """Ticks a reader can count, no mouse, no SI factor (the unit is in the label)."""
     plot.setMenuEnabled(False)
     plot.hideButtons()
-    plot.getAxis("left").enableAutoSIPrefix(False)  # the unit is in the label: no "(x0.001)"
+    plain_ticks(plot.getAxis("left"))
     plot.getAxis("left").setStyle(maxTickLevel=0)  # major ticks only: grid lines a reader can count
     plot.setMouseEnabled(x=False, y=False)
     plot.showGrid(y=True, alpha=0.2)
@@ -87,20 +95,42 @@ class MemoryPanel(QWidget):
 
     measure_requested = Signal(dict)  # options for the worker's "memory" request
 
-    def __init__(self, options: MemorySettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, options: MemorySettings | None = None, parent: QWidget | None = None, *, view: ViewSettings | None = None
+    ) -> None:
         super().__init__(parent)
         self.state = options if options is not None else MemorySettings(parent=self)
+        self.view = view if view is not None else ViewSettings(self)
         self._payload: dict[str, Any] | None = None
         self._unit: tuple[str, int] = UNITS[0]
+        self._devices: list[str] = ["cpu"]
+        self._measuring_since = 0.0
+        self._wide: bool | None = None
         self._build_controls()
         self._build_results()
+        self.set_devices(["cpu"])
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
-        layout.addLayout(self._controls)
-        layout.addWidget(self.stack, 1)
+        self.info = QWidget()
+        info = QVBoxLayout(self.info)
+        info.setContentsMargins(0, 0, 0, 0)
+        info.addLayout(self._controls)
+        info.addLayout(self._status)
+        info.addWidget(self.headline)
+        info.addWidget(self.checks_label)
+        info.addWidget(self.cpu_note)
+        info.addWidget(self.peak_box)
+        info.addStretch(1)
+        self.body = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)
+        self.body.setContentsMargins(6, 4, 6, 4)
+        self.body.addWidget(self.info)
+        self.body.addWidget(self.stack, 1)
         self._connect_state()
         self.measure_button.clicked.connect(self._on_measure_clicked)
+        self._clock = QTimer(self, interval=100)
+        self._clock.timeout.connect(self._show_elapsed)
+        self.view.subscribe(self._on_theme_changed)
+        self._on_theme_changed()
+        self._arrange()
         self.set_result(None)
 
     # building ---------------------------------------------------------------------------------
@@ -122,12 +152,8 @@ class MemoryPanel(QWidget):
         self.device_combo = QComboBox()
         self.device_combo.setToolTip("Where to measure; peak memory is measured on CUDA")
         self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.set_devices(["cpu"])
         self.measure_button = QPushButton("Measure")
         self.measure_button.setToolTip("Run both variants in the worker and measure what they save")
-        font = self.measure_button.font()
-        font.setBold(True)
-        self.measure_button.setFont(font)
 
         shape = QHBoxLayout()
         shape.setSpacing(2)
@@ -154,57 +180,54 @@ class MemoryPanel(QWidget):
         self._controls.addLayout(grid)
         self._controls.addStretch(1)
 
-    def _build_results(self) -> None:
-        tick_font = QFont()
-        tick_font.setPointSize(12)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("")
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self._status = QVBoxLayout()
+        self._status.setSpacing(2)
+        self._status.addWidget(self.progress)
+        self._status.addWidget(self.status)
+        self.progress.hide()
+        self.status.hide()
 
+    def _build_results(self) -> None:
         self.headline = QLabel()
-        font = self.headline.font()
-        font.setPointSize(17)
-        font.setBold(True)
-        self.headline.setFont(font)
         self.headline.setWordWrap(True)
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.checks_label = QLabel()
-        font = self.checks_label.font()
-        font.setPointSize(13)
-        self.checks_label.setFont(font)
         self.checks_label.setTextFormat(Qt.TextFormat.RichText)
         self.checks_label.setWordWrap(True)
         self.checks_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-        self.bar_plot = pg.PlotWidget(background="w")
-        bars = self.bar_plot.getPlotItem()
-        _style_plot(bars, "Saved for backward", tick_font)
+        # the bars and, below them off the bars, their legend: one scene, one figure
+        self.bar_plot = pg.GraphicsLayoutWidget()
+        self.bar_plot.setBackground("w")
+        self.bar_item = bars = self.bar_plot.addPlot(row=0, col=0)
+        _style_plot(bars)
         bars.getAxis("bottom").setTicks([[(k, BAR_LABELS[v]) for k, v in enumerate(VARIANTS)]])
-        bars.getAxis("bottom").setHeight(60)  # room for the two-line variant names
         bars.getAxis("bottom").setGrid(False)
+        bars.getAxis("bottom").setStyle(hideOverlappingLabels=False)  # the x range makes room for them
         bars.setXRange(-0.6, 1.6, padding=0)
         self.bar_items = {
-            "unfused": pg.BarGraphItem(
-                x=[0], height=[0], width=BAR_WIDTH, brush=UNFUSED_COLOUR, pen=pg.mkPen(INK)
-            ),
-            "fused": pg.BarGraphItem(
-                x=[1], height=[0], width=BAR_WIDTH, brush=FUSED_COLOUR, pen=pg.mkPen(INK)
-            ),
+            "unfused": pg.BarGraphItem(x=[0], height=[0], width=BAR_WIDTH, brush=UNFUSED_COLOUR, pen=pg.mkPen("#222")),
+            "fused": pg.BarGraphItem(x=[1], height=[0], width=BAR_WIDTH, brush=FUSED_COLOUR, pen=pg.mkPen("#222")),
             "fused_ctx": pg.BarGraphItem(
-                x=[1], y0=[0], height=[0], width=BAR_WIDTH, brush=CTX_COLOUR, pen=pg.mkPen(INK)
+                x=[1], y0=[0], height=[0], width=BAR_WIDTH, brush=CTX_COLOUR, pen=pg.mkPen("#222")
             ),
         }
         for item in self.bar_items.values():
             bars.addItem(item)
-        self.bar_legend = bars.addLegend(offset=(-10, 10), labelTextSize="12pt", labelTextColor=INK)
+        self.bar_legend = pg.LegendItem(frame=False)
         self.bar_legend.addItem(self.bar_items["fused_ctx"], "kept as ctx attributes")
-        self.bar_texts = {
-            name: pg.TextItem(color=INK, anchor=(0.5, 1.0)) for name in VARIANTS
-        }  # figures above each bar
-        label_font = QFont()
-        label_font.setPointSize(13)
+        self.bar_plot.addItem(self.bar_legend, row=1, col=0)
+        self.bar_plot.ci.layout.setAlignment(self.bar_legend, Qt.AlignmentFlag.AlignHCenter)
+        self.bar_texts = {name: pg.TextItem(anchor=(0.5, 1.0)) for name in VARIANTS}  # figures above each bar
         for text in self.bar_texts.values():
-            text.setFont(label_font)
             bars.addItem(text)
-        self.bar_plot.setMinimumSize(220, 180)
-        self.bar_plot.setMaximumHeight(330)  # the sweep below gets the rest of a tall dock
+        self.bar_plot.setMinimumSize(200, 170)
+        bars.getViewBox().sigResized.connect(self._fit_bar_range)
 
         self.peak_table = QTableWidget(2, 3)
         self.peak_table.setHorizontalHeaderLabels(["saved", "end of forward", "peak"])
@@ -219,78 +242,50 @@ class MemoryPanel(QWidget):
         self.peak_table.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
         self.peak_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.peak_table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self._table_font = QFont(self.font())
-        self._table_font.setPointSize(13)
-        self.peak_table.setFont(self._table_font)
-        self.peak_table.horizontalHeader().setFont(self._table_font)
-        self.peak_table.verticalHeader().setFont(self._table_font)
+        self.peak_table.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Maximum)
         self.peak_title = QLabel("CUDA memory")
-        font = self.peak_title.font()
-        font.setPointSize(14)
-        font.setBold(True)
-        self.peak_title.setFont(font)
         self.cpu_note = QLabel(CPU_NOTE)
         self.cpu_note.setWordWrap(True)
-        self.cpu_note.setStyleSheet("color: #555")
-        font = self.cpu_note.font()
-        font.setPointSize(12)
-        font.setItalic(True)
-        self.cpu_note.setFont(font)
-        self.peak_box = QWidget()  # next to the bars, on CUDA results only
+        self.peak_box = QWidget()  # beside the texts, on CUDA results only
         side = QVBoxLayout(self.peak_box)
-        side.setContentsMargins(0, 30, 0, 0)
+        side.setContentsMargins(0, 4, 0, 0)
         side.addWidget(self.peak_title)
         side.addWidget(self.peak_table)
-        side.addStretch(1)
 
-        self.sweep_plot = pg.GraphicsLayoutWidget()  # the plot, and its legend beside it, off the curves
+        self.sweep_plot = pg.GraphicsLayoutWidget()  # the plot, and its legend below it, off the curves
         self.sweep_plot.setBackground("w")
         self.sweep_item = sweep = self.sweep_plot.addPlot(row=0, col=0)
-        _style_plot(sweep, "Saved vs. layers", tick_font)
+        _style_plot(sweep)
         sweep.showGrid(x=True, y=True, alpha=0.2)
-        sweep.setLabel("bottom", "layers", color=INK, **{"font-size": "13pt"})
         sweep.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, 9)]])
         # below the plot, off the curves: one column per batch size
-        self.sweep_legend = pg.LegendItem(labelTextSize="12pt", labelTextColor=INK, colCount=2, frame=False)
+        self.sweep_legend = pg.LegendItem(colCount=2, frame=False)
         self.sweep_plot.addItem(self.sweep_legend, row=1, col=0)
         self.sweep_plot.ci.layout.setAlignment(self.sweep_legend, Qt.AlignmentFlag.AlignHCenter)
-        self.measured_line = pg.InfiniteLine(
-            angle=90, pen=pg.mkPen("#888", width=1, style=Qt.PenStyle.DotLine)
-        )
+        self.measured_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", width=1, style=Qt.PenStyle.DotLine))
         sweep.addItem(self.measured_line, ignoreBounds=True)
         # the two sweep points that are the bars: a ring round each
-        self.measured_points = pg.ScatterPlotItem(symbol="o", size=20, brush=None, pen=pg.mkPen(INK, width=2))
+        self.measured_points = pg.ScatterPlotItem(symbol="o", size=20, brush=None, pen=pg.mkPen("#222", width=2))
         self.measured_points.setZValue(10)
         sweep.addItem(self.measured_points)
-        self.sweep_plot.setMinimumSize(260, 180)
+        self.sweep_plot.setMinimumSize(240, 230)
         self.sweep_curves: dict[tuple[str, int], pg.PlotDataItem] = {}
 
-        bar_column = QVBoxLayout()
-        bar_column.addWidget(self.bar_plot, 1)
-        bar_column.addWidget(self.cpu_note)
-        bars_and_peaks = QHBoxLayout()
-        bars_and_peaks.addLayout(bar_column, 1)
-        bars_and_peaks.addWidget(self.peak_box, 0)
-        figures = QVBoxLayout()  # stacked: the panel lives in a tall, narrow dock
-        figures.addLayout(bars_and_peaks, 4)
-        figures.addWidget(self.sweep_plot, 5)
+        self.figures_layout = QBoxLayout(QBoxLayout.Direction.TopToBottom)
+        self.figures_layout.addWidget(self.bar_plot, 4)
+        self.figures_layout.addWidget(self.sweep_plot, 5)
         self.plots_area = QWidget()
         self.plots_area.setObjectName("memory_plots_area")
         self.plots_area.setStyleSheet("#memory_plots_area { background: white; }")
         self.plots_area.setAutoFillBackground(True)
         area = QVBoxLayout(self.plots_area)
-        area.setContentsMargins(8, 6, 8, 6)
-        area.addWidget(self.headline)
-        area.addWidget(self.checks_label)
-        area.addLayout(figures, 1)
+        area.setContentsMargins(4, 4, 4, 4)
+        area.addLayout(self.figures_layout, 1)
 
         self.message = QLabel()
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        font = self.message.font()
-        font.setPointSize(16)
-        self.message.setFont(font)
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.plots_area)
@@ -304,10 +299,12 @@ class MemoryPanel(QWidget):
 
     def set_devices(self, names: list[str]) -> None:
         """Offer these devices, keeping the current one if it is still there."""
+        self._devices = list(names)
         with QSignalBlocker(self.device_combo):
             self.device_combo.clear()
             self.device_combo.addItems(list(names))
         self._on_device_changed()
+        self._show_cpu_note()
 
     def set_result(self, payload: dict | None) -> None:
         """Draw a memory payload ({"study", "sweep"}); None clears the panel."""
@@ -326,9 +323,35 @@ class MemoryPanel(QWidget):
 
     def set_error(self, message: str) -> None:
         """Show why the measurement failed, in place of the plots."""
+        self.set_measuring(False)
         self._payload = None
         self._clear()
         self._show_message(message, error=True)
+
+    def set_measuring(self, measuring: bool, text: str = "") -> None:
+        """A measurement runs (Measure disabled, a progress bar) or not; ``text`` says what waits."""
+        self.measure_button.setEnabled(not measuring)
+        self.progress.setVisible(measuring)
+        self.status.setVisible(bool(measuring or text))
+        if measuring:
+            if not self._clock.isActive():
+                self._measuring_since = time.monotonic()
+                self.progress.setRange(0, 0)  # busy until the first progress report
+                self._clock.start()
+            self._status_text = text or "Measuring both variants"
+            self._show_elapsed()
+        else:
+            self._clock.stop()
+            self.status.setText(text)
+
+    def set_progress(self, done: int, total: int) -> None:
+        """Stacks measured so far (the study, then each row of the sweep)."""
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{done} / {total} stacks")
+
+    def is_measuring(self) -> bool:
+        return self._clock.isActive()
 
     def result(self) -> dict | None:
         """The payload on screen, or None."""
@@ -348,9 +371,26 @@ class MemoryPanel(QWidget):
         """The text shown in place of the plots ('' while the plots show)."""
         return self.message.text() if self.stack.currentWidget() is self.message else ""
 
+    def figures(self) -> dict[str, dict]:
+        return {
+            "memory_bars": {"root": self.bar_plot.ci},
+            "memory_sweep": {"root": self.sweep_plot.ci},
+            "memory": {
+                "parts": [{"root": self.bar_plot.ci, "share": 2.0}, {"root": self.sweep_plot.ci, "share": 3.0}]
+            },
+        }
+
+    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+        """One figure ('memory_bars', 'memory_sweep' or both side by side, 'memory') as PNG, SVG or PDF."""
+        if self._payload is None:
+            raise OSError("There is no memory measurement to export yet: press Measure first.")
+        caption = caption or self.headline_text()
+        export_figure(path, size=size, caption=caption, **self.figures()[name])
+        self._fit_bar_range()
+
     def export_png(self, path: str) -> None:
-        """Headline, bars, table and sweep as one PNG."""
-        save_png(self.plots_area.grab(), path)
+        """The bars and the sweep side by side with the headline under them, slide-sized."""
+        self.export("memory", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.5)))
 
     # drawing ----------------------------------------------------------------------------------
 
@@ -361,9 +401,7 @@ class MemoryPanel(QWidget):
         self.bar_items["unfused"].setOpts(height=[unfused["saved_bytes"] / size])
         self.bar_items["fused"].setOpts(height=[fused["saved_bytes"] / size])
         self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
-        top = bar_top(study) / size
-        self.bar_plot.getPlotItem().setYRange(0, top * 1.3 if top > 0 else 1, padding=0)
-        self.bar_plot.getPlotItem().setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
+        set_axis_label(self.bar_item.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
         self.bar_texts["unfused"].setText(
             f"{format_in(unfused['saved_bytes'], self._unit)}\n{unfused['count']} tensors"
         )
@@ -375,6 +413,29 @@ class MemoryPanel(QWidget):
         self.bar_texts["fused"].setPos(1, (fused["saved_bytes"] + ctx) / size)
         for text in self.bar_texts.values():
             text.show()
+        self._fit_bar_range()
+
+    def _fit_bar_range(self, *_args) -> None:
+        """Room above the taller bar and beside the outer bars for their figures, whatever the
+        plot's size: the texts are in pixels, the bars in bytes and bar widths."""
+        if self._payload is None:
+            return
+        top = bar_top(self._payload["study"]) / self._unit[1]
+        view = self.bar_item.getViewBox()
+        text_height = max(t.boundingRect().height() for t in self.bar_texts.values()) + 6
+        room = max(view.height() - text_height, 0.2 * view.height(), 1.0)
+        upper = top * view.height() / room if top > 0 else 1.0
+        self.bar_item.setYRange(0, upper, padding=0)
+        # half the widest text, as a fraction of the view: the x range reaches that far past each bar
+        axis = self.bar_item.getAxis("bottom")
+        metrics = QFontMetricsF(axis.style.get("tickFont") or axis.font())
+        widest = max(
+            *(t.boundingRect().width() for t in self.bar_texts.values()),
+            *(metrics.horizontalAdvance(line) + 8 for text in BAR_LABELS.values() for line in text.splitlines()),
+        )
+        half = widest / 2 / max(view.width(), 1.0)
+        side = max(0.6, half / (1 - 2 * half)) if half < 0.45 else 4.0
+        self.bar_item.setXRange(-side, 1 + side, padding=0)
 
     def _draw_headline(self, study: dict) -> None:
         self.headline.setText(headline(study, self._unit))
@@ -384,19 +445,28 @@ class MemoryPanel(QWidget):
         variants = study["variants"]
         cuda = all("peak_bytes" in variants[name] for name in VARIANTS)
         self.peak_box.setVisible(cuda)
-        self.cpu_note.setVisible(not cuda)
+        self._show_cpu_note()
         if not cuda:
             self.peak_table.clearContents()
             return
+        font = self.view.theme.font(12)
         for row, name in enumerate(VARIANTS):
             v = variants[name]
             for col, value in enumerate((v["saved_bytes"], v.get("end_of_forward_bytes"), v["peak_bytes"])):
                 item = QTableWidgetItem("—" if value is None else format_bytes(value))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setFont(self._table_font)
+                item.setFont(font)
                 self.peak_table.setItem(row, col, item)
         self.peak_table.resizeColumnsToContents()
         self.peak_table.resizeRowsToContents()
+
+    def _show_cpu_note(self) -> None:
+        """Where peaks come from, after a CPU measurement on a machine that has CUDA to offer."""
+        cuda_result = bool(self._payload) and all(
+            "peak_bytes" in self._payload["study"]["variants"][name] for name in VARIANTS
+        )
+        has_cuda = any(name.startswith("cuda") for name in self._devices)
+        self.cpu_note.setVisible(bool(self._payload) and has_cuda and not cuda_result)
 
     def _draw_sweep(self, study: dict, sweep: list[dict]) -> None:
         plot = self.sweep_item
@@ -405,12 +475,13 @@ class MemoryPanel(QWidget):
         batches = sorted({row["batch"] for row in sweep})
         colours = {batch: BATCH_COLOURS[k % len(BATCH_COLOURS)] for k, batch in enumerate(batches)}
         styles = {"unfused": (Qt.PenStyle.SolidLine, "o"), "fused": (Qt.PenStyle.DashLine, "t")}
+        width = 4 if self.view.theme.high_contrast else 3
         for (variant, batch), (x, y) in sweep_curves(sweep, size).items():  # unfused first: the legend's rows
             style, symbol = styles[variant]
             curve = plot.plot(
                 x,
                 y,
-                pen=pg.mkPen(colours[batch], width=3, style=style),
+                pen=pg.mkPen(colours[batch], width=width, style=style),
                 symbol=symbol,
                 symbolSize=8,
                 symbolBrush=colours[batch],
@@ -418,26 +489,38 @@ class MemoryPanel(QWidget):
             )
             self.sweep_curves[(variant, batch)] = curve
             self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
-        plot.setLabel("left", f"saved ({name})", color=INK, **{"font-size": "13pt"})
+        set_axis_label(plot.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
         self.measured_line.setPos(study["layers"])
         self.measured_line.show()
         x, y = measured_points(study, sweep, size)
         self.measured_points.setData(x=x, y=y)
         if x:
             self.sweep_legend.addItem(self.measured_points, "the bars")
-        self._pin_legend_size()
+        self._style_legends()
         plot.setXRange(0.7, 8.3, padding=0)
         plot.enableAutoRange(axis="y")
 
-    def _pin_legend_size(self) -> None:
-        """The legend at the size of its entries: a layout cell would otherwise squeeze or stretch it."""
-        legend = self.sweep_legend
+    def _pin_legend_size(self, legend: pg.LegendItem) -> None:
+        """A legend at the size of its entries: a layout cell would otherwise squeeze or stretch it."""
         legend.setMinimumSize(0, 0)
         legend.setMaximumSize(10_000, 10_000)
-        legend.updateSize()  # the size of its rows and columns, as when it floats over a plot
-        size = legend.geometry().size() + QSizeF(16, 4)  # the labels' right-hand margin
+        legend.layout.invalidate()
+        # the size of its rows and columns, plus the labels' right-hand margin
+        size = legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize) + QSizeF(16, 4)
         legend.setMinimumSize(size)
         legend.setMaximumSize(size)
+
+    def _style_legends(self) -> None:
+        theme = self.view.theme
+        for legend in (self.bar_legend, self.sweep_legend):
+            legend.setLabelTextSize(f"{theme.pt(12)}pt")
+            legend.setLabelTextColor(theme.ink)
+            for _sample, label in legend.items:
+                label.setText(label.text, size=f"{theme.pt(12)}pt", color=theme.ink)
+            self._pin_legend_size(legend)
+        for widget in (self.bar_plot, self.sweep_plot):  # the scene's minimum is the widget's
+            least = widget.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
+            widget.setMinimumSize(max(200, round(least.width())), max(170, round(least.height())))
 
     def _clear_sweep(self) -> None:
         for curve in self.sweep_curves.values():
@@ -458,13 +541,69 @@ class MemoryPanel(QWidget):
         self.checks_label.setText("")
         self.peak_table.clearContents()
         self.peak_box.hide()
-        self.cpu_note.show()
+        self.cpu_note.hide()
         self._unit = UNITS[0]
 
     def _show_message(self, text: str, *, error: bool) -> None:
         self.message.setText(text)
-        self.message.setStyleSheet(f"color: {FAIL_COLOUR if error else '#555'}")
+        self.message.setStyleSheet(f"color: {FAIL_COLOUR if error else self.view.theme.muted}")
         self.stack.setCurrentWidget(self.message)
+
+    def _show_elapsed(self) -> None:
+        seconds = time.monotonic() - self._measuring_since
+        self.status.setText(f"{self._status_text}… {seconds:.1f} s")
+
+    # layout and theme -----------------------------------------------------------------------------
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Stacked in a tall dock; texts left of the plots, plots side by side, in a wide one."""
+        needs = round(INFO_WIDTH * self.view.theme.scale) + self.bar_plot.minimumWidth() + self.sweep_plot.minimumWidth() + 40
+        wide = self.width() > WIDE_RATIO * self.height() and self.width() >= needs
+        if wide == self._wide:
+            return
+        self._wide = wide
+        horizontal, vertical = QBoxLayout.Direction.LeftToRight, QBoxLayout.Direction.TopToBottom
+        self.body.setDirection(horizontal if wide else vertical)
+        self.figures_layout.setDirection(horizontal if wide else vertical)
+        if wide:
+            self.info.setFixedWidth(round(INFO_WIDTH * self.view.theme.scale))
+        else:
+            self.info.setMinimumWidth(0)
+            self.info.setMaximumWidth(16_777_215)
+
+    def _on_theme_changed(self) -> None:
+        theme = self.view.theme
+        self.setFont(theme.font(QApplication.font().pointSizeF()))
+        self.measure_button.setFont(theme.font(QApplication.font().pointSizeF(), bold=True))
+        self.headline.setFont(theme.font(15, bold=True))
+        self.checks_label.setFont(theme.font(12))
+        self.status.setFont(theme.font(11))
+        self.peak_title.setFont(theme.font(13, bold=True))
+        self.cpu_note.setFont(theme.font(11))
+        self.cpu_note.setStyleSheet(f"color: {theme.muted}; font-style: italic")
+        self.message.setFont(theme.font(15))
+        table_font = theme.font(12)
+        for widget in (self.peak_table, self.peak_table.horizontalHeader(), self.peak_table.verticalHeader()):
+            widget.setFont(table_font)
+        for plot, title in ((self.bar_item, "Saved for backward"), (self.sweep_item, "Saved vs. layers")):
+            plot.setTitle(title, size=f"{theme.pt(14)}pt", color=theme.ink, bold=True)
+            for name in ("left", "bottom"):
+                style_axis(plot.getAxis(name), theme, tick_points=11)
+        set_axis_label(self.sweep_item.getAxis("bottom"), "layers", theme, points=12)
+        bottom = self.bar_item.getAxis("bottom")
+        bottom.setHeight(round(2.6 * theme.pt(11) * 1.5))  # room for the two-line variant names
+        for text in self.bar_texts.values():
+            text.setFont(theme.font(12))
+            text.setColor(theme.ink)
+        self._style_legends()
+        if self._wide:
+            self.info.setFixedWidth(round(INFO_WIDTH * theme.scale))
+        if self._payload is not None:
+            self.set_result(self._payload)
 
     # state <-> controls -------------------------------------------------------------------------
 

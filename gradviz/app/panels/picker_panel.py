@@ -1,5 +1,8 @@
 """The Function picker: the built-in library by category, New / Open / recent files, and
-which Function of the current file to check."""
+which Function of the current file to check.
+
+The tree's highlight follows the document in the editor, however it was loaded; moving through
+the tree with the arrow keys loads what is highlighted, as a click does."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -18,11 +22,25 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.theme import ViewSettings
 from gradviz.schema.library import CATEGORIES, builtin_functions
 
 RECENT_GROUP = "Recent files"
 PATH_ROLE = Qt.ItemDataRole.UserRole
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class LibraryTree(QTreeWidget):
+    """The library tree; ``keyboard_moved`` tells which item the arrow keys moved to."""
+
+    keyboard_moved = Signal(object)
+
+    def keyPressEvent(self, event) -> None:
+        before = self.currentItem()
+        super().keyPressEvent(event)
+        after = self.currentItem()
+        if after is not None and after is not before:
+            self.keyboard_moved.emit(after)
 
 
 class PickerPanel(QWidget):
@@ -32,9 +50,11 @@ class PickerPanel(QWidget):
     open_requested = Signal()
     function_chosen = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
-        self.tree = QTreeWidget()
+        self.view = view if view is not None else ViewSettings(self)
+        self._current: tuple[str, str] | None = None  # ("builtin", name) or ("file", path) in the editor
+        self.tree = LibraryTree()
         self.tree.setHeaderHidden(True)
         self.tree.setRootIsDecorated(True)
         self.new_button = QPushButton("New Function…")
@@ -58,6 +78,9 @@ class PickerPanel(QWidget):
         self.set_recent([])
         self.tree.itemActivated.connect(self._on_item_activated)
         self.tree.itemClicked.connect(self._on_item_activated)
+        self.tree.keyboard_moved.connect(self._on_item_activated)
+        self.view.subscribe(self._on_theme_changed)
+        self._on_theme_changed()
         self.new_button.clicked.connect(self.new_requested)
         self.open_button.clicked.connect(self.open_requested)
         self.functions.currentTextChanged.connect(lambda name: name and self.function_chosen.emit(name))
@@ -98,17 +121,35 @@ class PickerPanel(QWidget):
             item.setData(0, KIND_ROLE, "file")
         group.setHidden(not paths)
         group.setExpanded(True)
+        self._show_current()
 
     def select_builtin(self, name: str) -> None:
         """Highlight a library entry without emitting (the window loaded it itself)."""
+        self.show_document(name, None)
+
+    def show_document(self, builtin: str | None, path: str | None) -> None:
+        """Highlight what the editor shows: a library entry, a recent file, or nothing (new text)."""
+        self._current = ("builtin", builtin) if builtin else ("file", str(path)) if path else None
+        self._show_current()
+
+    def current_document(self) -> QTreeWidgetItem | None:
+        """The highlighted item, when it is the document in the editor."""
+        item = self.tree.currentItem()
+        return item if item is not None and item.isSelected() else None
+
+    def _show_current(self) -> None:
         with QSignalBlocker(self.tree):
-            for group in self._groups.values():
-                for k in range(group.childCount()):
-                    item = group.child(k)
-                    if item.data(0, KIND_ROLE) == "builtin" and item.data(0, PATH_ROLE) == name:
-                        self.tree.setCurrentItem(item)
-                        return
+            if self._current is not None:
+                kind, key = self._current
+                for group in self._groups.values():
+                    for k in range(group.childCount()):
+                        item = group.child(k)
+                        if item.data(0, KIND_ROLE) == kind and item.data(0, PATH_ROLE) == key:
+                            self.tree.setCurrentItem(item)
+                            item.setSelected(True)
+                            return
             self.tree.clearSelection()
+            self.tree.setCurrentItem(None)
 
     def set_functions(self, names: list[str], current: str | None) -> None:
         with QSignalBlocker(self.functions):
@@ -125,6 +166,12 @@ class PickerPanel(QWidget):
             for k in range(group.childCount())
             if group.child(k).data(0, KIND_ROLE) == "builtin"
         ]
+
+    def _on_theme_changed(self) -> None:
+        theme = self.view.theme
+        self.setFont(theme.font(QApplication.font().pointSizeF()))
+        for group in self._groups.values():
+            group.setFont(0, theme.font(QApplication.font().pointSizeF(), bold=True))
 
     def _on_item_activated(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         kind = item.data(0, KIND_ROLE)

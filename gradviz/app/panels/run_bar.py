@@ -1,10 +1,15 @@
-"""The run bar: device, dtype, tolerances, seed, Run / Cancel, progress with time left."""
+"""The run bar: Run / Cancel, progress with time left, device, dtype, tolerances, seed, timeout.
+
+A toolbar of small groups, Run and the progress first: in a narrow window the last groups go
+into the toolbar's overflow menu (») instead of pushing the window wider than the screen.
+"""
 
 from __future__ import annotations
 
 import time
 
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -12,11 +17,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
+    QToolBar,
     QWidget,
 )
 
 from gradviz.app.state import RunSettings
+from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
 
 TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
@@ -54,6 +62,18 @@ class ScientificSpinBox(QDoubleSpinBox):
         self.setValue(min(self.maximum(), max(self.minimum(), value * 10.0**steps)))
 
 
+def _group(*widgets: QWidget) -> QWidget:
+    """Widgets that stay together on the toolbar (a label and its box)."""
+    group = QWidget()
+    group.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)  # never stretched by the toolbar
+    layout = QHBoxLayout(group)
+    layout.setContentsMargins(4, 0, 4, 0)
+    layout.setSpacing(4)
+    for widget in widgets:
+        layout.addWidget(widget)
+    return group
+
+
 def _show_number(box: QSpinBox | QDoubleSpinBox, settings: RunSettings, name: str) -> None:
     """Show a setting in a spin box, clamped to its range; a clamped value is written back."""
     value = settings.get(name)
@@ -64,19 +84,23 @@ def _show_number(box: QSpinBox | QDoubleSpinBox, settings: RunSettings, name: st
         settings.set(name, box.value())
 
 
-class RunBar(QWidget):
+class RunBar(QToolBar):
     run_requested = Signal()
     cancel_requested = Signal()
 
-    def __init__(self, settings: RunSettings, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+    def __init__(
+        self, settings: RunSettings, parent: QWidget | None = None, *, view: ViewSettings | None = None
+    ) -> None:
+        super().__init__("Run", parent)
+        self.setObjectName("run_toolbar")  # saveState's key
+        self.setMovable(False)
         self.settings = settings
+        self.view = view if view is not None else ViewSettings(self)
         self._started = 0.0
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(6, 2, 6, 2)
 
         self.device = QComboBox()
         self.device.setToolTip("Where forward and backward run")
+        self.device.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.dtype = QComboBox()
         self.dtype.addItems(list(DTYPES))
         self.dtype.setToolTip("float64 is what gradcheck advises: finite differences need the digits")
@@ -98,12 +122,15 @@ class RunBar(QWidget):
         self.cancel_button.setToolTip("Stop the run: the worker is restarted (Esc)")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
-        self.progress.setMinimumWidth(180)
+        self.progress.setFixedWidth(170)
         self.progress.setFormat("idle")
         self.progress.setValue(0)
         self.time_left = QLabel("")
-        self.time_left.setMinimumWidth(90)
+        self.time_left.setMinimumWidth(70)
 
+        run_group = _group(self.run_button, self.cancel_button, self.progress, self.time_left)
+        self.addWidget(run_group)
+        self.addSeparator()
         for label, widget in (
             ("Device", self.device),
             ("dtype", self.dtype),
@@ -113,13 +140,7 @@ class RunBar(QWidget):
             ("seed", self.seed),
             ("timeout", self.timeout),
         ):
-            layout.addWidget(QLabel(label))
-            layout.addWidget(widget)
-        layout.addSpacing(12)
-        layout.addWidget(self.run_button)
-        layout.addWidget(self.cancel_button)
-        layout.addWidget(self.progress, 1)
-        layout.addWidget(self.time_left)
+            self.addWidget(_group(QLabel(label), widget))
 
         self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
         settings.device_changed.connect(self._on_device_changed)
@@ -137,13 +158,23 @@ class RunBar(QWidget):
         self.timeout.valueChanged.connect(lambda value: setattr(settings, "timeout", value))
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
+        self.view.subscribe(self._on_theme_changed)
+        self._on_theme_changed()
+
+    def _on_theme_changed(self) -> None:
+        theme = self.view.theme
+        font = QFont()
+        font.setPointSize(theme.pt(QFont().pointSize()))
+        self.setFont(font)
+        self.progress.setFixedWidth(round(170 * theme.scale))
 
     def set_devices(self, devices: list[dict]) -> None:
         """CPU and every CUDA device the worker found; CUDA greyed out with the reason when absent."""
         with QSignalBlocker(self.device):
             self.device.clear()
             for k, d in enumerate(devices):
-                label = d["label"] if d["name"] == "cpu" else f"{d['name']} ({d['label']})"
+                same = d["label"].lower() == d["name"].lower()  # "cuda (CUDA)" says one thing twice
+                label = d["label"] if d["name"] == "cpu" or same else f"{d['name']} ({d['label']})"
                 self.device.addItem(label, d["name"])
                 if not d["available"]:
                     item = self.device.model().item(k)
@@ -204,7 +235,8 @@ class RunBar(QWidget):
         """Elements done / total, and time left extrapolated from the rate so far."""
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
-        self.progress.setFormat(f"{done:,} / {total:,} rows+columns")
+        self.progress.setFormat(f"{done:,} / {total:,}")
+        self.progress.setToolTip(f"{done:,} of {total:,} Jacobian rows and columns computed")
         elapsed = time.monotonic() - self._started
         if 0 < done < total and elapsed > 0.5:
             left = elapsed * (total - done) / done

@@ -1,0 +1,126 @@
+"""File → Export and Edit → Copy worst cells: every figure of the window (the heatmaps, the
+graph, the memory study, the Why? sweep) as PNG, SVG or PDF with a caption carrying the Function,
+the verdict and the hint; the numbers behind the Jacobians as CSV and .npz; the worst cells as a
+Markdown or LaTeX table. Dialogs start in the folder used last."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
+
+from gradviz.app import tables
+from gradviz.app.export_dialog import ExportDialog
+from gradviz.schema.report import verdict_line
+
+if TYPE_CHECKING:
+    from gradviz.app.main_window import MainWindow
+
+FOLDER_KEY = "folders/last"  # where the export and session dialogs start
+
+
+class Exports(QObject):
+    """The window's figures by name, and the dialogs and files that carry them elsewhere."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self._figure_panels: dict[str, QWidget] = {}
+
+    def register_figures(self, panel: QWidget | object) -> None:
+        """Offer ``panel``'s figures in the export dialog: it has ``figures()`` (names) and
+        ``export(name, path, size=, caption=)`` (the Why? panel can join the same way)."""
+        for name in panel.figures():
+            self._figure_panels[name] = panel
+
+    def last_folder(self) -> str:
+        folder = self.w.settings_store.value(FOLDER_KEY, "")
+        return folder if isinstance(folder, str) and folder and Path(folder).is_dir() else str(Path.home())
+
+    def remember_folder(self, path: Path) -> None:
+        folder = path if path.is_dir() else path.parent
+        self.w.settings_store.setValue(FOLDER_KEY, str(folder))
+
+    def _figures_available(self) -> dict[str, bool]:
+        drawn = {
+            self.w.jacobians: self.w.jacobians.current_block() is not None,
+            self.w.graph: bool(self.w.current.graph and self.w.current.graph.get("nodes")),
+            self.w.memory: self.w.memory.result() is not None,
+        }
+        return {
+            name: drawn[panel] if panel in drawn else getattr(panel, "has_figure", lambda: True)()
+            for name, panel in self._figure_panels.items()
+        }
+
+    def export_dialog(self) -> None:
+        result = self.w.current.result
+        data = result is not None and bool(result.blocks or result.large_blocks)
+        dialog = ExportDialog(self.w, self.last_folder(), self._figures_available(), data=data)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        choice = dialog.choice()
+        self.remember_folder(choice.folder)
+        self.export_figures(choice.folder, names=choice.names, formats=choice.formats, size=choice.size, data=choice.data)
+
+    def export_figures(
+        self,
+        folder: Path,
+        *,
+        names: tuple[str, ...] = ("jacobians", "graph", "memory"),
+        formats: tuple[str, ...] = ("png",),
+        size: tuple[int, int] = (1920, 1080),
+        data: bool = False,
+    ) -> list[Path]:
+        """Write each figure in each format (for slides, with a caption), and with ``data`` the
+        numbers behind the Jacobians as CSV and .npz; a figure with nothing to draw is skipped."""
+        stem = Path(self.w.document.filename).stem or "gradviz"
+        available = self._figures_available()
+        written: list[Path] = []
+        skipped = [name for name in names if not available.get(name, False)]
+        try:
+            for name in names:
+                if name in skipped:
+                    continue
+                for fmt in formats:
+                    path = Path(folder) / f"{stem}_{name}.{fmt}"
+                    self._figure_panels[name].export(name, str(path), size=size, caption=self.figure_caption(name))
+                    written.append(path)
+            if data and self.w.current.result is not None:
+                written += tables.write_arrays(self.w.current.result, Path(folder), stem)
+        except OSError as exc:
+            QMessageBox.warning(self.w, "Cannot export", str(exc))
+        if written:
+            note = f" (nothing to draw yet: {', '.join(skipped)})" if skipped else ""
+            self.w.statusBar().showMessage(f"Exported {len(written)} files to {folder}{note}", 8000)
+        return written
+
+    def figure_caption(self, name: str) -> str:
+        """The Function, the verdict and the hint, under a figure."""
+        if name.startswith("memory"):
+            return ""  # the memory panel's own headline
+        result = self.w.current.result
+        if result is None:
+            return ""
+        lines = [f"{result.function} ({self.w.document.title}) · {result.device}, {result.dtype}", verdict_line(result)]
+        block = self.w.jacobians.current_block()
+        if block is not None:
+            lines += [f"Hint ({result.block_title(block)}): {h}" for h in block.hints]
+        if self.w.jacobians.is_stale():
+            lines.append("(from an earlier run: the editor has changed since)")
+        return "\n".join(lines)
+
+    def copy_worst_cells(self, style: str = "markdown") -> str:
+        """The worst cells of the block on screen as a Markdown or LaTeX table, on the clipboard."""
+        result = self.w.current.result
+        block = self.w.jacobians.current_block() or self.w.jacobians.current_large_block()
+        if result is None or block is None:
+            self.w.statusBar().showMessage("No result to copy yet: run a check first.", 5000)
+            return ""
+        rows = tables.worst_cells(result, block)
+        text = tables.markdown_table(rows) if style == "markdown" else tables.latex_table(rows)
+        QApplication.clipboard().setText(text)
+        self.w.statusBar().showMessage(f"Copied the {len(rows)} worst cells of {result.block_title(block)} as {style}", 5000)
+        return text
+

@@ -1,0 +1,123 @@
+"""The editor driven by keys: four-space Tab, auto-indent, Home, Find, the error marker, quiz mode."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+
+from gradviz.app.panels.editor_panel import EditorPanel
+from gradviz.app.theme import ViewSettings
+from gradviz.schema.library import find_builtin
+
+
+@pytest.fixture
+def panel(qtbot):
+    view = ViewSettings()
+    widget = EditorPanel(view=view)
+    widget.view_settings = view
+    qtbot.addWidget(widget)
+    widget.resize(600, 400)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.editor.setFocus()
+    return widget
+
+
+def cursor_to(panel, line: int, column: int) -> None:
+    cursor = panel.editor.textCursor()
+    block = panel.editor.document().findBlockByNumber(line - 1)
+    cursor.setPosition(block.position() + column)
+    panel.editor.setTextCursor(cursor)
+
+
+def test_tab_inserts_spaces_to_the_next_multiple_of_four(qtbot, panel):
+    panel.set_text("ab")
+    cursor_to(panel, 1, 2)
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Tab)
+    assert panel.text() == "ab  " and "\t" not in panel.text()
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Tab)
+    assert panel.text() == "ab      "
+    assert panel.editor.hasFocus()  # Tab did not move the focus on
+
+
+def test_tab_and_shift_tab_indent_and_dedent_a_selection(qtbot, panel):
+    panel.set_text("a\nb\nc")
+    panel.editor.selectAll()
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Tab)
+    assert panel.text() == "    a\n    b\n    c"
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
+    assert panel.text() == "a\nb\nc"
+
+
+def test_enter_keeps_the_indent_and_adds_a_level_after_a_colon(qtbot, panel):
+    panel.set_text("    def f(x):  # comment")
+    panel.editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Return)
+    qtbot.keyClicks(panel.editor, "return x")
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Return)
+    assert panel.text().splitlines() == ["    def f(x):  # comment", "        return x", "    "]
+
+
+def test_home_goes_to_the_first_non_blank_then_to_the_start(qtbot, panel):
+    panel.set_text("    x = 1")
+    panel.editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Home)
+    assert panel.editor.textCursor().positionInBlock() == 4
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Home)
+    assert panel.editor.textCursor().positionInBlock() == 0
+    qtbot.keyClick(panel.editor, Qt.Key.Key_Home)
+    assert panel.editor.textCursor().positionInBlock() == 4
+
+
+def test_find_selects_matches_wrapping_around_and_esc_returns_to_the_editor(qtbot, panel):
+    panel.set_text("alpha\nbeta\nalpha")
+    panel.find()
+    assert panel.find_bar.isVisible() and panel.find_bar.field.hasFocus()
+    qtbot.keyClicks(panel.find_bar.field, "alpha")
+    assert panel.editor.textCursor().blockNumber() == 0 and panel.editor.textCursor().selectedText() == "alpha"
+    qtbot.keyClick(panel.find_bar.field, Qt.Key.Key_Return)
+    assert panel.editor.textCursor().blockNumber() == 2
+    qtbot.keyClick(panel.find_bar.field, Qt.Key.Key_Return)
+    assert panel.editor.textCursor().blockNumber() == 0  # wrapped
+    panel.find_bar.field.setText("gamma")
+    assert panel.find_bar.status.text() == "not found"
+    qtbot.keyClick(panel.find_bar.field, Qt.Key.Key_Escape)
+    assert not panel.find_bar.isVisible() and panel.editor.hasFocus()
+
+
+def test_editing_the_error_line_clears_the_marker_and_the_message(qtbot, panel):
+    panel.set_text("x = 1\ny = (\nz = 3")
+    panel.show_error("SyntaxError: '(' was never closed", 2)
+    assert panel.editor.error_line == 2 and panel.message.isVisible()
+    cursor_to(panel, 3, 5)
+    qtbot.keyClicks(panel.editor, "0")  # another line: the marker stays
+    assert panel.editor.error_line == 2
+    cursor_to(panel, 2, 5)
+    qtbot.keyClicks(panel.editor, ")")
+    assert panel.editor.error_line is None and not panel.message.isVisible()
+
+
+def test_quiz_hides_the_lines_that_give_the_bug_away(qtbot, panel):
+    text = find_builtin("buggy_linear_transpose").read_text(encoding="utf-8")
+    panel.set_text(text)
+    lines = text.splitlines()
+    answer = next(k for k, line in enumerate(lines, 1) if line.startswith("BUG = "))
+    code = next(k for k, line in enumerate(lines, 1) if "# BUG:" in line and line.split("#")[0].strip())
+    panel.view_settings.quiz = True
+    hidden = panel.editor.quiz_hidden_lines()
+    assert answer in hidden and code not in hidden  # the code stays; its comment is drawn as nothing
+    block = panel.editor.document().findBlockByNumber(code - 1)
+    comment = lines[code - 1].index("# BUG")
+    alphas = {r.start: r.format.foreground().color().alpha() for r in block.layout().formats()}
+    assert alphas[comment] == 0
+    assert len(hidden) < len(text.splitlines()) // 2  # the code itself stays
+    assert panel.text() == text  # hidden, not removed: it still runs as written
+    panel.view_settings.quiz = False
+    assert panel.editor.quiz_hidden_lines() == []
+
+
+def test_the_text_scale_grows_the_editor_font(qtbot, panel):
+    before = panel.editor.font().pointSize()
+    panel.view_settings.scale = 2.0
+    assert panel.editor.font().pointSize() == 2 * before

@@ -1,0 +1,94 @@
+"""The clicker's sequence, against a small fake window: run, worst cell, backward steps, next example."""
+
+from __future__ import annotations
+
+from gradviz.app.presenter import Presenter
+from gradviz.app.theme import SCALES, Theme, ViewSettings
+
+
+class FakeWindow:
+    def __init__(self, *, failing: bool = True, steps: int = 3) -> None:
+        self.names = ["a", "b", "c"]
+        self.current = "a"
+        self.busy = False
+        self.shown = False  # a result of the editor's code is on screen
+        self.failing = failing
+        self.steps = steps
+        self.step = -1
+        self.log: list[str] = []
+
+    def examples(self):
+        return self.names
+
+    def current_example(self):
+        return self.current
+
+    def load_example(self, name):
+        self.current, self.shown, self.step = name, False, -1
+        self.log.append(f"load {name}")
+
+    def run(self):
+        self.shown = True  # the fake's run finishes at once
+        self.log.append("run")
+
+    def running(self):
+        return self.busy
+
+    def result_current(self):
+        return self.shown
+
+    def result_failed(self):
+        return self.failing
+
+    def go_to_worst(self):
+        self.log.append("worst")
+
+    def backward_step(self):
+        return self.step, self.steps
+
+    def step_backward(self, delta):
+        self.step = 0 if delta == 0 else self.step + delta
+        self.log.append(f"step {self.step}")
+
+
+def test_forward_runs_then_worst_cell_then_each_backward_step_then_next_example(qtbot):
+    window = FakeWindow()
+    presenter = Presenter(window)
+    said = []
+    presenter.acted.connect(said.append)
+    for _ in range(7):
+        presenter.advance()
+    assert window.log == ["run", "worst", "step 0", "step 1", "step 2", "load b", "run"]
+    assert said[:3] == ["run", "worst cell", "backward step 1"] and said[5] == "example b"
+
+
+def test_a_passing_example_skips_the_worst_cell_and_back_steps_then_changes_example(qtbot):
+    window = FakeWindow(failing=False, steps=2)
+    presenter = Presenter(window)
+    for _ in range(3):
+        presenter.advance()
+    assert window.log == ["run", "step 0", "step 1"]
+    presenter.retreat()
+    assert window.log[-1] == "step 0"
+    presenter.retreat()  # before the first step: the previous example, wrapping around
+    assert window.log[-1] == "load c"
+
+
+def test_nothing_happens_while_a_run_is_in_flight(qtbot):
+    window = FakeWindow()
+    window.busy = True
+    assert Presenter(window).advance() == "running: wait for the result"
+    assert window.log == []
+
+
+def test_text_scale_steps_along_the_ladder_and_stops_at_its_ends(qtbot):
+    view = ViewSettings()
+    seen = []
+    view.scale_changed.connect(seen.append)
+    view.step_scale(1)
+    view.step_scale(-1)
+    view.step_scale(-1)
+    assert seen == [1.15, 1.0, 0.9]
+    view.scale = 100
+    assert view.scale == SCALES[-1]
+    assert Theme(2.0).pt(10) == 20 and Theme(0.5).pt(10) == 6  # never unreadably small
