@@ -57,7 +57,6 @@ SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 LAYOUT_AUTO_KEY = "window/layout_auto"  # False once the user has arranged the docks
 FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
-PRESENTATION_HIDES = ("Functions", "Output", window_layout.MEMORY_DOCK)
 KEYS_HELP = (  # keys that are not menu items, for Help → Keyboard shortcuts
     ("Tab / Shift+Tab", "indent / dedent (four spaces) in the editor"),
     ("Home", "first non-blank character of the line, then its start"),
@@ -258,7 +257,10 @@ class MainWindow(QMainWindow):
             self.layout_manager.auto = False
             self.layout_manager.kind = "custom"  # the user's own arrangement, as restored
         else:
-            self.layout_manager.place(window_layout.size_class(self.width(), self.height()))
+            # the arrangement for this size, with the docks the user closed (restored above) still closed
+            self.layout_manager.place(
+                window_layout.size_class(self.width(), self.height()), keep_hidden=self.settings_store.contains("window/state")
+            )
         prefs.restore_values("run", self.run_settings)
         self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
         prefs.restore_values("memory", self.memory_options)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
-PRESENTATION_HIDES = ("Functions", "Output", window_layout.MEMORY_DOCK)
+# the Why? dock too: beside the heatmaps it would squeeze them on a 1280x720 projector
+PRESENTATION_HIDES = ("Functions", "Output", window_layout.MEMORY_DOCK, "Why?")
 
 
 class PresentationMode(QObject):

@@ -106,8 +106,9 @@ class WindowLayout(QObject):
             self.place(self.kind)
         return dock
 
-    def place(self, kind: str) -> None:
-        """Put every dock where arrangement ``kind`` ('wide' or 'compact') has it."""
+    def place(self, kind: str, *, keep_hidden: bool | None = None) -> None:
+        """Put every dock where arrangement ``kind`` ('wide' or 'compact') has it; docks the user
+        closed stay closed (``keep_hidden``; default: once the docks have been placed before)."""
         window, docks = self.window, self.docks
         left, bottom, right = (
             Qt.DockWidgetArea.LeftDockWidgetArea,
@@ -115,7 +116,8 @@ class WindowLayout(QObject):
             Qt.DockWidgetArea.RightDockWidgetArea,
         )
         self._placing = True
-        hidden = {title for title, dock in docks.items() if self.kind is not None and dock.isHidden()}
+        keep = self.kind is not None if keep_hidden is None else keep_hidden
+        hidden = {title for title, dock in docks.items() if keep and dock.isHidden()}
         extra = [t for t in docks if t not in DOCKS]  # added later (the Why? panel): beside the memory study
         for dock in docks.values():
             window.removeDockWidget(dock)

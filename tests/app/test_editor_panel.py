@@ -9,6 +9,7 @@ from PySide6.QtGui import QTextCursor
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.library import find_builtin
+from tests.app.focus import has_focus
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def test_tab_inserts_spaces_to_the_next_multiple_of_four(qtbot, panel):
     assert panel.text() == "ab  " and "\t" not in panel.text()
     qtbot.keyClick(panel.editor, Qt.Key.Key_Tab)
     assert panel.text() == "ab      "
-    assert panel.editor.hasFocus()  # Tab did not move the focus on
+    assert has_focus(panel.editor)  # Tab did not move the focus on
 
 
 def test_tab_and_shift_tab_indent_and_dedent_a_selection(qtbot, panel):
@@ -73,7 +74,7 @@ def test_home_goes_to_the_first_non_blank_then_to_the_start(qtbot, panel):
 def test_find_selects_matches_wrapping_around_and_esc_returns_to_the_editor(qtbot, panel):
     panel.set_text("alpha\nbeta\nalpha")
     panel.find()
-    assert panel.find_bar.isVisible() and panel.find_bar.field.hasFocus()
+    assert panel.find_bar.isVisible() and has_focus(panel.find_bar.field)
     qtbot.keyClicks(panel.find_bar.field, "alpha")
     assert panel.editor.textCursor().blockNumber() == 0 and panel.editor.textCursor().selectedText() == "alpha"
     qtbot.keyClick(panel.find_bar.field, Qt.Key.Key_Return)
@@ -83,7 +84,7 @@ def test_find_selects_matches_wrapping_around_and_esc_returns_to_the_editor(qtbo
     panel.find_bar.field.setText("gamma")
     assert panel.find_bar.status.text() == "not found"
     qtbot.keyClick(panel.find_bar.field, Qt.Key.Key_Escape)
-    assert not panel.find_bar.isVisible() and panel.editor.hasFocus()
+    assert not panel.find_bar.isVisible() and has_focus(panel.editor)
 
 
 def test_editing_the_error_line_clears_the_marker_and_the_message(qtbot, panel):

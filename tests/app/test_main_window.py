@@ -15,6 +15,7 @@ from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions, find_builtin
 from gradviz.schema.report import cell_readout
 from tests.app.conftest import ARTIFACTS, ROOT
+from tests.app.focus import has_focus
 
 RUN_TIMEOUT = 60_000
 
@@ -173,7 +174,7 @@ def test_cancel_stops_a_hung_run_and_next_run_works(qtbot, main_window):
     qtbot.waitUntil(lambda: "looping" in window.worker.output_text, timeout=RUN_TIMEOUT)
     qtbot.mouseClick(window.run_bar.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.worker.busy and window.run_bar.run_button.isEnabled(), timeout=1500)
-    assert window.editor.editor.hasFocus()  # back to the code after Cancel
+    assert has_focus(window.editor.editor)  # back to the code after Cancel
     assert window.editor.text() == hang
     # the run's own process was stopped; the worker serves on, and says where the code hung
     assert window.worker.pid == old_pid and window.worker.is_ready
