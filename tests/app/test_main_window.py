@@ -347,3 +347,24 @@ def test_export_to_a_missing_folder_says_so(qtbot, main_window, tmp_path, monkey
     assert window.export_figures(missing) == []
     assert len(warnings) == 1 and str(missing) in warnings[0]
     assert not missing.exists()
+
+
+def test_export_figures_as_svg_pdf_and_png_at_a_chosen_size_with_the_caption(qtbot, main_window, tmp_path):
+    from xml.etree import ElementTree
+
+    from PySide6.QtGui import QImage
+
+    window = main_window
+    window.load_builtin("buggy_linear_transpose")
+    run_and_wait(qtbot, window)
+    assert not window.current.result.passed
+    written = window.export_figures(tmp_path, names=("jacobians", "graph"), formats=("svg", "pdf", "png"), size=(1280, 720))
+    assert sorted(p.suffix for p in written) == [".pdf", ".pdf", ".png", ".png", ".svg", ".svg"]
+    svg = (tmp_path / "buggy_linear_transpose_jacobians.svg").read_text(encoding="utf-8")
+    root = ElementTree.fromstring(svg)  # well-formed
+    assert root.tag.endswith("svg")
+    words = " ".join(t.strip() for t in root.itertext() if t.strip())
+    assert "LinearFunction" in words and "FAILED" in words  # the caption: Function and verdict
+    assert (tmp_path / "buggy_linear_transpose_graph.pdf").read_bytes().startswith(b"%PDF")
+    image = QImage(str(tmp_path / "buggy_linear_transpose_jacobians.png"))
+    assert (image.width(), image.height()) == (1280, 720)
