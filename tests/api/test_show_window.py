@@ -42,5 +42,6 @@ def test_gradviz_file_py_opens_the_file_in_the_real_window_without_running_it(re
     window = request.getfixturevalue("main_window")
     request_before = window.controller.current_check
     assert open_requested(window, parse_app_args([str(path)]))
-    assert window.editor.text() == path.read_text(encoding="utf-8")
+    # the file is read off the GUI thread: the editor shows it a moment later
+    qtbot.waitUntil(lambda: window.editor.text() == path.read_text(encoding="utf-8"), timeout=10_000)
     assert window.document.path == path and window.controller.current_check == request_before  # nothing ran
