@@ -114,6 +114,7 @@ class PythonHighlighter(QSyntaxHighlighter):
         self._pending_from: int | None = None  # the first line that may be PENDING
         self._style = STYLE
         self._hide = False  # quiz mode
+        self._unbounded = False  # a pass that must finish now (quiz mode's hidden lines)
         self._twin = False  # the document marks its bug (BUG = ... or # BUG:): its docstrings tell it
         self._hidden_lines: set[int] = set()  # lines that are nothing but what quiz mode hides
         self._line_hidden: list[tuple[int, int]] = []  # the line being highlighted: spans hidden
@@ -133,7 +134,12 @@ class PythonHighlighter(QSyntaxHighlighter):
             self._hide = on
             self._twin = on and TWIN_MARK.search(self.document().toPlainText()) is not None
             self._hidden_lines.clear()
-            self.rehighlight()
+            # one whole pass, not sliced: the editor reads hidden_lines() right after this call
+            self._unbounded = True
+            try:
+                self.rehighlight()
+            finally:
+                self._unbounded = False
 
     def hidden_lines(self) -> set[int]:
         """0-based lines that hold nothing but what quiz mode hides (the editor hides them whole)."""
@@ -195,7 +201,7 @@ class PythonHighlighter(QSyntaxHighlighter):
         if self._pass_started is None:  # a new pass: it ends when control is back in the event loop
             self._pass_started = now
             QTimer.singleShot(0, self, self._end_pass)  # dropped if the highlighter is deleted first
-        elif now - self._pass_started > BUDGET_S:  # out of time: this line waits for a later slice
+        elif not self._unbounded and now - self._pass_started > BUDGET_S:  # out of time: this line waits for a later slice
             self.setCurrentBlockState(PENDING)
             number = self.currentBlock().blockNumber()
             self._pending_from = number if self._pending_from is None else min(self._pending_from, number)
