@@ -20,7 +20,7 @@ from gradviz.api.report import GradientMismatch, Report
 from gradviz.core.callables import as_checkable
 from gradviz.core.check import check_function
 from gradviz.core.checks import UNDEFINED
-from gradviz.core.inputs import prepare_inputs, resolve_device
+from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device
 from gradviz.core.loader import argument_names
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import DTYPES, CheckSettings, memory_limit_bytes
@@ -93,13 +93,8 @@ def check(
         device=device,
         max_memory_mb=max_memory_mb,
     )
-    names = argument_names(checkable, len(args))
-    with rng_untouched(args, target):
-        prepared = prepare_inputs(args, target, None, names, "<inputs>")
-        try:
-            result = check_function(checkable, prepared, settings)
-        except UserCodeError as exc:  # the user's own exception first, then gradviz's sentence
-            raise exc.with_traceback(None) from exc.__context__
+    with prepared_arguments(checkable, args, target) as prepared:
+        result = check_function(checkable, prepared, settings)
     if not check_undefined_grad:
         result.checks = [c for c in result.checks if c.name != UNDEFINED]
     options = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
@@ -190,6 +185,21 @@ def _dtype_name(tensor: torch.Tensor) -> str:
     """The settings' record of the dtype checked: the inputs' own (float32 for lower precisions)."""
     name = str(tensor.dtype).removeprefix("torch.")
     return name if name in DTYPES else "float32"
+
+
+@contextlib.contextmanager
+def prepared_arguments(checkable: Any, args: tuple, device: torch.device | None) -> Iterator[PreparedInputs]:
+    """The caller's arguments as the core takes them, for one run of the core inside the block:
+    every random generator is put back afterwards, and an exception of the user's code comes
+    out as itself, chained under gradviz's sentence."""
+    __tracebackhide__ = True
+    names = argument_names(checkable, len(args))
+    with rng_untouched(args, device):
+        prepared = prepare_inputs(args, device, None, names, "<inputs>")
+        try:
+            yield prepared
+        except UserCodeError as exc:  # the user's own exception first, then gradviz's sentence
+            raise exc.with_traceback(None) from exc.__context__
 
 
 @contextlib.contextmanager

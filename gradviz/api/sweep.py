@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gradviz.api.check import as_arguments, owned_copies, rng_untouched
+from gradviz.api.check import as_arguments, owned_copies, prepared_arguments
 from gradviz.core.callables import as_checkable
-from gradviz.core.inputs import prepare_inputs
-from gradviz.core.loader import argument_names
 from gradviz.core.sweep import sweep_function
-from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import SweepOptions
 from gradviz.schema.sweep import SweepResult
 
@@ -23,17 +20,10 @@ if TYPE_CHECKING:
 
 
 def sweep_report(report: Report, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> SweepResult:
-    """Sweep eps for ``report``'s Function; ``block`` picks one (output, input) Jacobian block."""
+    """Sweep eps for ``report``'s Function; ``block`` picks one (output, input) Jacobian block.
+    The report's own copies of the inputs are copied again: they stay as checked."""
     __tracebackhide__ = True
     checkable = as_checkable(report.fn)
-    args = as_arguments(report.inputs)
-    settings = report.result.settings
-    names = argument_names(checkable, len(args))
-    with rng_untouched(args, None):
-        prepared = prepare_inputs(owned_copies(args, None), None, None, names, "<inputs>")
-        try:
-            return sweep_function(
-                checkable, prepared, settings, block=block, options=options, name=report.function
-            )
-        except UserCodeError as exc:
-            raise exc.with_traceback(None) from exc.__context__
+    args = owned_copies(as_arguments(report.inputs), None)
+    with prepared_arguments(checkable, args, None) as prepared:
+        return sweep_function(checkable, prepared, report.result.settings, block=block, options=options, name=report.function)

@@ -10,7 +10,6 @@ summarised. ``jacobian_only`` drops the other checks; ``all_checks`` adds double
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import re
 import time
 import warnings
@@ -27,7 +26,7 @@ from gradviz.core.complex_view import (
     outputs_need_real_view,
     real_view,
 )
-from gradviz.core.function_info import reads_data_attribute
+from gradviz.core.function_info import reads_data_attribute, source_file
 from gradviz.core.hints import diagnose, diagnose_across
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
@@ -267,19 +266,12 @@ class _CodeFiles:
     """The files whose frames count as the user's: the loaded source and the Function's own module."""
 
     def __init__(self, fn: type, loaded: LoadedSource | None) -> None:
-        own = _source_file(fn)
+        own = source_file(fn)
         self.main = loaded.filename if loaded else own or "<source>"
         self.also = {own} if own else set()
 
     def error(self, kind: str, exc: BaseException, context: str) -> UserCodeError:
         return from_exception(kind, exc, self.main, context, also=self.also)
-
-
-def _source_file(fn: type) -> str | None:
-    try:
-        return inspect.getsourcefile(fn.forward) or fn.forward.__code__.co_filename
-    except (TypeError, AttributeError):
-        return None
 
 
 def _compare(

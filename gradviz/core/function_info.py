@@ -20,6 +20,14 @@ __all__ = ["is_once_differentiable", "reads_data_attribute", "save_for_backward_
 _ONCE_DIFFERENTIABLE_CODE = once_differentiable(lambda ctx: None).__code__
 
 
+def source_file(fn: object) -> str | None:
+    """The file the Function's forward was written in (None: not a file, e.g. a builtin)."""
+    try:
+        return inspect.getsourcefile(fn.forward) or fn.forward.__code__.co_filename
+    except (TypeError, AttributeError):
+        return None
+
+
 def is_once_differentiable(fn: type[torch.autograd.Function]) -> bool:
     """Whether the backward PyTorch calls (``backward``, or ``vjp`` when that is defined) is wrapped.
 

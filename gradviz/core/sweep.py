@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import inspect
 import math
 import time
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ import numpy as np
 import torch
 
 from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
-from gradviz.core.function_info import reads_data_attribute
+from gradviz.core.function_info import reads_data_attribute, source_file
 from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
     CancelFn,
@@ -128,7 +127,7 @@ def sweep_function(
         options = SweepOptions(**{**options.__dict__, "block": tuple(block)})
     options.validate()
     start = time.perf_counter()
-    where = filename or _source_file(fn)
+    where = filename or source_file(fn) or "<source>"
     steps = sorted({float(s) for s in options.steps} | {float(settings.eps)}, reverse=True)
     args, in_indices, names = inputs.args, inputs.grad_indices, inputs.names
     leaves = [args[j] for j in in_indices]
@@ -705,8 +704,3 @@ def _quiet(tracker: Progress) -> Progress:
     return Progress(0, None, tracker.cancel)
 
 
-def _source_file(fn: type) -> str:
-    try:
-        return inspect.getsourcefile(fn.forward) or fn.forward.__code__.co_filename
-    except (TypeError, AttributeError):
-        return "<source>"
