@@ -17,6 +17,7 @@ import torch
 
 from gradviz.core.function_info import is_once_differentiable
 from gradviz.core.jacobian import Jacobian, call_apply
+from gradviz.core.vjp import vjp
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import DECLARED, FAILED, PASSED, CheckOutcome
 
@@ -83,9 +84,7 @@ def check_multiplied_by_grad_output(
 ) -> CheckOutcome:
     """Zero grad_output for every output must give zero (or no) input gradients."""
     try:
-        grads = torch.autograd.grad(
-            list(outputs), list(leaves), [torch.zeros_like(o) for o in outputs], allow_unused=True
-        )
+        grads = vjp(outputs, leaves, [torch.zeros_like(o) for o in outputs])
     except Exception as exc:
         return CheckOutcome(
             GRAD_OUTPUT, FAILED, f"backward raised {type(exc).__name__} with zero output gradients: {exc}"
@@ -126,9 +125,7 @@ def check_undefined_output_grads(
         outputs, leaves = _forward_for_grads(fn, args, leaves_at)
         wrapped = [torch._C._functions.UndefinedGrad()(o) if k in undefined else o for k, o in enumerate(outputs)]
         try:
-            grads = torch.autograd.grad(
-                wrapped, leaves, [torch.zeros_like(o) for o in wrapped], allow_unused=True
-            )
+            grads = vjp(wrapped, leaves, [torch.zeros_like(o) for o in wrapped])
         except Exception as exc:
             return CheckOutcome(
                 UNDEFINED,

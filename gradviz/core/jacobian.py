@@ -24,6 +24,7 @@ import torch
 from torch._vmap_internals import _vmap
 
 from gradviz.core.inputs import shares_memory_with_others
+from gradviz.core.vjp import vjp
 from gradviz.schema.errors import Cancelled, ErrorKind, UserCodeError
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
 
@@ -197,9 +198,7 @@ def _batched_rows(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # vmap's "no batching rule, falling back" performance notes
-            grads = torch.autograd.grad(
-                (out,), inputs, (_basis(out, r0, r1),), retain_graph=True, allow_unused=True, is_grads_batched=True
-            )
+            grads = vjp((out,), inputs, (_basis(out, r0, r1),), retain_graph=True, batched=True)
         for target, g in zip(chunk, grads):
             _fill_rows(target, 0, g, r1 - r0)
     except Exception:
@@ -229,7 +228,7 @@ def vjp_rows(
             progress.check_cancel()
         flat.zero_()
         flat[r] = 1
-        grads = torch.autograd.grad((out,), inputs, (grad_out,), retain_graph=True, allow_unused=True)
+        grads = vjp((out,), inputs, (grad_out,), retain_graph=True)
         for target, g in zip(targets, grads):
             _fill_rows(target, r if at is None else at[k], g, 1)
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from gradviz.core.jacobian import Progress, call_apply
+from gradviz.core.vjp import vjp
 from gradviz.schema.results import FoundCell, LargeBlock
 from gradviz.schema.settings import Tolerance
 
@@ -58,7 +59,7 @@ class _Block:
     def vjp(self, v: torch.Tensor) -> torch.Tensor:
         """``v^T J_a`` over input j: one backward through the user's code."""
         self.probes += 1
-        (g,) = torch.autograd.grad(self.out, self.leaf, v, retain_graph=True, allow_unused=True)
+        (g,) = vjp((self.out,), (self.leaf,), (v,), retain_graph=True)
         if g is None:
             return torch.zeros(self.cols, dtype=torch.float64)
         g = g.to_dense() if g.layout != torch.strided else g

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gradviz.core.saved import Storages, ctx_attribute_tensors, dtype_name, tensors_in
+from gradviz.core.vjp import vjp
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.memory import Comparison, ConvBNStudy, SavedBytes, SavedTensor, SweepRow, VariantMemory
 
@@ -361,7 +362,7 @@ def _reference_stack(x: torch.Tensor, weights: list[torch.Tensor]) -> tuple[torc
 
 def _backward(out, leaf, params, grad_out) -> tuple[torch.Tensor, torch.Tensor]:
     """Input gradient and all weight gradients (flattened, concatenated) for out·grad_out."""
-    grads = torch.autograd.grad(out, [leaf, *params], grad_out)
+    grads = vjp((out,), [leaf, *params], (grad_out,), allow_unused=False)
     return grads[0], torch.cat([g.flatten() for g in grads[1:]])
 
 

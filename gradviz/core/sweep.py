@@ -45,6 +45,7 @@ from gradviz.core.jacobian import (
     chunk_length,
 )
 from gradviz.core.perturb import PerturbedForward
+from gradviz.core.vjp import vjp
 from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
@@ -409,7 +410,7 @@ class _Directional:
     def _vjp(self, outs, leaves, ws) -> list[torch.Tensor]:
         grad_outputs = [w.to(dtype=o.dtype, device=o.device).view(o.shape) for o, w in zip(outs, ws)]
         try:
-            grads = torch.autograd.grad(outs, leaves, grad_outputs, retain_graph=True, allow_unused=True)
+            grads = vjp(outs, leaves, grad_outputs, retain_graph=True)
         except (Exception, SystemExit) as exc:
             raise from_exception(ErrorKind.BACKWARD, exc, self.where, f"{self.fn.__name__}.backward") from None
         return [

@@ -12,6 +12,7 @@ import torch
 from torch.autograd.function import BackwardCFunction
 
 from gradviz.core.saved import dtype_name
+from gradviz.core.vjp import backward
 from gradviz.schema.errors import ErrorKind, from_exception
 from gradviz.schema.graph import GradSummary, Node, NodeFlow
 
@@ -58,9 +59,7 @@ def record_backward(
     try:
         for leaf in leaves:
             leaf.grad = None  # so the old gradient is neither added to nor modified in place
-        torch.autograd.backward(
-            [o for o, _ in pairs], [g for _, g in pairs], retain_graph=retain_graph, inputs=leaves or None
-        )
+        backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=retain_graph, inputs=leaves or None)
     except (Exception, SystemExit) as exc:
         running = next((i for i in reversed(order) if i not in finished), None)
         error = _describe_backward_error(exc, running, objects)
