@@ -1,6 +1,6 @@
 """The layers hold by layout, not discipline: each imports with what it must not use made unimportable.
 
-schema and protocol (and the app) import every module with torch and networkx blocked; core and
+schema and protocol (and the app) import every module with torch blocked; core and
 worker with Qt blocked, and the core still checks a Function there (napari's headless job does
 the same with Qt uninstalled). lint-imports checks the same rules statically in ``make test``.
 """
@@ -37,7 +37,7 @@ assert check_source(load_file(find_builtin("linear"))).passed
 """
 
 QT = ("PySide6", "PyQt5", "PyQt6", "pyqtgraph", "gradviz.app")
-TORCH = ("torch", "networkx", "gradviz.core", "gradviz.worker")
+TORCH = ("torch", "gradviz.core", "gradviz.worker")
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ Forking is only safe if the worker never started OpenMP's thread pool (a forked 
 hang in its first parallel op) and never initialised CUDA (a forked child cannot use it). So
 the worker runs torch single-threaded, gives each run the thread count torch would have
 chosen, and asks a throw-away forked process which CUDA devices exist. With ``warm``, the
-first-call costs every check pays (autograd's first VJP imports sympy, vmap's first batch)
+first-call costs every check pays (module imports, vmap's first batch)
 are paid here, once, on tiny tensors, before the user asks.
 """
 
@@ -27,9 +27,10 @@ def prepare_torch(*, warm: bool) -> tuple[int, list[dict[str, Any]], str]:
 
 
 def warm_up() -> None:
-    """Pay, once, the first-call costs every run would pay again: gradviz's own modules (and
-    networkx for the graph), autograd's first VJP (it imports sympy), vmap's batching rules, one
-    tiny check with its graph. Tiny tensors only: no OpenMP parallel region may run here."""
+    """Pay, once, the first-call costs every run would pay again: gradviz's own modules, autograd's
+    and vmap's first calls, one tiny check with its graph. Tiny tensors only: no OpenMP parallel
+    region may run here. (Autograd's first ``grad`` would import sympy, 0.3-0.4 s; gradviz's
+    ``core.vjp`` never needs it.)"""
     import torch
 
     from gradviz.core.check import check_function

@@ -150,7 +150,7 @@ def test_saved_bytes_and_sweep_rows_round_trip():
 
 TORCH_FREE = """
 import json, sys
-for name in ("torch", "networkx", "PySide6", "pyqtgraph", "gradviz.core", "gradviz.app"):
+for name in ("torch", "PySide6", "pyqtgraph", "gradviz.core", "gradviz.app"):
     sys.modules[name] = None  # any import of these now raises ImportError
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.memory import ConvBNStudy, SweepRow
