@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
 
+# bytecode up front: where PYTHONDONTWRITEBYTECODE is set, every launch would compile gradviz again
 run: setup
+	$(BIN)/python -m compileall -q gradviz > /dev/null
 	$(BIN)/gradviz
 
 test: setup
@@ -32,6 +34,7 @@ lint: setup
 
 # Run with the machine otherwise idle: every line is a ratio against peers measured in the same run.
 bench: setup
+	$(BIN)/python -m compileall -q gradviz bench > /dev/null
 	$(BIN)/python -u bench/scaling.py
 	$(BIN)/python -u bench/jacobian_speed.py
 	$(BIN)/python -u bench/run_overhead.py

@@ -7,11 +7,11 @@ cold runs) and builds its Function and inputs in-process (for the warm runs).
 
 from __future__ import annotations
 
-import types
 from dataclasses import dataclass
 
 import torch
 
+from gradviz.core.loader import LoadedSource, choose_function, load_source
 from gradviz.schema.library import find_builtin
 
 HEADER = "import torch\nimport torch.nn.functional as F\n"
@@ -86,13 +86,13 @@ class Case:
 
     def load(self) -> tuple[type[torch.autograd.Function], tuple]:
         """The Function class and its float64 CPU inputs, built in this process."""
-        module = types.ModuleType(f"bench_{self.name.replace(' ', '_')}")
-        exec(compile(self.source, f"<{self.name}>", "exec"), module.__dict__)
-        functions = [
-            v for v in vars(module).values()
-            if isinstance(v, type) and issubclass(v, torch.autograd.Function) and v.__module__ == module.__name__
-        ]
-        return functions[0], tuple(module.example_inputs(torch.device("cpu"), torch.float64))
+        loaded = self.loaded()
+        return choose_function(loaded), tuple(loaded.example_inputs(torch.device("cpu"), torch.float64))
+
+    def loaded(self) -> LoadedSource:
+        """The case through gradviz's own loader, as a user's file is loaded: with its source
+        known, gradviz can tell the Function never reads ``.data`` and batches it."""
+        return load_source(self.source, f"<{self.name}>")
 
 
 def matmul(n: int) -> Case:

@@ -139,12 +139,14 @@ def plain_alternative(fn, args) -> None:
             torch.isclose(a.reshape(numerical.shape), numerical, rtol=RTOL, atol=ATOL).all()
 
 
-def gradviz_time(fn, args, *, jacobian_only: bool, repeats: int) -> float:
+def gradviz_time(case: Case, *, jacobian_only: bool, repeats: int) -> float:
+    loaded = case.loaded()
+    fn, args = case.load()
     names = [f"in{j}" for j in range(len(args))]
 
     def run():
         prepared = prepare_inputs(args, torch.device("cpu"), torch.float64, names)
-        check_function(fn, prepared, CheckSettings(jacobian_only=jacobian_only))
+        check_function(fn, prepared, CheckSettings(jacobian_only=jacobian_only), loaded=loaded)
 
     run()
     return best(repeats, run)
@@ -197,8 +199,8 @@ def measure(case: Case, folder: Path, bytes_per_second: float, options) -> dict:
         "gc_fast": gradcheck_time(fn, args, fast=True, repeats=repeats),
         "plain": best(repeats, lambda: plain_alternative(fn, args)),
         "L": limit(fn, args, 2 * 8 * cells, bytes_per_second, repeats),
-        "warm": gradviz_time(fn, args, jacobian_only=True, repeats=repeats),
-        "default": gradviz_time(fn, args, jacobian_only=False, repeats=repeats),
+        "warm": gradviz_time(case, jacobian_only=True, repeats=repeats),
+        "default": gradviz_time(case, jacobian_only=False, repeats=repeats),
         "cold": cold_time(path),
         "cli": process_time([sys.executable, "-m", "gradviz", "check", str(path), "--json", "--jacobian-only"], repeats),
         "script": process_time([sys.executable, str(script), str(path)], repeats),

@@ -63,11 +63,9 @@ release_window(window)
 TO_VERDICT = """
 import time
 start = time.perf_counter()
-from PySide6.QtWidgets import QApplication
 from PySide6.QtCore import QSettings, QTimer
-from gradviz.app.main_window import MainWindow
-app = QApplication([])
-window = MainWindow(QSettings({ini!r}, QSettings.Format.IniFormat), auto_run=True)
+from gradviz.app.launch import make_window
+app, window = make_window(QSettings({ini!r}, QSettings.Format.IniFormat), auto_run=True)
 window.show()
 seen = {{}}
 window.result_shown.connect(lambda: seen.setdefault("verdict", time.perf_counter() - start))

@@ -78,7 +78,11 @@ class MainWindow(QMainWindow):
     memory_shown = Signal()  # the memory study has been drawn
     run_failed = Signal(str)  # the message shown for a failed run
 
-    def __init__(self, settings: QSettings | None = None, *, auto_run: bool = True) -> None:
+    def __init__(
+        self, settings: QSettings | None = None, *, auto_run: bool = True, worker: WorkerClient | None = None
+    ) -> None:
+        """``worker``: one already started (the launcher starts it before importing this module, so
+        torch imports while Qt and pyqtgraph do); by default a fresh one."""
         super().__init__()
         self.settings_store, settings_problems = (settings, []) if settings is not None else settings_store()
         self.preferences = Preferences(self.settings_store)
@@ -91,9 +95,12 @@ class MainWindow(QMainWindow):
         self.current = CurrentResult(self)
         self._summary: dict = {}  # the worker's answer to the check being loaded
         self.recovery = RecoveryStore()
-        self.worker = WorkerClient(self)
+        if worker is None:
+            worker = WorkerClient(self)
+            worker.start()  # before the panels are built: torch imports while the window is made
+        worker.setParent(self)
+        self.worker = worker
         self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
-        self.worker.start()  # before the panels are built: torch imports while the window is made
         self.controller = RunController(self.worker, self)
         self.loader = ResultLoader(self)
         self.view = ViewSettings(self)
@@ -131,6 +138,8 @@ class MainWindow(QMainWindow):
         # layout and settings are saved a moment after each change, not only at a clean exit
         self.layout_saver = window_layout.LayoutSaver(self, self.docks.values(), self._save_settings)
         self.layout_saver.watch(self.run_settings, self.memory_options, self.document)
+        if self.worker.is_ready:  # a worker started before the window may have answered already
+            self._on_worker_ready(self.worker.info)
         if auto_run:  # only a built-in example runs by itself (see run_at_launch)
             self.source.when_idle(self.run_at_launch)
 
