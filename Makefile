@@ -38,6 +38,7 @@ bench: setup
 	$(BIN)/python -u bench/scaling.py
 	$(BIN)/python -u bench/jacobian_speed.py
 	$(BIN)/python -u bench/run_overhead.py
+	$(BIN)/python -u bench/ui_latency.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

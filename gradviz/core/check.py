@@ -375,9 +375,9 @@ def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list
 
 def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
     """What forward returned; outputs gradviz cannot compare (complex, sparse, meta) are refused."""
-    line = method_line(loaded, fn, "forward", last_return=True) if loaded else None
 
-    def refuse(message: str) -> UserCodeError:
+    def refuse(message: str) -> UserCodeError:  # the line is found only when needed: it parses the source
+        line = method_line(loaded, fn, "forward", last_return=True) if loaded else None
         return UserCodeError(ErrorKind.BAD_OUTPUT, f"{fn.__name__}.forward {message}", code.main, line)
 
     infos = []

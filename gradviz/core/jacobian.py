@@ -15,6 +15,7 @@ call can change it.
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -345,19 +346,27 @@ def numerical_jacobian(
                 blocks[i, j] = np.empty((reference[i].numel(), numel))
             k = chunk_length(columns.bytes_per_column, min(numel, MAX_CHUNK_COLUMNS), chunk_bytes)
             allowed = batched and numel > SMALL and columns.can_batch and columns.same_without_autograd()
+            loop_seconds = None  # per column, timed on the probe columns of the first chunk
             for c0 in range(0, numel, k):
                 c1 = min(numel, c0 + k)
                 progress.check_cancel()
                 diffs = None
                 if allowed:
                     probe = _probe(c0, c1) if c0 == 0 else []
+                    start = time.perf_counter()
                     plain = columns.looped(probe)
+                    if probe:
+                        loop_seconds = (time.perf_counter() - start) / len(probe)
+                    start = time.perf_counter()
                     with batched_phase():
                         diffs = columns.batched(c0, c1)
+                    batch_seconds = (time.perf_counter() - start) / (c1 - c0)
                     if diffs is not None and probe:
                         note = columns.disagreement(diffs, plain, [c - c0 for c in probe])
                         diffs = None if note else diffs
                     allowed = diffs is not None
+                    if allowed and c0 > 0 and loop_is_faster(loop_seconds, batch_seconds):
+                        allowed = False  # from the next chunk on: the same values, sooner
                 if diffs is None:
                     diffs = columns.looped(range(c0, c1), progress)
                 used.add("batched" if allowed else "loop")
@@ -365,6 +374,20 @@ def numerical_jacobian(
                     _store_columns(blocks[i, j], c0, diffs[i], eps)
                 progress.advance(c1 - c0)
     return Jacobian(blocks, "batched" if used == {"batched"} else "loop", note)
+
+
+LOOP_MARGIN = 1.25  # the loop must win clearly: timings of a few calls are noisy
+
+
+def loop_is_faster(loop_seconds: float | None, batch_seconds: float) -> bool:
+    """Whether plain calls cost less per column than the batched chunk just timed.
+
+    Batches win for cheap forwards (one call instead of thousands); once a forward is costly
+    (a 80x80 matmul, ~20 us) the batch only adds the copies of its inputs and outputs, and
+    plain calls are faster. Judged on a second batched chunk, never the first: the first
+    vmapped call of a process pays one-time costs a loop never sees again.
+    """
+    return loop_seconds is not None and loop_seconds * LOOP_MARGIN < batch_seconds
 
 
 def _store_columns(block: np.ndarray, c0: int, diffs: torch.Tensor, eps: float) -> None:

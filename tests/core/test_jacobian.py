@@ -118,6 +118,26 @@ def test_batched_path_is_used_where_possible():
     assert result.passed and not result.warnings
 
 
+def test_loop_is_chosen_only_when_clearly_cheaper_per_column():
+    assert jacobian_module.loop_is_faster(1e-5, 2e-5)
+    assert not jacobian_module.loop_is_faster(1e-5, 1.1e-5)  # within the noise margin: keep batching
+    assert not jacobian_module.loop_is_faster(None, 1.0)  # nothing timed yet
+
+
+def test_switching_to_the_loop_midway_changes_no_value(monkeypatch):
+    """Once plain calls are timed cheaper the rest of the columns take them: bit for bit the same."""
+    g = torch.Generator().manual_seed(1)
+    x, y = (torch.rand(40, generator=g, dtype=torch.float64).requires_grad_() for _ in range(2))
+    args = (x, 1.5, y)
+    batched = numerical_jacobian(SinCos.apply, args, [0, 1], [0, 2], eps=1e-6, chunk_bytes=4096)
+    decided = []
+    monkeypatch.setattr(jacobian_module, "loop_is_faster", lambda *t: decided.append(t) or True)
+    mixed = numerical_jacobian(SinCos.apply, args, [0, 1], [0, 2], eps=1e-6, chunk_bytes=4096)
+    assert decided and batched.path == "batched" and mixed.path == "loop"
+    for key in batched.blocks:
+        np.testing.assert_array_equal(mixed.blocks[key], batched.blocks[key])
+
+
 def test_small_jacobians_take_gradchecks_plain_calls():
     result = run(SinCos, inputs_for(SinCos))
     assert (result.analytic_path, result.numerical_path) == ("loop", "loop")
