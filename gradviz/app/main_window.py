@@ -42,6 +42,7 @@ from gradviz.app.panels.verdict_banner import VerdictBanner
 from gradviz.app.preferences import Preferences, settings_store
 from gradviz.app.presentation import PresentationMode
 from gradviz.app.recovery import RecoveryStore
+from gradviz.app.region_link import RegionLink
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.run_controller import CheckRequest, RunController
 from gradviz.app.source_controller import SourceController
@@ -133,6 +134,7 @@ class MainWindow(QMainWindow):
         self._last_request: CheckRequest | None = None  # what the latest Run asked for
         self._build_actions()
         self.why = WhyLink(self)
+        self.regions = RegionLink(self)
         self._connect()
         self._restore()
         # layout and settings are saved a moment after each change, not only at a clean exit

@@ -3,7 +3,8 @@
 The worker runs one request at a time. A check asked for while it starts up waits and goes as
 soon as the worker is ready. A memory study never holds a check back: a check asked for while
 one runs stops it (the worker cancels it within a second), goes, and the study starts again
-after it; a memory study waits behind a check and never goes before a waiting one. Answers to requests that are no longer current (a
+after it; a memory study waits behind a check and never goes before a waiting one. A region of a
+large block (cells computed on demand) waits behind whatever runs, and a new check drops it. Answers to requests that are no longer current (a
 check since replaced or cancelled) stop here, so the views only hear about the check they show.
 Any QObject with WorkerClient's signals and methods will do as the worker (tests use a fake).
 """
@@ -65,6 +66,10 @@ class RunController(QObject):
     sweep_failed = Signal(str)
     memory_finished = Signal(dict)  # {"study": ..., "sweep": [...]}
     memory_failed = Signal(str)
+    region_started = Signal(int)  # request id of the region just sent
+    region_progress = Signal(int, int)  # done, total rows and columns of the region in flight
+    region_finished = Signal(int, dict)  # request id, the worker's summary (arrays in the files it names)
+    region_failed = Signal(int, dict)  # request id (0: never sent), error: kind, message
     worker_died = Signal(str)  # the worker process itself died (outside a memory study); a new one starts
 
     def __init__(self, worker: Worker, parent: QObject | None = None) -> None:
@@ -81,6 +86,9 @@ class RunController(QObject):
         self._sweep_waiting: CheckRequest | None = None
         self._sweep_options: dict | None = None
         self._memory_waiting: dict | None = None
+        self._region = 0  # id of the latest region sent
+        self._region_waiting: tuple[CheckRequest, dict] | None = None
+        self._sent_request: CheckRequest | None = None  # what the latest check was sent with
         worker.ready.connect(self._on_ready)
         worker.progress.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
@@ -98,6 +106,7 @@ class RunController(QObject):
             self._awaited.discard(running)  # a new check makes the sweep of the old one moot
             self.worker.cancel()
         self._sweep_waiting = None
+        self._drop_region("Stopped: a new run started.")
         if running and running == self._memory and running in self._awaited and not self._preempted:
             self._preempted = running  # the study goes again after the check
             self._memory_waiting = self._memory_options
@@ -139,6 +148,41 @@ class RunController(QObject):
         )
         self._awaited.add(self._sweep)
 
+    def run_region(self, request: CheckRequest, region: dict) -> None:
+        """Cells of a block too large to hold, computed exactly, at the inputs of ``request``'s check
+        (``region``: output, input, row0, col0, rows, cols). Sent when nothing runs or waits; the
+        latest ask waits in place of an older one."""
+        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
+            if self._region_waiting is not None:
+                self.region_failed.emit(0, {"kind": "cancelled", "message": "Replaced by a newer region."})
+            self._region_waiting = (request, region)
+            return
+        self._region_waiting = None
+        self._region = self.worker.submit(
+            "region", timeout=request.timeout, settings=request.settings.to_dict(), region=region, **_code(request)
+        )
+        self._awaited.add(self._region)
+        self.region_started.emit(self._region)
+
+    def cancel_region(self) -> None:
+        """Stop the region in flight (its answer comes as region_failed, kind cancelled) or drop the waiting one."""
+        self._drop_region("Cancelled.", stop=False)
+        if self.region_running:
+            self.worker.cancel()
+
+    @property
+    def region_running(self) -> bool:
+        return bool(self._region) and self.worker.busy and self.worker.running == self._region
+
+    @property
+    def region_waiting(self) -> bool:
+        return self._region_waiting is not None
+
+    @property
+    def sent_request(self) -> CheckRequest | None:
+        """What the latest check was sent with: the code and settings its result (and regions) belong to."""
+        return self._sent_request
+
     @property
     def sweep_running(self) -> bool:
         return bool(self._sweep) and self._sweep in self._awaited
@@ -147,6 +191,7 @@ class RunController(QObject):
         """Drop a waiting check and stop whatever runs; a stopped check's answer (failed, kind
         cancelled, naming the line) still comes as check_failed."""
         self._waiting = None
+        self._drop_region("Cancelled.", stop=False)
         if self.worker.busy:
             if self.worker.running == self._check:
                 self._cancelled = self._check
@@ -186,27 +231,35 @@ class RunController(QObject):
 
     # --- the worker's answers --------------------------------------------------------------
     def _send_check(self, request: CheckRequest) -> None:
-        code = (
-            {"target": request.target, "inputs_path": request.inputs_path}
-            if request.target
-            else {"source": request.source, "filename": request.filename, "function": request.function}
-        )
+        self._sent_request = request
         self._check = self.worker.submit(
             "check",
             timeout=request.timeout,  # enforced by the worker, which says where the code was
             settings=request.settings.to_dict(),
-            **code,
+            **_code(request),
         )
         self._awaited.add(self._check)
         self.check_started.emit(self._check)
 
+    def _drop_region(self, message: str, *, stop: bool = True) -> None:
+        """Forget the waiting region, and with ``stop`` the one in flight; each ends as region_failed."""
+        if self._region_waiting is not None:
+            self._region_waiting = None
+            self.region_failed.emit(0, {"kind": "cancelled", "message": message})
+        if stop and self.region_running and self._region in self._awaited:
+            self._awaited.discard(self._region)
+            self.worker.cancel()
+            self.region_failed.emit(self._region, {"kind": "cancelled", "message": message})
+
     def _start_waiting(self) -> None:
-        """The worker is free: a waiting check first, then a waiting memory study."""
+        """The worker is free: a waiting check first, then a waiting region, sweep or memory study."""
         if self.worker.busy or not self.worker.is_ready:
             return
         if self._waiting is not None:
             request, self._waiting = self._waiting, None
             self._send_check(request)
+        elif self._region_waiting is not None:
+            self.run_region(*self._region_waiting)
         elif self._sweep_waiting is not None:
             self.run_sweep(self._sweep_waiting, self._sweep_options)
         elif self._memory_waiting is not None:
@@ -218,6 +271,8 @@ class RunController(QObject):
     def _on_progress(self, request: int, done: int, total: int) -> None:
         if self.is_current(request) and request in self._awaited:
             self.progress.emit(done, total)
+        elif request == self._region and request in self._awaited:
+            self.region_progress.emit(done, total)
         elif request == self._memory and request in self._awaited and not self._preempted:
             self.memory_progress.emit(done, total)
 
@@ -225,6 +280,8 @@ class RunController(QObject):
         awaited = self._answered(request)
         if awaited and request == self._sweep:
             self.sweep_finished.emit(payload)
+        if awaited and request == self._region:
+            self.region_finished.emit(request, payload)
         if awaited and request == self._memory:
             if self._was_preempted(request):  # it finished before the cancel reached it: keep it
                 self._memory_waiting = None
@@ -237,6 +294,8 @@ class RunController(QObject):
         awaited = self._answered(request)
         if awaited and request == self._sweep:
             self.sweep_failed.emit(error.get("message") or "The eps sweep failed.")
+        if awaited and request == self._region:
+            self.region_failed.emit(request, error)
         if awaited and request == self._memory and not self._was_preempted(request):
             self.memory_failed.emit(error.get("message") or "The memory study failed.")
         self._start_waiting()
@@ -244,7 +303,10 @@ class RunController(QObject):
             self.check_failed.emit(request, error)
 
     def _on_crashed(self, request: int, message: str) -> None:
-        if request and request == self._sweep:
+        if request and request == self._region:
+            if self._answered(request):
+                self.region_failed.emit(request, {"kind": "crashed", "message": message})
+        elif request and request == self._sweep:
             if self._answered(request):
                 self.sweep_failed.emit(message)
         elif self._answered(request) and request == self._memory:
@@ -268,3 +330,10 @@ class RunController(QObject):
             return False
         self._awaited.discard(request)
         return True
+
+
+def _code(request: CheckRequest) -> dict:
+    """Where the worker finds the code: a target it imports, or the source text."""
+    if request.target:
+        return {"target": request.target, "inputs_path": request.inputs_path}
+    return {"source": request.source, "filename": request.filename, "function": request.function}

@@ -1,6 +1,6 @@
 """Messages between a client and the worker: one JSON object per line, in both directions.
 
-Client -> worker: a request ``{"op": "check" | "sweep" | "graph" | "memory", "id": n, ...}``, or
+Client -> worker: a request ``{"op": "check" | "sweep" | "graph" | "memory" | "region", "id": n, ...}``, or
 ``{"op": "cancel", "id": n}``, or ``{"op": "quit"}``. Requests may carry ``"timeout"`` (seconds):
 the worker itself stops a run that takes longer and says where it was.
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PROTOCOL_VERSION = 2
-RUN_OPS = ("check", "sweep", "graph", "memory")  # requests that run user code (or torch) in a fresh process
+RUN_OPS = ("check", "sweep", "graph", "memory", "region")  # requests that run user code (or torch) in a fresh process
 CONTROL_OPS = ("cancel", "quit")
 MAX_LINE_BYTES = 64 * 2**20  # a bigger line is a broken peer, not a message
 

@@ -268,14 +268,20 @@ def format_graph(graph: dict) -> str:
     return "\n".join(lines)
 
 
-def cell_readout(result: CheckResult, block: BlockComparison, row: int, col: int) -> str:
-    """The hover line: where the cell comes from, both values, the error and the rule."""
+def cell_readout(
+    result: CheckResult, block: BlockComparison, row: int, col: int, *, offset: tuple[int, int] = (0, 0)
+) -> str:
+    """The hover line: where the cell comes from, both values, the error and the rule.
+
+    ``offset``: where ``block``'s arrays start in the whole block (a region of a large one);
+    ``row`` and ``col`` are always indices into the whole block."""
+    r, c = row - offset[0], col - offset[1]
     # + 0.0 turns -0.0 into 0.0: "analytic -0" reads like a sign error
-    a, n = float(block.analytic[row, col]) + 0.0, float(block.numerical[row, col]) + 0.0
+    a, n = float(block.analytic[r, c]) + 0.0, float(block.numerical[r, c]) + 0.0
     bound = result.settings.tolerance().bound(n)
     err = abs(a - n)
-    verdict = f"fails: > {bound:.2g}" if block.failing[row, col] else f"ok: <= {bound:.2g}"
-    kink = "; non-differentiable here (kink)" if block.kinks is not None and block.kinks[row, col] else ""
+    verdict = f"fails: > {bound:.2g}" if block.failing[r, c] else f"ok: <= {bound:.2g}"
+    kink = "; non-differentiable here (kink)" if block.kinks is not None and block.kinks[r, c] else ""
     return (
         f"{result.cell_label(block, row, col)}: analytic {a:.3g}, numerical {n:.3g}, |err| {err:.1e} ({verdict}{kink})"
     )

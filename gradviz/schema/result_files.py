@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from gradviz.schema.precision import PrecisionCheck
-from gradviz.schema.report import result_to_dict
+from gradviz.schema.report import json_number, result_to_dict
 from gradviz.schema.results import (
     BlockComparison,
+    BlockRegion,
     CheckOutcome,
     CheckResult,
     FoundCell,
@@ -95,6 +96,52 @@ def read_check_result(summary: dict) -> CheckResult:
         sweep=SweepResult.from_dict(summary["sweep"]) if summary.get("sweep") else None,
         large_blocks=[_large_block(b) for b in summary.get("large_blocks", [])],
     )
+
+
+def write_region(region: BlockRegion, directory: str | Path) -> dict:
+    """A region of a large block (``gradviz.core.region``): its four arrays as .npy files and
+    the JSON naming them."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    c = region.comparison
+    files = {}
+    for kind in ARRAYS:
+        path = directory / f"region_{kind}_o{c.output}_i{c.input}.npy"
+        np.save(path, getattr(c, kind), allow_pickle=False)
+        files[kind] = str(path)
+    return {
+        "output": c.output,
+        "input": c.input,
+        "row0": region.row0,
+        "col0": region.col0,
+        "out_shape": list(c.out_shape),
+        "in_shape": list(c.in_shape),
+        "max_abs_error": json_number(c.max_abs_error),
+        "failing": c.n_failing,
+        "nonfinite": c.n_nonfinite,
+        "worst": list(c.worst) if c.worst else None,
+        "files": files,
+    }
+
+
+def read_region(summary: dict) -> BlockRegion:
+    """The region a ``write_region`` summary describes, its arrays loaded without pickles."""
+    arrays = read_block_arrays(summary)
+    comparison = BlockComparison(
+        output=summary["output"],
+        input=summary["input"],
+        out_shape=tuple(summary["out_shape"]),
+        in_shape=tuple(summary["in_shape"]),
+        analytic=arrays["analytic"],
+        numerical=arrays["numerical"],
+        error=arrays["error"],
+        failing=arrays["failing"],
+        max_abs_error=_number(summary["max_abs_error"]),
+        n_failing=summary["failing"],
+        n_nonfinite=summary.get("nonfinite", 0),
+        worst=tuple(summary["worst"]) if summary.get("worst") else None,
+    )
+    return BlockRegion(summary["row0"], summary["col0"], comparison)
 
 
 def _large_block(entry: dict) -> LargeBlock:

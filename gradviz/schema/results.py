@@ -99,6 +99,57 @@ class LargeBlock:
         return cell_index(row, col, self.out_shape, self.in_shape)
 
 
+MAX_REGION_SIDE = 128  # rows and columns of a region of a large block computed on demand
+
+
+REGION_SIDE = 32  # rows and columns of the region the window computes by default
+
+
+def region_around(row: int, col: int, block: tuple[int, int], side: int = REGION_SIDE) -> tuple[range, range]:
+    """Rows and columns of the ``side`` x ``side`` region centred on cell (row, col), moved
+    (not shrunk) to lie inside a block of ``block`` = (rows, cols) where it can."""
+
+    def span(centre: int, size: int) -> range:
+        start = min(max(0, centre - side // 2), max(0, size - side))
+        return range(start, min(size, start + side))
+
+    return span(row, block[0]), span(col, block[1])
+
+
+@dataclass
+class BlockRegion:
+    """Rows ``row0..`` and columns ``col0..`` of a block too large to hold, every cell computed
+    exactly (``gradviz.core.region``). ``comparison`` holds the region's cells (its arrays are
+    indexed from 0) and the whole block's ``out_shape`` and ``in_shape``, so
+    ``comparison.cell_index(row, col)`` takes indices into the whole block."""
+
+    row0: int
+    col0: int
+    comparison: BlockComparison
+
+    @property
+    def output(self) -> int:
+        return self.comparison.output
+
+    @property
+    def input(self) -> int:
+        return self.comparison.input
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.comparison.shape
+
+    def contains(self, row: int, col: int) -> bool:
+        rows, cols = self.shape
+        return self.row0 <= row < self.row0 + rows and self.col0 <= col < self.col0 + cols
+
+    @property
+    def worst(self) -> tuple[int, int] | None:
+        """The worst cell, as indices into the whole block."""
+        w = self.comparison.worst
+        return None if w is None else (self.row0 + w[0], self.col0 + w[1])
+
+
 @dataclass
 class CheckOutcome:
     """One of gradcheck's checks besides the Jacobian comparison, with a sentence of detail."""

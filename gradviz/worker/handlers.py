@@ -3,7 +3,8 @@
 ``check`` loads the user's source and compares both Jacobians (plus the graph panel's data, and
 with ``"sweep": true`` the eps sweep); ``sweep`` runs the eps sweep alone (``gradviz sweep``, the
 window's "Why?" panel); ``graph`` extracts the autograd graph alone (``gradviz graph``); ``memory``
-runs the conv-BN study and its sweep. Each returns the JSON payload of its ``result`` message.
+runs the conv-BN study and its sweep; ``region`` computes a rectangle of a block too large to
+hold, cell by cell, at the inputs the check of the same code and settings used. Each returns the JSON payload of its ``result`` message.
 """
 
 from __future__ import annotations
@@ -177,4 +178,35 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     return {"study": study.to_dict(), "sweep": [row.to_dict() for row in rows]}
 
 
-HANDLERS = {"check": handle_check, "sweep": handle_sweep, "graph": handle_graph, "memory": handle_memory}
+def handle_region(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    """The window's large-block page: ``region`` = {output, input, row0, col0, rows, cols} of the
+    block, computed exactly; the arrays travel as .npy files, as a check's do. The inputs are the
+    check's: the same code, Function and settings (seed, dtype, device, jitter) make them."""
+    from gradviz.core.region import region_of_source
+    from gradviz.schema.errors import SettingsError
+    from gradviz.schema.result_files import write_region
+
+    try:
+        spec = request["region"]
+        block = (int(spec["output"]), int(spec["input"]))
+        rows = range(int(spec["row0"]), int(spec["row0"]) + int(spec["rows"]))
+        cols = range(int(spec["col0"]), int(spec["col0"]) + int(spec["cols"]))
+    except (KeyError, TypeError, ValueError):
+        raise SettingsError(
+            "A region request needs region = {output, input, row0, col0, rows, cols}, all integers."
+        ) from None
+    settings = CheckSettings.from_dict(request.get("settings", {}))
+    loaded = _load(request)
+    region = region_of_source(
+        loaded, request.get("function"), settings, block, rows, cols, progress=_progress(request, send)
+    )
+    return write_region(region, request["out_dir"])
+
+
+HANDLERS = {
+    "check": handle_check,
+    "sweep": handle_sweep,
+    "graph": handle_graph,
+    "memory": handle_memory,
+    "region": handle_region,
+}

@@ -317,3 +317,54 @@ def test_an_eps_sweep_goes_after_the_check_and_a_new_check_drops_it(worker, cont
     assert [s["op"] for s in worker.sent][-1] == "check" and failed == []
     worker.answer()
     assert [s["op"] for s in worker.sent][-1] == "check"  # the dropped sweep does not come back
+
+
+# --- regions of a large block (computed on demand) ---------------------------------------------
+
+REGION = {"output": 0, "input": 0, "row0": 10, "col0": 20, "rows": 32, "cols": 32}
+
+
+def region_events(controller: RunController) -> list[tuple]:
+    log: list[tuple] = []
+    for name in ("region_started", "region_progress", "region_finished", "region_failed"):
+        getattr(controller, name).connect(lambda *args, name=name: log.append((name, *args)))
+    return log
+
+
+def test_a_region_goes_with_the_checks_code_and_settings_and_reports_progress(worker, controller):
+    log = region_events(controller)
+    request = check(seed=3)
+    controller.run_check(request)
+    worker.answer()
+    controller.run_region(controller.sent_request, REGION)
+    sent = worker.sent[-1]
+    assert sent["op"] == "region" and sent["region"] == REGION and sent["settings"]["seed"] == 3
+    assert (sent["source"], sent["function"], sent["timeout"]) == ("code", "MyFunction", 30.0)
+    worker.report(5, 64)
+    answered = worker.answer({"row0": 10})
+    assert log == [("region_started", answered), ("region_progress", 5, 64), ("region_finished", answered, {"row0": 10})]
+
+
+def test_a_region_waits_behind_a_check_and_a_new_check_drops_it(worker, controller):
+    log = region_events(controller)
+    controller.run_check(check())
+    controller.run_region(check(), REGION)  # the check runs: the region waits
+    assert [m["op"] for m in worker.sent] == ["check"]
+    worker.answer()
+    assert [m["op"] for m in worker.sent] == ["check", "region"]
+    controller.run_check(check("new code"))  # a new run stops the region in flight
+    assert worker.cancels == [worker.sent[-1]["id"]]
+    assert log[-1][0] == "region_failed" and "new run" in log[-1][2]["message"]
+    worker.fail("cancelled")  # the stopped region's own answer counts no more
+    assert [m["op"] for m in worker.sent] == ["check", "region", "check"]
+    assert [e[0] for e in log].count("region_failed") == 1
+
+
+def test_cancel_stops_a_running_region(worker, controller):
+    log = region_events(controller)
+    controller.run_region(check(), REGION)
+    controller.cancel_region()
+    assert worker.cancels == [worker.sent[-1]["id"]]
+    worker.fail("cancelled")
+    assert log[-1][0] == "region_failed" and log[-1][2]["kind"] == "cancelled"
+    assert not controller.region_running

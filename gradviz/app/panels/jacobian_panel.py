@@ -6,7 +6,9 @@ matches its bar. Hovering any image highlights the same cell in all three and pr
 cell comes from. A block with more cells than its view has pixels is drawn pooled (the largest
 |value| of each tile, so a sparse diagonal stays visible) and the panel says so; zooming in
 brings the cells back. A block too large to hold (``CheckResult.large_blocks``) is shown as what
-was computed of it: its size, the failing cells its search found and whether the search finished.
+was computed of it: its size, the failing cells its search found and whether the search finished;
+regions of it computed on demand (``BlockRegion``) are drawn like a block, at their real row and
+column indices, and kept until the next result.
 
 The panel renders a ``CheckResult``; its display prep (float32 copies, levels, pooled images)
 comes from ``gradviz.app.display``.
@@ -30,7 +32,8 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QStackedWidget,
+    QScrollArea,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -39,10 +42,11 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.display import BlockDisplay, first_block_index
 from gradviz.app.figures import export_figure
+from gradviz.app.panels.region_controls import RegionControls
 from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
-from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock, region_around
 from gradviz.schema.units import format_bytes
 
 TITLES = (
@@ -63,6 +67,7 @@ ROW_BAND = (255, 170, 0)
 STALE_OPACITY = 0.35
 TITLE_PT, LABEL_PT, TICK_PT, READOUT_PT = 14, 12, 11, 13
 PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
+REGION_PLOTS_HEIGHT = 300  # px the heatmaps of a region need for their colour bars' captions too
 
 
 class _CellFrame(pg.GraphicsObject):
@@ -155,6 +160,8 @@ class JacobianPanel(QWidget):
 
     block_changed = Signal(int)  # index into the block selector: result.blocks, then result.large_blocks
     cellHovered = Signal(int, int)  # (row, col)
+    region_requested = Signal(dict)  # {output, input, row0, col0, rows, cols} of a large block, to compute
+    region_cancelled = Signal()  # stop computing it
 
     def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
@@ -163,6 +170,9 @@ class JacobianPanel(QWidget):
         self._index = 0
         self._cell: tuple[int, int] | None = None
         self._displays: dict[int, BlockDisplay] = {}
+        self._regions: dict[int, list[BlockRegion]] = {}  # computed regions per large block index
+        self._region_index: dict[int, int] = {}  # which of them is on screen
+        self._region_displays: dict[int, BlockDisplay] = {}  # by id of the region
         self._redraw_ms = 0.0
         self._factor: int | None = None  # the pooling the images were last drawn at
         self._zoom_guard = False
@@ -206,15 +216,27 @@ class JacobianPanel(QWidget):
         self.large_table.verticalHeader().hide()
         self.large_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.large_table.horizontalHeader().setStretchLastSection(True)
+        self.large_table.setToolTip("Double-click a cell to compute the cells around it")
+        self.region_controls = RegionControls()
         large_page = QWidget()
         large_page.setObjectName("large_block_page")
         large_layout = QVBoxLayout(large_page)
-        large_layout.setContentsMargins(8, 8, 8, 8)
+        large_layout.setContentsMargins(8, 8, 8, 4)
+        large_layout.addWidget(self.region_controls)  # first: in reach when the page scrolls
         large_layout.addWidget(self.large_summary)
         large_layout.addWidget(self.large_table, 1)
-        self.stack = QStackedWidget()
-        self.stack.addWidget(self.plots)
-        self.stack.addWidget(large_page)
+        # a large block's page above the heatmaps of its region; a block held in full: heatmaps only.
+        # The page scrolls rather than make the panel taller than a small window's dock.
+        self.large_scroll = QScrollArea()
+        self.large_scroll.setWidgetResizable(True)
+        self.large_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.large_scroll.setWidget(large_page)
+        self.body = QSplitter(Qt.Orientation.Vertical)
+        self.body.setChildrenCollapsible(False)
+        self.body.addWidget(self.large_scroll)
+        self.body.addWidget(self.plots)
+        self.body.setStretchFactor(0, 0)
+        self.body.setStretchFactor(1, 1)
         self.large_page = large_page
 
         controls = QHBoxLayout()
@@ -222,6 +244,7 @@ class JacobianPanel(QWidget):
         controls.addWidget(self.block_selector)
         controls.addWidget(self.worst_button)
         controls.addWidget(self.reset_button)
+        controls.addWidget(self.region_controls.picker)
         controls.addStretch(1)
         controls.addWidget(self.log_scale)
         layout = QVBoxLayout(self)
@@ -229,7 +252,7 @@ class JacobianPanel(QWidget):
         layout.setSpacing(3)
         layout.addLayout(controls)
         layout.addWidget(self.stale_label)
-        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.body, 1)
         layout.addWidget(self.view_note)
         layout.addWidget(self.readout)
 
@@ -237,6 +260,10 @@ class JacobianPanel(QWidget):
         self.log_scale.toggled.connect(self._on_log_scale_changed)
         self.worst_button.clicked.connect(self.go_to_worst)
         self.reset_button.clicked.connect(self.reset_zoom)
+        self.region_controls.compute_requested.connect(self.request_region)
+        self.region_controls.cancel_requested.connect(self.region_cancelled)
+        self.region_controls.region_chosen.connect(self._on_region_chosen)
+        self.large_table.cellDoubleClicked.connect(self._on_found_cell_double_clicked)
         # the views are linked, so the first one's range is everyone's
         self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
         self._fit_timer = QTimer(self, singleShot=True, interval=0)
@@ -330,6 +357,10 @@ class JacobianPanel(QWidget):
         self._result = result
         self._displays.clear()
         self._displays.update(prepared or {})
+        self._regions.clear()
+        self._region_index.clear()
+        self._region_displays.clear()
+        self.region_controls.set_running(False)
         self._cell = None
         self._rows = None
         self.block_selector.blockSignals(True)
@@ -368,7 +399,7 @@ class JacobianPanel(QWidget):
             self._show_large(large)
             self.block_changed.emit(index)
             return
-        self.stack.setCurrentWidget(self.plots)
+        self._show_plots(large=False)
         self.reset_button.setEnabled(True)
         self.log_scale.setEnabled(True)
         block = self._result.blocks[index]
@@ -404,10 +435,80 @@ class JacobianPanel(QWidget):
         k = self._index - len(self._result.blocks)
         return self._result.large_blocks[k] if 0 <= k < len(self._result.large_blocks) else None
 
+    def shown_region(self) -> BlockRegion | None:
+        """The region of a large block drawn in the heatmaps, or None."""
+        k = self._region_index.get(self._index)
+        return None if k is None or self.current_large_block() is None else self._regions[self._index][k]
+
+    def regions(self) -> list[BlockRegion]:
+        """The regions of the large block on screen computed so far."""
+        return list(self._regions.get(self._index, []))
+
+    def request_region(self, row0: int, col0: int, rows: int, cols: int) -> None:
+        """Ask for rows ``row0..`` and columns ``col0..`` of the large block on screen, every cell
+        computed; one already computed is shown at once."""
+        large = self.current_large_block()
+        if large is None:
+            return
+        for k, region in enumerate(self._regions.get(self._index, [])):
+            if (region.row0, region.col0, region.shape) == (row0, col0, (rows, cols)):
+                self._choose_region(k)
+                return
+        self.region_controls.set_running(True, f"Computing rows {row0:,}… and columns {col0:,}…")
+        self.region_requested.emit(
+            {"output": large.output, "input": large.input, "row0": row0, "col0": col0, "rows": rows, "cols": cols}
+        )
+
+    def compute_around_worst(self) -> None:
+        """The region around the worst found cell, as the page's button asks."""
+        self.region_controls.worst_button.click()
+
+    def add_region(self, region: BlockRegion) -> None:
+        """A computed region: kept with its block (of the result on screen) and shown if that block is."""
+        if self._result is None:
+            return
+        index = next(
+            (len(self._result.blocks) + k for k, b in enumerate(self._result.large_blocks)
+             if (b.output, b.input) == (region.output, region.input)),
+            None,
+        )  # fmt: skip
+        if index is None:
+            return
+        self._regions.setdefault(index, []).append(region)
+        self.region_controls.set_running(False)
+        if index == self._index:
+            self._choose_region(len(self._regions[index]) - 1)
+        else:
+            self._region_index[index] = len(self._regions[index]) - 1
+
+    def region_failed(self, message: str) -> None:
+        """The region asked for did not come: say why; what is on screen stays."""
+        self.region_controls.set_running(False)
+        self.region_controls.set_message(message, error=True)
+
+    def set_region_progress(self, done: int, total: int) -> None:
+        self.region_controls.set_progress(done, total)
+
+    def set_region_started(self) -> None:
+        self.region_controls.set_running(True, "Computing the region, cell by cell…")
+
+    def clear_regions(self) -> None:
+        """Forget every computed region (the code they were computed from has changed)."""
+        self._regions.clear()
+        self._region_index.clear()
+        self._region_displays.clear()
+        self.region_controls.set_running(False)
+        large = self.current_large_block()
+        if large is not None:
+            self._show_large(large)
+
     def hover_cell(self, row: int, col: int) -> None:
         """Highlight a cell in all three plots and read it out, as the mouse does."""
-        block = self.current_block()
-        if block is None or not (0 <= row < block.shape[0] and 0 <= col < block.shape[1]):
+        shown = self._shown()
+        if shown is None:
+            return
+        block, r0, c0 = shown
+        if not (r0 <= row < r0 + block.shape[0] and c0 <= col < c0 + block.shape[1]):
             return
         self._set_highlight((row, col))
         self.cellHovered.emit(row, col)
@@ -418,10 +519,11 @@ class JacobianPanel(QWidget):
 
     def go_to_worst(self) -> None:
         """Highlight the worst cell; in a large block, zoom in around it so it can be seen."""
-        block = self.current_block()
-        if block is None or block.worst is None:
+        shown = self._shown()
+        if shown is None or shown[0].worst is None:
             return
-        row, col = block.worst
+        block, r0, c0 = shown
+        row, col = block.worst[0] + r0, block.worst[1] + c0
         if max(block.shape) > 2 * WORST_ZOOM:
             half = WORST_ZOOM / 2
             self.plot_items[0].getViewBox().setRange(
@@ -430,11 +532,12 @@ class JacobianPanel(QWidget):
         self.hover_cell(row, col)
 
     def reset_zoom(self) -> None:
-        """The whole block again."""
-        block = self.current_block()
-        if block is not None:
+        """The whole block (or region) again."""
+        shown = self._shown()
+        if shown is not None:
+            block, r0, c0 = shown
             rows, cols = block.shape
-            self.plot_items[0].getViewBox().setRange(QRectF(-0.5, -0.5, cols, rows), padding=0.02)
+            self.plot_items[0].getViewBox().setRange(QRectF(c0 - 0.5, r0 - 0.5, cols, rows), padding=0.02)
 
     def mark_rows(self, first: int, last: int, note: str = "") -> bool:
         """Mark rows ``first``..``last`` of the analytic map (the rows one backward call fills);
@@ -488,8 +591,11 @@ class JacobianPanel(QWidget):
 
     def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
         """One figure ('jacobians' or 'error_map') as PNG, SVG or PDF (by ``path``'s suffix)."""
-        if self.stack.currentWidget() is not self.plots:
-            raise OSError("A block too large to hold has no heatmaps to export: export its cells as CSV instead.")
+        if self._shown() is None:
+            raise OSError(
+                "A block too large to hold has no heatmaps to export until a region of it is computed: "
+                "compute one, or export its cells as CSV instead."
+            )
         export_figure(path, size=size, caption=caption, **self.figures()[name])
 
     def export_png(self, path: str) -> None:
@@ -505,21 +611,34 @@ class JacobianPanel(QWidget):
         self.clear_rows()
         self._set_highlight(None)
         self._factor = None
-        self.stack.setCurrentWidget(self.plots)
+        self._show_plots(large=False)
         self.worst_button.setEnabled(False)
         self.worst_button.setToolTip("")
         self.reset_button.setEnabled(False)
         self.view_note.hide()
         self.readout.setText(text)
 
+    def _show_plots(self, *, large: bool) -> None:
+        """A block held in full: heatmaps only; a large block: its page, and the heatmaps of its
+        region when one is shown."""
+        self.large_scroll.setVisible(large)
+        self.region_controls.picker.setVisible(large and self.region_controls.picker.count() > 0)
+        self.plots.setVisible(not large or self.shown_region() is not None)
+
     def _show_large(self, block: LargeBlock) -> None:
         result = self._result
-        self.stack.setCurrentWidget(self.large_page)
+        self._show_plots(large=True)
         self._set_highlight(None)
-        self.worst_button.setEnabled(False)
-        self.reset_button.setEnabled(False)
-        self.log_scale.setEnabled(False)
+        region = self.shown_region()
+        self.worst_button.setEnabled(region is not None and region.worst is not None)
+        self.worst_button.setToolTip(self._worst_tip(region.comparison, region) if region else "")
+        self.reset_button.setEnabled(region is not None)
+        self.log_scale.setEnabled(region is not None)
         self.view_note.hide()
+        worst = max(block.cells, key=lambda c: _gap(c.analytic, c.numerical), default=None)
+        self.region_controls.set_block(block.shape, (worst.row, worst.col) if worst else None)
+        regions = self._regions.get(self._index, [])
+        self.region_controls.set_regions([_region_label(r) for r in regions], self._region_index.get(self._index, -1))
         rows, cols = block.shape
         itemsize = 4 if result.dtype in ("float32", "float16", "bfloat16") else 8
         found = len(block.cells)
@@ -531,12 +650,19 @@ class JacobianPanel(QWidget):
             search = "The search finished: " + ("no other cell fails." if found else "every cell is within tolerance.")
         else:
             search = "The search stopped at its budget: <b>more failing cells may exist</b>."
-        self.large_summary.setText(
-            f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold "
-            f"({format_bytes(rows * cols * itemsize)} per Jacobian), so neither matrix was built. "
-            f"gradviz bisected random-sign projections of it ({block.probes:,} backward and forward calls): "
-            f"{cells}. {search}"
-        )
+        if region is None:
+            self.large_summary.setText(
+                f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold "
+                f"({format_bytes(rows * cols * itemsize)} per Jacobian), so neither matrix was built. "
+                f"gradviz bisected random-sign projections of it ({block.probes:,} backward and forward calls): "
+                f"{cells}. {search}"
+            )
+        else:  # the heatmaps need the room: the same facts, shorter
+            self.large_summary.setText(
+                f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold; the search "
+                f"({block.probes:,} calls) {'finished' if block.complete else 'stopped at its budget'} with "
+                f"{found:,} failing cell{'s' if found != 1 else ''} found. Below: one region, every cell computed."
+            )
         self.large_table.setRowCount(found)
         for r, cell in enumerate(block.cells):
             values = (
@@ -551,10 +677,82 @@ class JacobianPanel(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.large_table.setItem(r, c, item)
         self.large_table.setVisible(found > 0)
-        self.readout.setText("Only these cells were computed; the rest of the block was checked through projections.")
+        if region is not None:  # a few rows (it scrolls): the heatmaps take the rest
+            rows_shown = sum(self.large_table.rowHeight(r) for r in range(min(found, 3)))
+            header = self.large_table.horizontalHeader().sizeHint().height()
+            self.large_table.setFixedHeight(header + rows_shown + 2 * self.large_table.frameWidth() + 2)
+        else:
+            self.large_table.setMinimumHeight(0)
+            self.large_table.setMaximumHeight(16_777_215)
+        if region is None:
+            self.readout.setText(
+                "Only these cells were computed; the rest of the block was checked through projections. "
+                "Compute a region to see its cells."
+            )
+            return
+        self._draw_region(region)
+
+    def _draw_region(self, region: BlockRegion) -> None:
+        """The region's three heatmaps, at the real rows and columns of the block, below the page
+        (which keeps the height its text needs)."""
+        page = self.large_page.layout()
+        width = max(self.body.width(), 200)
+        needed = page.totalHeightForWidth(width) if page.hasHeightForWidth() else page.sizeHint().height()
+        total = sum(self.body.sizes()) or self.body.height()
+        # where both do not fit, the heatmaps win and the page scrolls below its controls
+        controls = self.region_controls.sizeHint().height() + page.contentsMargins().top() + 2
+        self.large_scroll.setMinimumHeight(controls)  # its controls stay in reach at any window size
+        share = max(controls, min(needed, total - REGION_PLOTS_HEIGHT))
+        self.body.setSizes([share, max(total - share, 1)])
+        rows, cols = region.shape
+        self._factor = None
+        self._zoom_guard = True
+        self.plot_items[0].getViewBox().setRange(QRectF(region.col0 - 0.5, region.row0 - 0.5, cols, rows), padding=0.02)
+        self._zoom_guard = False
+        self._draw_images()
+        c = region.comparison
+        if region.worst is not None and c.n_failing:
+            self._set_highlight(region.worst)
+        else:
+            self.readout.setText(
+                f"Rows {region.row0:,}–{region.row0 + rows - 1:,} × columns {region.col0:,}–{region.col0 + cols - 1:,}: "
+                "every cell within tolerance. Hover a cell to compare its values."
+            )
+
+    def _choose_region(self, k: int) -> None:
+        self._region_index[self._index] = k
+        large = self.current_large_block()
+        if large is not None:
+            self._show_large(large)
+
+    def _on_region_chosen(self, k: int) -> None:
+        self._choose_region(k)
+
+    def _on_found_cell_double_clicked(self, row: int, _column: int) -> None:
+        """The region around a found cell."""
+        large = self.current_large_block()
+        if large is None or not 0 <= row < len(large.cells):
+            return
+        cell = large.cells[row]
+        rows, cols = region_around(cell.row, cell.col, large.shape, self.region_controls.size_box.value())
+        self.request_region(rows.start, cols.start, len(rows), len(cols))
+
+    def _shown(self) -> tuple[BlockComparison, int, int] | None:
+        """What the heatmaps show, with the block row and column of its first cell: the block on
+        screen, or the region shown of a large one."""
+        block = self.current_block()
+        if block is not None:
+            return block, 0, 0
+        region = self.shown_region()
+        return None if region is None else (region.comparison, region.row0, region.col0)
 
     def _display(self) -> BlockDisplay:
-        """The current block's display prep, made on its first visit."""
+        """The current block's (or region's) display prep, made on its first visit."""
+        region = self.shown_region()
+        if region is not None:
+            if id(region) not in self._region_displays:
+                self._region_displays[id(region)] = BlockDisplay(region.comparison, self._result.settings.atol)
+            return self._region_displays[id(region)]
         if self._index not in self._displays:
             block = self._result.blocks[self._index]
             self._displays[self._index] = BlockDisplay(block, self._result.settings.atol)
@@ -579,7 +777,8 @@ class JacobianPanel(QWidget):
         if factor == self._factor:
             return
         self._factor = factor
-        cells = QRectF(-0.5, -0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
+        _, r0, c0 = self._shown()
+        cells = QRectF(c0 - 0.5, r0 - 0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
         self.analytic_image.setImage(display.image("analytic", factor), autoLevels=False, rect=cells)
         self.numerical_image.setImage(display.image("numerical", factor), autoLevels=False, rect=cells)
         self.value_bar.setLevels(display.value_levels)
@@ -589,7 +788,8 @@ class JacobianPanel(QWidget):
         if outline is None:
             self.failing_outline.clear()
         else:
-            self.failing_outline.set_rects(*outline)
+            x, y, w, h = outline
+            self.failing_outline.set_rects(x + c0, y + r0, w, h)
         notes = []
         if factor > 1:
             notes.append(
@@ -621,14 +821,15 @@ class JacobianPanel(QWidget):
             rect.setVisible(cell is not None)
             if cell is not None:
                 rect.set_cell(*cell)
-        block = self.current_block()
-        if cell is not None and self._result is not None and block is not None:
-            self.readout.setText(cell_readout(self._result, block, *cell))
+        shown = self._shown()
+        if cell is not None and self._result is not None and shown is not None:
+            block, r0, c0 = shown
+            self.readout.setText(cell_readout(self._result, block, *cell, offset=(r0, c0)))
 
-    def _worst_tip(self, block: BlockComparison) -> str:
+    def _worst_tip(self, block: BlockComparison, region: BlockRegion | None = None) -> str:
         if block.worst is None or self._result is None:
             return ""
-        where = self._result.cell_label(block, *block.worst)
+        where = self._result.cell_label(block, *(region.worst if region else block.worst))
         verdict = "fails" if not block.passed else "within tolerance"
         return f"Largest |err|: {where} ({block.max_abs_error:.2g}, {verdict})"
 
@@ -723,21 +924,20 @@ class JacobianPanel(QWidget):
         self.set_block(index)
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
-        if self.current_block() is not None:
+        if self._shown() is not None:
             self._draw_error()
 
     def _on_range_changed(self, *_args) -> None:
-        if not self._zoom_guard and self.current_block() is not None:
+        if not self._zoom_guard and self._shown() is not None:
             self._draw_images()
 
     def _on_mouse_clicked(self, event) -> None:
-        if event.double() and self.current_block() is not None:
+        if event.double() and self._shown() is not None:
             self.reset_zoom()
 
     def _on_mouse_moved(self, args: tuple) -> None:
         pos = args[0]
-        block = self.current_block()
-        if block is None:
+        if self._shown() is None:
             return
         for plot in self.plot_items:
             box = plot.getViewBox()
@@ -748,3 +948,18 @@ class JacobianPanel(QWidget):
                     self.hover_cell(*cell)
                 return
 
+
+
+def _gap(a: float, n: float) -> float:
+    """|a - n| for ordering found cells, NaN first."""
+    gap = abs(a - n)
+    return math.inf if math.isnan(gap) else gap
+
+
+def _region_label(region: BlockRegion) -> str:
+    rows, cols = region.shape
+    failing = region.comparison.n_failing
+    mark = f"✗ {failing:,} failing" if failing else "✓"
+    return (
+        f"rows {region.row0:,}–{region.row0 + rows - 1:,} × cols {region.col0:,}–{region.col0 + cols - 1:,}   {mark}"
+    )
