@@ -177,7 +177,9 @@ def check_function(
     noise = _forward_noise(fn, args, outputs, out_indices)
     too_large = _too_large(outputs, out_indices, leaves, settings)
     if too_large and not zero_analytic:
-        return _check_large(fn, inputs, outputs, out_infos, out_indices, settings, too_large, progress, cancel, name)
+        return _check_large(
+            fn, inputs, outputs, out_infos, out_indices, settings, too_large, progress, cancel, name, mutates=mutates
+        )
 
     rows = sum(outputs[i].numel() for i in out_indices)
     cols = sum(x.numel() for x in leaves)
@@ -451,8 +453,12 @@ def _too_large(outputs, out_indices, leaves, settings: CheckSettings) -> str | N
     )
 
 
-def _check_large(fn, inputs, outputs, out_infos, out_indices, settings, why, progress, cancel, name) -> CheckResult:
-    """A check that never holds a Jacobian: gradcheck's fast-mode verdict, then the wrong cells found."""
+def _check_large(
+    fn, inputs, outputs, out_infos, out_indices, settings, why, progress, cancel, name, *, mutates: bool
+) -> CheckResult:
+    """A check that never holds a Jacobian: gradcheck's fast-mode verdict, then the wrong cells found.
+
+    ``mutates``: the forward changes an input in place, so every probe runs on fresh copies."""
     args, in_indices = inputs.args, inputs.grad_indices
     start = time.perf_counter()
     tracker = Progress(len(out_indices) * len(in_indices) * large.MAX_PROBES, progress, cancel)
@@ -461,7 +467,10 @@ def _check_large(fn, inputs, outputs, out_infos, out_indices, settings, why, pro
     for i in out_indices:
         for j in in_indices:
             tracker.check_cancel()
-            found.append(large.search_block(fn.apply, args, outputs[i], i, j, settings.tolerance(), seed=settings.seed, progress=tracker))
+            found.append(large.search_block(
+                fn.apply, args, outputs[i], i, j, settings.tolerance(), clone_inputs=mutates, seed=settings.seed,
+                progress=tracker,
+            ))  # fmt: skip
             tracker.advance(large.MAX_PROBES)
     leaf = args[in_indices[0]]
     result = CheckResult(

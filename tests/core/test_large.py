@@ -92,3 +92,26 @@ def test_the_cells_found_are_exactly_the_cells_torch_says_fail():
     failing = ~np.isclose(analytic, numerical, rtol=1e-3, atol=1e-5)
     assert found == {(int(r), int(c)) for r, c in zip(*np.nonzero(failing))} == {(40, 17), (3, 3)}
     assert not result.passed
+
+
+class DoubleInPlace(Function):
+    """x *= 2 in place (mark_dirty), with a right backward: each forward changes its own input."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g
+
+
+def test_an_in_place_forward_is_searched_on_copies_of_its_input():
+    """Without copies every probe's forward would double x again and the search would report
+    'wrong' cells of a right backward; gradcheck's verdict on fn(x.clone()) passes."""
+    x = torch.randn(3000, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) + 0
+    assert torch.autograd.gradcheck(lambda t: DoubleInPlace.apply(t.clone()), (x.clone().requires_grad_(),))
+    result = run(DoubleInPlace, x.requires_grad_(), max_jacobian_bytes=1_000_000)
+    assert result.large_blocks, "the large path was not taken"
+    assert result.passed, [b.cells for b in result.large_blocks]
