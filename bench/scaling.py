@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # as gradviz's worker runs (see protocol.launch)
+
 import numpy as np
 import torch
 from torch._vmap_internals import _vmap

@@ -49,22 +49,26 @@ def compare_block(
         n = n_all[r0 : r0 + step].to(compute_dtype)
         e = (a - n).abs_()  # NaN or Inf here exactly when a or n is not finite (or a - n overflows)
         f = f_all[r0 : r0 + step]
-        torch.le(e, n.abs().mul_(tol.rtol).add_(tol.atol), out=f)  # isclose's rule; NaN compares False
-        f.logical_not_()
-        nonfinite = ~torch.isfinite(e)
-        if bool(nonfinite.any()):
+        # failing: |a - n| > atol + rtol |n|. Finite cells: exactly not isclose; the others are set below
+        torch.gt(e, n.abs().mul_(tol.rtol).add_(tol.atol), out=f)
+        if not e.numel():
+            continue
+        flat = int(torch.argmax(e))  # a NaN counts as the largest: one pass finds both
+        largest = float(e.view(-1)[flat])
+        if not math.isfinite(largest):
+            nonfinite = ~torch.isfinite(e)
             n_nonfinite += int(nonfinite.count_nonzero())
             equal = a == n  # among non-finite cells only equal infinities are close (torch.isclose)
             f.logical_and_(~nonfinite).logical_or_(nonfinite & ~equal)
             # a NaN or a lone infinity is the worst kind of failure; equal infinities are no error
             e.masked_fill_(nonfinite & equal, 0.0).masked_fill_(nonfinite & ~equal, math.inf)
+            flat = int(torch.argmax(e))
+            largest = float(e.view(-1)[flat])
         e_all[r0 : r0 + step].copy_(e)
         n_failing += int(f.count_nonzero())
-        if e.numel():
-            flat = int(torch.argmax(e))
-            if float(e.view(-1)[flat]) > max_err:
-                max_err = float(e.view(-1)[flat])
-                worst = (r0 + flat // cols, flat % cols)
+        if largest > max_err:
+            max_err = largest
+            worst = (r0 + flat // cols, flat % cols)
     max_err = max(max_err, 0.0)
     return BlockComparison(
         output,

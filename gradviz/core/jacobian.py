@@ -347,6 +347,7 @@ def numerical_jacobian(
             k = chunk_length(columns.bytes_per_column, min(numel, MAX_CHUNK_COLUMNS), chunk_bytes)
             allowed = batched and numel > SMALL and columns.can_batch and columns.same_without_autograd()
             loop_seconds = None  # per column, timed on the probe columns of the first chunk
+            batch_seconds: list[float] = []  # per column, of each batched chunk after the first
             for c0 in range(0, numel, k):
                 c1 = min(numel, c0 + k)
                 progress.check_cancel()
@@ -360,12 +361,13 @@ def numerical_jacobian(
                     start = time.perf_counter()
                     with batched_phase():
                         diffs = columns.batched(c0, c1)
-                    batch_seconds = (time.perf_counter() - start) / (c1 - c0)
+                    if c0 > 0:
+                        batch_seconds.append((time.perf_counter() - start) / (c1 - c0))
                     if diffs is not None and probe:
                         note = columns.disagreement(diffs, plain, [c - c0 for c in probe])
                         diffs = None if note else diffs
                     allowed = diffs is not None
-                    if allowed and c0 > 0 and loop_is_faster(loop_seconds, batch_seconds):
+                    if allowed and loop_is_faster(loop_seconds, batch_seconds):
                         allowed = False  # from the next chunk on: the same values, sooner
                 if diffs is None:
                     diffs = columns.looped(range(c0, c1), progress)
@@ -379,15 +381,18 @@ def numerical_jacobian(
 LOOP_MARGIN = 1.25  # the loop must win clearly: timings of a few calls are noisy
 
 
-def loop_is_faster(loop_seconds: float | None, batch_seconds: float) -> bool:
-    """Whether plain calls cost less per column than the batched chunk just timed.
+def loop_is_faster(loop_seconds: float | None, batch_seconds: Sequence[float]) -> bool:
+    """Whether plain calls cost less per column than the last two batched chunks, both.
 
     Batches win for cheap forwards (one call instead of thousands); once a forward is costly
     (a 80x80 matmul, ~20 us) the batch only adds the copies of its inputs and outputs, and
-    plain calls are faster. Judged on a second batched chunk, never the first: the first
-    vmapped call of a process pays one-time costs a loop never sees again.
+    plain calls are faster. Never judged on the first chunk (the first vmapped call of a
+    process pays one-time costs a loop never sees again) nor on one chunk alone (a chunk that
+    faults in fresh pages or meets a busy core would send a cheap Function down the loop).
     """
-    return loop_seconds is not None and loop_seconds * LOOP_MARGIN < batch_seconds
+    if loop_seconds is None or len(batch_seconds) < 2:
+        return False
+    return loop_seconds * LOOP_MARGIN < min(batch_seconds[-2:])
 
 
 def _store_columns(block: np.ndarray, c0: int, diffs: torch.Tensor, eps: float) -> None:

@@ -50,7 +50,8 @@ def warm_up() -> None:
             (x,) = ctx.saved_tensors
             return 2 * x * g
 
-    x = torch.linspace(0.5, 1.5, 4, dtype=torch.float64, requires_grad=True)
+    # more elements than jacobian.SMALL, so the batched paths (vmap, is_grads_batched) warm up too
+    x = torch.linspace(0.5, 1.5, 24, dtype=torch.float64, requires_grad=True)
     prepared = prepare_inputs((x,), torch.device("cpu"), torch.float64, ["x"])
     check_function(Square, prepared, CheckSettings())
     graph_from_outputs(Square.apply(x.clone()), inputs=(x,))

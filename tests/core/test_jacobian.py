@@ -119,9 +119,10 @@ def test_batched_path_is_used_where_possible():
 
 
 def test_loop_is_chosen_only_when_clearly_cheaper_per_column():
-    assert jacobian_module.loop_is_faster(1e-5, 2e-5)
-    assert not jacobian_module.loop_is_faster(1e-5, 1.1e-5)  # within the noise margin: keep batching
-    assert not jacobian_module.loop_is_faster(None, 1.0)  # nothing timed yet
+    assert jacobian_module.loop_is_faster(1e-5, [2e-5, 3e-5])
+    assert not jacobian_module.loop_is_faster(1e-5, [2e-5, 1.1e-5])  # within the noise margin once: keep batching
+    assert not jacobian_module.loop_is_faster(1e-5, [9e-5])  # one chunk alone decides nothing
+    assert not jacobian_module.loop_is_faster(None, [1.0, 1.0])  # nothing timed yet
 
 
 def test_switching_to_the_loop_midway_changes_no_value(monkeypatch):
