@@ -448,8 +448,8 @@ def _too_large(outputs, out_indices, leaves, settings: CheckSettings) -> str | N
         return None
     return (
         f"The Jacobians would take {format_bytes(needed)} ({rows:,} output elements × {cols:,} input elements), "
-        f"more than the limit of {format_bytes(limit)}: gradviz checked random projections (as gradcheck's "
-        "fast mode does) and searched for wrong cells by bisection instead of computing every cell."
+        f"more than the limit of {format_bytes(limit)}: checked by random projections, as gradcheck's fast mode "
+        "does, and wrong cells searched by bisection."
     )
 
 

@@ -289,6 +289,8 @@ def cell_readout(
 
 def verdict_line(result: CheckResult) -> str:
     """One line for a banner: the verdict, and the worst cell or the failing checks."""
+    if result.large_blocks and not result.blocks:
+        return _large_verdict_line(result)
     if result.passed:
         return f"PASSED: {result.function}, all {result.n_cells:,} cells within tolerance"
     failed_blocks = [b for b in result.blocks if not b.passed]
@@ -297,3 +299,20 @@ def verdict_line(result: CheckResult) -> str:
     worst = max(failed_blocks, key=lambda b: b.max_abs_error)
     where = result.cell_label(worst, *worst.worst) if worst.worst else ""
     return f"FAILED: {result.n_failing:,} of {result.n_cells:,} cells; worst {where} (|err| {worst.max_abs_error:.2g})"
+
+
+def _large_verdict_line(result: CheckResult) -> str:
+    """A check whose Jacobians were never held: what the search found among how many cells."""
+    cells = sum(b.shape[0] * b.shape[1] for b in result.large_blocks)
+    found = [(b, c) for b in result.large_blocks for c in b.cells]
+    if not found:
+        failed = [c.name for c in result.checks if c.failed]
+        if failed:
+            return f"FAILED: {result.function}: {', '.join(failed)}"
+        return f"PASSED: {result.function}, no wrong cell found among {cells:,} (random projections, then bisection)"
+    block, cell = max(found, key=lambda bc: abs(bc[1].analytic - bc[1].numerical))
+    where = result.cell_label(block, cell.row, cell.col)
+    return (
+        f"FAILED: {len(found):,} wrong cell{'s' if len(found) != 1 else ''} found; worst {where} "
+        f"(|err| {abs(cell.analytic - cell.numerical):.2g})"
+    )

@@ -7,6 +7,7 @@ the values are those the check's search computed, so the worker rebuilt the same
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from PySide6.QtCore import Qt
@@ -55,7 +56,7 @@ def test_the_button_computes_the_cells_around_the_worst_one_at_the_real_indices(
     path = ARTIFACTS / "large_block_region.png"
     assert window.grab().save(str(path)) and path.stat().st_size > 10_000
     shots = ROOT / "resources" / "screenshots"
-    if (window.width(), window.height()) == (1280, 720) and shots.is_dir():
+    if os.environ.get("GRADVIZ_UPDATE_SCREENSHOTS") and (window.width(), window.height()) == (1280, 720):
         shutil.copyfile(path, shots / "large_block_region.png")
     panel.hover_cell(rows.start, cols.stop - 1)
     assert panel.readout.text().startswith(f"out0[{rows.start}] / x[{cols.stop - 1}]")

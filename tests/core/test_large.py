@@ -12,6 +12,7 @@ from torch.autograd import Function
 
 from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
+from gradviz.schema.report import verdict_line
 from gradviz.schema.settings import CheckSettings
 from tests.real_world import oracle
 
@@ -57,6 +58,10 @@ def test_one_wrong_derivative_among_a_hundred_thousand_inputs_is_found():
     assert result.cell_label(block, 77_777, 77_777) == "out0[77777] / x[77777]"
     # PyTorch's own fast mode misses a 1 % error in one cell of 10^10; the search does not
     assert result.checks[0].name == "fast_projection"
+    error = abs(cell.analytic - cell.numerical)
+    assert verdict_line(result) == (
+        f"FAILED: 1 wrong cell found; worst out0[77777] / x[77777] (|err| {error:.2g})"
+    )
 
 
 def test_a_correct_large_function_passes_in_a_few_calls():
@@ -64,6 +69,7 @@ def test_a_correct_large_function_passes_in_a_few_calls():
     result = run(sin_with_wrong(()), x)
     assert result.passed and result.large_blocks[0].probes <= 3
     assert result.checks[0].passed
+    assert verdict_line(result).startswith("PASSED: SinWrongAt, no wrong cell found among 10,000,000,000")
 
 
 class ScaledBySum(Function):
