@@ -6,6 +6,7 @@ the check ends, says why, and never reads as a pass; stdout carries only the rep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import pytest
 from gradviz.worker.client import WorkerClient
 from tests.cli.runner import ROOT, gradviz
 from tests.sources import SQUARE
+from tests.worker.lifecycle import interruptible
 
 ENDED = "the Function's code ended the process"
 # one line: the stack a hung worker leaves names this line, whichever instruction it is on
@@ -48,6 +50,7 @@ def popen_cli(*args: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=interruptible,
     )
 
 
@@ -154,13 +157,20 @@ def test_a_worker_that_will_not_exit_does_not_hold_the_check(write_source):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_the_check_and_its_worker(write_source):
     process = popen_cli("check", str(write_source(LOOP)))
-    deadline = time.monotonic() + 120
-    while "looping" not in process.stderr.readline():  # the worker is inside forward now
-        assert time.monotonic() < deadline and process.poll() is None
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130 and "interrupted" in stderr
-    assert workers_of(process.pid) == []
+    try:
+        deadline = time.monotonic() + 120
+        while "looping" not in process.stderr.readline():  # the worker is inside forward now
+            assert time.monotonic() < deadline and process.poll() is None
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+        assert process.returncode == 130 and "interrupted" in stderr
+        assert workers_of(process.pid) == []
+    finally:  # a failure must not leave a CLI, its worker and a spinning run behind
+        process.kill()
+        process.wait()
+        for pid in workers_of(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def test_save_into_a_file_fails_cleanly(write_source, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -67,3 +68,10 @@ def wait_for_file(path: Path, seconds: float) -> str:
             return path.read_text().strip()
         time.sleep(0.02)
     raise AssertionError(f"{path} never appeared")
+
+
+def interruptible() -> None:
+    """``preexec_fn``: Ctrl+C as a terminal delivers it, whoever started the tests. A job started in
+    the background by a non-interactive shell inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt in the process it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

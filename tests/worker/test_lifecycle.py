@@ -18,7 +18,7 @@ import pytest
 
 from gradviz.worker.client import WorkerClient
 from tests.sources import SQUARE
-from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
+from tests.worker.lifecycle import interruptible, spawning_source, wait_for_file, wait_gone
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -83,7 +83,8 @@ def test_interrupting_the_cli_ends_the_users_processes(write_source, tmp_path, s
     pid_file = tmp_path / "child.pid"
     path = write_source(spawning_source(pid_file, hang=True))
     cli = subprocess.Popen(
-        [sys.executable, "-m", "gradviz", "check", str(path)], stderr=subprocess.PIPE, text=True, env=ENV
+        [sys.executable, "-m", "gradviz", "check", str(path)], stderr=subprocess.PIPE, text=True, env=ENV,
+        preexec_fn=interruptible,
     )
     try:
         user_child = int(wait_for_file(pid_file, 60))
