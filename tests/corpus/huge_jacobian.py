@@ -1,6 +1,6 @@
 """A 10^6-element input: each Jacobian would be 10^6 x 10^6 (8 TB), never allocated.
 
-Expected: exit 0, message "searched for wrong cells by bisection".
+Expected: exit 0, message "wrong cells searched by bisection".
 """
 
 import torch
