@@ -7,6 +7,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Qt is imported only once the app is sure to start
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from gradviz.app.main_window import MainWindow
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 
@@ -115,7 +122,7 @@ def run_app(argv: list[str]) -> int:
     return code
 
 
-def make_window(settings=None, *, auto_run: bool = False) -> tuple:
+def make_window(settings: QSettings | None = None, *, auto_run: bool = False) -> tuple[QApplication, MainWindow]:
     """(QApplication, MainWindow), the worker started first: it imports torch (about a second)
     while this process imports Qt, pyqtgraph and the window (0.6 s), not after."""
     from PySide6.QtWidgets import QApplication

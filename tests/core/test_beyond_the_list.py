@@ -20,6 +20,7 @@ from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import CheckSettings
+from tests.core.functions import InPlaceDouble
 from tests.core.test_aliasing import gradcheck_verdict
 from tests.real_world.oracle import numerical_jacobian as central_differences
 
@@ -41,25 +42,12 @@ class BiasOnlyWhenNeeded(Function):
         return 2 * g, g
 
 
-class DoubledInPlace(Function):
-    """mark_dirty: doubles its input in place and returns it."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.mark_dirty(x)
-        return x.mul_(2)
-
-    @staticmethod
-    def backward(ctx, g):
-        return 2 * g
-
-
 def inputs(*shapes):
     g = torch.Generator().manual_seed(5)
     return tuple(torch.rand(*s, generator=g, dtype=torch.float64).requires_grad_() for s in shapes)
 
 
-@pytest.mark.parametrize(("fn", "shapes"), [(BiasOnlyWhenNeeded, [(3,), (3,)]), (DoubledInPlace, [(4,)])])
+@pytest.mark.parametrize(("fn", "shapes"), [(BiasOnlyWhenNeeded, [(3,), (3,)]), (InPlaceDouble, [(4,)])])
 def test_verdict_warnings_and_numerical_jacobian_match_gradcheck(fn, shapes):
     args = inputs(*shapes)
     prepared = prepare_inputs(args, CPU, torch.float64, [f"in{j}" for j in range(len(args))])

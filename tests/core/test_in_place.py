@@ -3,23 +3,12 @@ saying why gradcheck on fn(x) itself would differ."""
 
 import pytest
 import torch
-from torch.autograd import Function
 
 import gradviz
+from tests.core.functions import InPlaceDouble
 
 
-class DoubleInPlace(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.mark_dirty(x)
-        return x.mul_(2)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
-class DoubleInPlaceWrong(DoubleInPlace):
+class DoubleInPlaceWrong(InPlaceDouble):
     @staticmethod
     def backward(ctx, g):
         return g * 3
@@ -29,7 +18,7 @@ def _x() -> torch.Tensor:
     return torch.randn(5, dtype=torch.float64, requires_grad=True)
 
 
-@pytest.mark.parametrize("fn", [DoubleInPlace, DoubleInPlaceWrong])
+@pytest.mark.parametrize("fn", [InPlaceDouble, DoubleInPlaceWrong])
 def test_the_verdict_is_gradchecks_on_a_copy_of_the_input(fn):
     torch.manual_seed(0)
     x = _x()
@@ -44,7 +33,7 @@ def test_the_note_says_why_gradcheck_on_the_input_itself_differs():
     torch.manual_seed(0)
     x = _x()
     # what the note warns about: gradcheck on the dirty Function fails even though backward is right
-    assert not torch.autograd.gradcheck(DoubleInPlace.apply, (x.clone(),), raise_exception=False)
-    report = gradviz.check(DoubleInPlace, (x.detach().clone().requires_grad_(),))
+    assert not torch.autograd.gradcheck(InPlaceDouble.apply, (x.clone(),), raise_exception=False)
+    report = gradviz.check(InPlaceDouble, (x.detach().clone().requires_grad_(),))
     assert any("modifies x in place" in note for note in report.notes)
     assert not any("in place" in note for note in gradviz.check(lambda t: t * 2, (x,)).notes)

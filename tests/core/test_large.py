@@ -14,6 +14,7 @@ from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
 from gradviz.schema.report import verdict_line
 from gradviz.schema.settings import CheckSettings
+from tests.core.functions import InPlaceDouble
 from tests.real_world import oracle
 
 CPU = torch.device("cpu")
@@ -100,24 +101,11 @@ def test_the_cells_found_are_exactly_the_cells_torch_says_fail():
     assert not result.passed
 
 
-class DoubleInPlace(Function):
-    """x *= 2 in place (mark_dirty), with a right backward: each forward changes its own input."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.mark_dirty(x)
-        return x.mul_(2)
-
-    @staticmethod
-    def backward(ctx, g):
-        return 2 * g
-
-
 def test_an_in_place_forward_is_searched_on_copies_of_its_input():
     """Without copies every probe's forward would double x again and the search would report
     'wrong' cells of a right backward; gradcheck's verdict on fn(x.clone()) passes."""
     x = torch.randn(3000, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) + 0
-    assert torch.autograd.gradcheck(lambda t: DoubleInPlace.apply(t.clone()), (x.clone().requires_grad_(),))
-    result = run(DoubleInPlace, x.requires_grad_(), max_jacobian_bytes=1_000_000)
+    assert torch.autograd.gradcheck(lambda t: InPlaceDouble.apply(t.clone()), (x.clone().requires_grad_(),))
+    result = run(InPlaceDouble, x.requires_grad_(), max_jacobian_bytes=1_000_000)
     assert result.large_blocks, "the large path was not taken"
     assert result.passed, [b.cells for b in result.large_blocks]
