@@ -5,7 +5,9 @@ abort, a segfault, a timeout) the next request starts a fresh one, and every oth
 leave it serving. Per case: what tests/corpus/index.json expects (exit code as
 ``gradviz check`` would give it, error kind, line), what came back, and how long it took.
 Then the window's cases (bench/window_cases.py: FIFOs, /dev/zero, directories, 100 MB files,
-damaged sessions, recovery and settings files, bad saved values), unless ``--only`` is given.
+damaged sessions, recovery and settings files, bad saved values) and the real-world attacks
+(bench/attack_rounds.py: two windows, full disks, escaping and stopped processes, forged
+verdicts...), unless ``--only`` is given.
 Ends with ``N passed, N failed``; exits 1 if any failed. Cases that need CUDA are skipped
 without a CUDA device.
 
@@ -132,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
 
         window_passed, window_failed = run_window_cases()
         passed, failed = passed + window_passed, failed + window_failed
+        from bench.attack_rounds import run_attack_cases
+
+        attack_passed, attack_failed = run_attack_cases()
+        passed, failed = passed + attack_passed, failed + attack_failed
     total = time.monotonic() - started
     how = "a fresh worker per case" if args.fresh else "one worker, restarted only after cases that end it"
     print(f"({how}: {restarts} restarts; {skipped} skipped; {total:.1f} s in all)")
