@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -183,9 +184,59 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _launch_app(argv: list[str]) -> int:
-    from gradviz.app.launch import run_app
+    from gradviz.app.launch import parse_app_args, run_app
 
+    refused = refuse_app_arguments(parse_app_args(argv))
+    if refused:
+        print(f"gradviz: error: {refused}", file=sys.stderr)
+        return EXIT_ERROR
     return run_app(argv)
+
+
+SCREENSHOT_FORMATS = (".png", ".jpg", ".jpeg", ".bmp")  # what QPixmap.save writes on every platform
+
+
+def refuse_app_arguments(args: argparse.Namespace) -> str | None:
+    """What the window could not honour, said before Qt starts (exit 2); None when all is fine.
+
+    A screenshot into a folder that is not there is refused, not created: a typo in the folder
+    would otherwise scatter folders, and the user sees at once which path was wrong. An unknown
+    ``--example`` is refused with the list, instead of opening the default as if asked for.
+    """
+    from gradviz.schema.library import builtin_functions, find_builtin
+    from gradviz.schema.targets import path_exists
+
+    if args.path:
+        try:
+            os.stat(args.path)
+        except (OSError, ValueError) as exc:  # ENAMETOOLONG and the like: a line, not a traceback
+            why = "no such file" if isinstance(exc, FileNotFoundError) else getattr(exc, "strerror", None) or exc
+            return f"cannot open {_short(args.path)}: {why}."
+    if args.screenshot:
+        shot = Path(args.screenshot).expanduser()
+        folder = shot.parent
+        if shot.suffix.lower() not in SCREENSHOT_FORMATS:
+            return f"--screenshot {_short(args.screenshot)}: name a {', '.join(SCREENSHOT_FORMATS)} file."
+        if not os.path.isdir(folder):  # never raises: a name too long is not a folder
+            return f"--screenshot {_short(args.screenshot)}: the folder {_short(str(folder))} does not exist; create it first."
+        if not os.access(folder, os.W_OK):
+            return f"--screenshot {_short(args.screenshot)}: the folder {_short(str(folder))} is not writable."
+        if path_exists(shot) and not os.path.isfile(shot):
+            return f"--screenshot {_short(args.screenshot)}: that path is a folder or a special file, not an image file."
+    if args.example is not None:
+        try:
+            found = find_builtin(args.example)
+        except (OSError, ValueError):
+            found = None
+        if found is None:
+            names = ", ".join(entry.name for entry in builtin_functions())
+            return f"--example {_short(args.example)}: no such built-in example; the examples are: {names}."
+    return None
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """A user's name for an error line: long names (a 4 KB path) cut in the middle."""
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]}"
 
 
 def run_list() -> int:
@@ -252,12 +303,18 @@ def _kib(n: float) -> str:
 
 
 def _resolve_file(name: str) -> Path:
+    """The file a target names: a path that exists or ends in .py, else a built-in example's.
+    A name the OS refuses to look up (over 255 bytes, say) is neither: opening it says why."""
     from gradviz.schema.library import find_builtin
+    from gradviz.schema.targets import path_exists
 
     path = Path(name)
-    if path.exists() or path.suffix == ".py":
+    if path_exists(path) or path.suffix == ".py":
         return path
-    return find_builtin(name) or path
+    try:
+        return find_builtin(name) or path
+    except (OSError, ValueError):
+        return path
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -336,12 +393,12 @@ def code_request(text: str, function: str | None, inputs: str | None) -> dict:
     a ``target`` (a module, a file's named object, or a file with ``inputs_path``); refused here
     (GradvizError) when the file or the inputs file is not there."""
     from gradviz.schema.source_files import check_source_file
-    from gradviz.schema.targets import check_inputs_path, is_module_target, locate_module, parse_target
+    from gradviz.schema.targets import check_inputs_path, is_module_target, locate_module, parse_target, path_exists
 
     request: dict = {"function": function}
     if inputs is not None:
         request["inputs_path"] = str(check_inputs_path(inputs).resolve())
-    if is_module_target(text) and not Path(text).exists():
+    if is_module_target(text) and not path_exists(text):
         module, _, name = text.partition(":")
         located = locate_module(module, Path.cwd())
         if located is not None:
