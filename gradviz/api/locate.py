@@ -128,6 +128,8 @@ def _define(obj: Any, name: str, imports: list[str], definitions: dict[str, str]
     for used in sorted(global_names(obj)):
         if used in definitions or used in visiting or used == name or used not in scope:
             continue  # a builtin, or already written
+        if not used.isidentifier():
+            continue  # pytest's assert rewriting (@py_builtins): the source has the plain assert
         value = scope[used]
         line = import_line(used, value)
         if line is not None:
