@@ -393,7 +393,13 @@ def code_request(text: str, function: str | None, inputs: str | None) -> dict:
     a ``target`` (a module, a file's named object, or a file with ``inputs_path``); refused here
     (GradvizError) when the file or the inputs file is not there."""
     from gradviz.schema.source_files import check_source_file
-    from gradviz.schema.targets import check_inputs_path, is_module_target, locate_module, parse_target, path_exists
+    from gradviz.schema.targets import (
+        check_inputs_path,
+        is_module_target,
+        locate_module,
+        parse_target,
+        path_exists,
+    )
 
     request: dict = {"function": function}
     if inputs is not None:
