@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
     check.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --save: replace .npy files of the same names (without it, a DIR holding any is refused)",
+    )
+    check.add_argument(
         "--sweep",
         action="store_true",
         help="also sweep eps: Taylor-remainder slopes and a verdict per block (backward wrong, eps too small or "
@@ -333,12 +338,18 @@ def run_check(args: argparse.Namespace) -> int:
             nondet_tol=args.nondet_tol,
         )
 
+    if args.save and not args.overwrite:
+        refused = refuse_saved_arrays(Path(args.save))
+        if refused:
+            _print_error("io", refused, "", args.json, None)
+            return EXIT_ERROR
     extra = {
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
         # resolved here: the user's code may os.chdir before the arrays are written
         "save": str(Path(args.save).resolve()) if args.save else None,
+        "overwrite": args.overwrite,
         "sweep": args.sweep,
     }
     reply = _run_in_worker("check", args, settings, extra)
@@ -349,6 +360,22 @@ def run_check(args: argparse.Namespace) -> int:
     if not _write_stdout(text):
         return EXIT_ERROR
     return EXIT_PASS if report["passed"] else EXIT_FAIL
+
+
+def refuse_saved_arrays(folder: Path) -> str | None:
+    """``--save DIR`` without ``--overwrite`` when DIR already holds arrays of a save: refused
+    before anything runs (the blocks, and so the exact names, are known only after the check;
+    the worker refuses again, file by file, if one appears meanwhile)."""
+    from gradviz.schema.report import SAVED_ARRAYS
+
+    try:
+        found = sorted(p.name for kind in SAVED_ARRAYS for p in folder.glob(f"{kind}_o*_i*.npy"))
+    except OSError:
+        return None  # unreadable: the worker's write says why
+    if not found:
+        return None
+    shown = ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
+    return f"--save {_short(str(folder))} already holds {shown}; pass --overwrite to replace them, or save into another folder."
 
 
 def run_sweep(args: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ def save_or_explain(report: Any, directory: Path, nodeid: str) -> str:
     read-only or is full costs this test its artifacts, never the session (no INTERNALERROR)."""
     try:
         folder = write_artifacts(report, directory, nodeid)
-    except Exception as exc:  # noqa: BLE001 - the test has failed already; say why, go on
+    except Exception as exc:
         return f"gradviz could not write this failure's artifacts under {directory}: {_reason(exc, directory)}"
     return f"report, figures and reproducer.py in {folder}"
 

@@ -50,7 +50,7 @@ def _progress(request: dict[str, Any], send: Send) -> Callable[[int, int], None]
 
 def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
     from gradviz.core.check import check_source
-    from gradviz.schema.report import format_table, result_to_dict, save_blocks
+    from gradviz.schema.report import ExistingArrays, format_table, result_to_dict, save_blocks
     from gradviz.schema.result_files import write_check_result
 
     progress = _progress(request, send)
@@ -73,7 +73,11 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
         summary["table"] = format_table(result)
     if request.get("save"):
         try:
-            save_blocks(result, request["save"])
+            save_blocks(result, request["save"], overwrite=bool(request.get("overwrite")))
+        except ExistingArrays as exc:  # its message names the files and says what to do
+            error = GradvizError(str(exc))
+            error.kind = ErrorKind.IO
+            raise error from None
         except OSError as exc:
             error = GradvizError(f"Cannot write {request['save']}: {exc.strerror or exc}")
             error.kind = ErrorKind.IO
