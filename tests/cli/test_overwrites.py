@@ -42,7 +42,7 @@ def test_the_workers_save_refuses_too_and_creates_each_file_exclusively(tmp_path
     """The CLI's check runs before the worker does; a file made meanwhile is refused where it is written."""
     result = gradviz.check(f.WrongSign, f.inputs(), raise_exception=False).result
     (tmp_path / "numerical_o0_i1.npy").write_bytes(b"made meanwhile")
-    with pytest.raises(ExistingArrays, match="already holds numerical_o0_i1.npy; nothing was written"):
+    with pytest.raises(ExistingArrays, match=r"already holds numerical_o0_i1\.npy; nothing was written"):
         save_blocks(result, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["numerical_o0_i1.npy"]
     written = save_blocks(result, tmp_path, overwrite=True)
@@ -70,7 +70,7 @@ def test_report_save_refuses_a_folder_holding_its_files(tmp_path):
 def test_an_overwrite_leaves_no_reproducer_of_the_other_kind(tmp_path):
     report = gradviz.check(f.WrongSign, f.inputs(), raise_exception=False)
     (tmp_path / "reproducer.txt").write_text("No reproducer script: from an earlier save")
-    with pytest.raises(ExistingFiles, match="reproducer.txt"):
+    with pytest.raises(ExistingFiles, match=r"reproducer\.txt"):
         report.save(tmp_path)
     report.save(tmp_path, overwrite=True)
     assert (tmp_path / "reproducer.py").is_file() and not (tmp_path / "reproducer.txt").exists()
