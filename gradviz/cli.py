@@ -258,8 +258,13 @@ def run_list() -> int:
 
 
 def run_memory(args: argparse.Namespace) -> int:
-    from gradviz.core.memory import conv_bn_study
+    """``gradviz memory``: the conv-BN study, run in the worker like every other request (its
+    memory limit, its process), after a size that cannot fit in that limit is refused here."""
     from gradviz.schema.errors import GradvizError
+    from gradviz.schema.memory import check_study_fits
+    from gradviz.schema.settings import MemoryOptions
+    from gradviz.worker.client import WorkerStartError, run_request
+    from gradviz.worker.supervisor import default_memory_limit
 
     try:
         shape = tuple(int(v) for v in args.shape.split(","))
@@ -267,20 +272,37 @@ def run_memory(args: argparse.Namespace) -> int:
             raise ValueError
     except ValueError:
         _print_error(
-            "settings", f"--shape must be four integers N,C,H,W, not {args.shape!r}.", "", args.json, None
+            "settings", f"--shape must be four integers N,C,H,W, not {_short(args.shape)!r}.", "", args.json, None
         )
         return EXIT_ERROR
+    if not _stdout_usable(args.json):
+        return EXIT_ERROR
     try:
-        study = conv_bn_study(args.layers, shape, args.out_channels, args.kernel, args.device, args.dtype)
+        options = MemoryOptions(args.layers, shape, args.out_channels, args.kernel, args.device, args.dtype)
+        options.validate()
+        check_study_fits(*shape_and_sizes(options), default_memory_limit())
     except GradvizError as exc:
         _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
         return EXIT_ERROR
-    data = study.to_dict()
-    if args.json:
-        print(json.dumps(data, allow_nan=False))
-    else:
-        print(format_memory(data))
-    return EXIT_PASS
+    try:
+        reply = run_request("memory", {"options": options.to_dict(), "sweep": False}, output=sys.stderr)
+    except WorkerStartError as exc:
+        _print_error("worker", str(exc), "", args.json, None)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("gradviz: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    if not reply.ok:
+        _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
+        return EXIT_ERROR
+    data = reply.result["study"]
+    text = json.dumps(data, allow_nan=False) if args.json else format_memory(data)
+    return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
+
+
+def shape_and_sizes(options) -> tuple:
+    """MemoryOptions as ``check_study_fits`` takes them (all but the limit)."""
+    return options.layers, options.shape, options.out_channels, options.kernel, options.dtype, options.device
 
 
 def format_memory(data: dict) -> str:

@@ -150,12 +150,26 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     after the study and after each depth of the sweep."""
     from gradviz.core.memory import conv_bn_study, memory_sweep
 
+    from gradviz.schema.memory import check_study_fits
+    from gradviz.worker.supervisor import default_memory_limit
+
     options = MemoryOptions.from_dict(request.get("options", {}))
     sweep_wanted = request.get("sweep", True)
     n, c, h, w = options.shape
     # each conv (stride 1, no padding) shrinks H and W by kernel - 1: sweep only stacks that fit
     deepest = max(options.layers, min(8, (min(h, w) - 1) // max(options.kernel - 1, 1)))
     total = 1 + (deepest if sweep_wanted else 0)
+    # refused before a byte is allocated: the sweep's largest batch (4N) too, when it runs
+    batch = 4 * n if sweep_wanted else n
+    check_study_fits(
+        max(options.layers, deepest if sweep_wanted else 1),
+        (batch, c, h, w),
+        options.out_channels,
+        options.kernel,
+        options.dtype,
+        options.device,
+        default_memory_limit(),
+    )
 
     def progress(done: int) -> None:
         if send is not None and "id" in request:
