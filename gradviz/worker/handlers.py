@@ -149,7 +149,6 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     """The conv-BN study for the memory panel, plus a sweep over layers and batch sizes; progress
     after the study and after each depth of the sweep."""
     from gradviz.core.memory import conv_bn_study, memory_sweep
-
     from gradviz.schema.memory import check_study_fits
     from gradviz.worker.supervisor import default_memory_limit
 
