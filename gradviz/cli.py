@@ -3,11 +3,13 @@
 Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed
 (130: interrupted with Ctrl+C).
 
-``gradviz check`` and ``gradviz graph`` run the user's code in the worker (``gradviz.worker``),
-as the app does: an endless loop is stopped at ``--timeout``, and ``sys.exit``, ``os._exit``,
-``abort()`` or a segfault inside the Function end only the process running it, so they are
-reported as errors naming the line and can never read as a pass. What the Function prints
-goes to stderr.
+``gradviz check``, ``sweep``, ``graph`` and ``memory`` run in the worker (``gradviz.worker``), as
+the app does, under its memory limit (a memory study too large for it is refused before it
+starts): an endless loop is stopped at ``--timeout``, and ``sys.exit``, ``os._exit``, ``abort()``
+or a segfault inside the Function end only the process running it, so they are reported as
+errors naming the line and can never read as a pass. What the Function prints goes to stderr.
+Files are never replaced silently: ``--save DIR`` over arrays of an earlier save needs
+``--overwrite``.
 """
 
 from __future__ import annotations
@@ -218,7 +220,7 @@ def refuse_app_arguments(args: argparse.Namespace) -> str | None:
             why = "no such file" if isinstance(exc, FileNotFoundError) else getattr(exc, "strerror", None) or exc
             return f"cannot open {_short(args.path)}: {why}."
     if args.screenshot:
-        shot = Path(args.screenshot).expanduser()
+        shot = Path(args.screenshot)
         folder = shot.parent
         if shot.suffix.lower() not in SCREENSHOT_FORMATS:
             return f"--screenshot {_short(args.screenshot)}: name a {', '.join(SCREENSHOT_FORMATS)} file."
@@ -280,7 +282,10 @@ def run_memory(args: argparse.Namespace) -> int:
     try:
         options = MemoryOptions(args.layers, shape, args.out_channels, args.kernel, args.device, args.dtype)
         options.validate()
-        check_study_fits(*shape_and_sizes(options), default_memory_limit())
+        check_study_fits(
+            options.layers, options.shape, options.out_channels, options.kernel, options.dtype, options.device,
+            default_memory_limit(),
+        )
     except GradvizError as exc:
         _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
         return EXIT_ERROR
@@ -298,11 +303,6 @@ def run_memory(args: argparse.Namespace) -> int:
     data = reply.result["study"]
     text = json.dumps(data, allow_nan=False) if args.json else format_memory(data)
     return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
-
-
-def shape_and_sizes(options) -> tuple:
-    """MemoryOptions as ``check_study_fits`` takes them (all but the limit)."""
-    return options.layers, options.shape, options.out_channels, options.kernel, options.dtype, options.device
 
 
 def format_memory(data: dict) -> str:
