@@ -96,10 +96,12 @@ def needs_helper(value: Any) -> bool:
     """Whether ``literal(value)`` calls ``tensor_from_bytes`` (then the script defines it)."""
     if isinstance(value, torch.Tensor):
         return value.numel() > LIST_LIMIT
-    if isinstance(value, list | tuple):
-        return any(needs_helper(v) for v in value)
+    if isinstance(value, tuple):  # iterated as literal() does: the builtin's items, not a subclass's
+        return any(needs_helper(v) for v in tuple.__iter__(value))
+    if isinstance(value, list):
+        return any(needs_helper(v) for v in list.__iter__(value))
     if isinstance(value, dict):
-        return any(needs_helper(v) for v in value.values())
+        return any(needs_helper(v) for v in dict.values(value))
     return False
 
 
