@@ -95,7 +95,7 @@ def _note(notes: list[str] | None, kind: type, plain: str) -> None:
 def needs_helper(value: Any) -> bool:
     """Whether ``literal(value)`` calls ``tensor_from_bytes`` (then the script defines it)."""
     if isinstance(value, torch.Tensor):
-        return value.numel() > LIST_LIMIT
+        return torch.Tensor.as_subclass(value, torch.Tensor).numel() > LIST_LIMIT  # as tensor_literal reads it
     if isinstance(value, tuple):  # iterated as literal() does: the builtin's items, not a subclass's
         return any(needs_helper(v) for v in tuple.__iter__(value))
     if isinstance(value, list):
