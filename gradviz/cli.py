@@ -3,11 +3,13 @@
 Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed
 (130: interrupted with Ctrl+C).
 
-``gradviz check`` and ``gradviz graph`` run the user's code in the worker (``gradviz.worker``),
-as the app does: an endless loop is stopped at ``--timeout``, and ``sys.exit``, ``os._exit``,
-``abort()`` or a segfault inside the Function end only the process running it, so they are
-reported as errors naming the line and can never read as a pass. What the Function prints
-goes to stderr.
+``gradviz check``, ``sweep``, ``graph`` and ``memory`` run in the worker (``gradviz.worker``), as
+the app does, under its memory limit (a memory study too large for it is refused before it
+starts): an endless loop is stopped at ``--timeout``, and ``sys.exit``, ``os._exit``, ``abort()``
+or a segfault inside the Function end only the process running it, so they are reported as
+errors naming the line and can never read as a pass. What the Function prints goes to stderr.
+Files are never replaced silently: ``--save DIR`` over arrays of an earlier save needs
+``--overwrite``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -68,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
+    check.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --save: replace .npy files of the same names (without it, a DIR holding any is refused)",
+    )
     check.add_argument(
         "--sweep",
         action="store_true",
@@ -183,9 +191,59 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _launch_app(argv: list[str]) -> int:
-    from gradviz.app.launch import run_app
+    from gradviz.app.launch import parse_app_args, run_app
 
+    refused = refuse_app_arguments(parse_app_args(argv))
+    if refused:
+        print(f"gradviz: error: {refused}", file=sys.stderr)
+        return EXIT_ERROR
     return run_app(argv)
+
+
+SCREENSHOT_FORMATS = (".png", ".jpg", ".jpeg", ".bmp")  # what QPixmap.save writes on every platform
+
+
+def refuse_app_arguments(args: argparse.Namespace) -> str | None:
+    """What the window could not honour, said before Qt starts (exit 2); None when all is fine.
+
+    A screenshot into a folder that is not there is refused, not created: a typo in the folder
+    would otherwise scatter folders, and the user sees at once which path was wrong. An unknown
+    ``--example`` is refused with the list, instead of opening the default as if asked for.
+    """
+    from gradviz.schema.library import builtin_functions, find_builtin
+    from gradviz.schema.targets import path_exists
+
+    if args.path:
+        try:
+            os.stat(args.path)
+        except (OSError, ValueError) as exc:  # ENAMETOOLONG and the like: a line, not a traceback
+            why = "no such file" if isinstance(exc, FileNotFoundError) else getattr(exc, "strerror", None) or exc
+            return f"cannot open {_short(args.path)}: {why}."
+    if args.screenshot:
+        shot = Path(args.screenshot)
+        folder = shot.parent
+        if shot.suffix.lower() not in SCREENSHOT_FORMATS:
+            return f"--screenshot {_short(args.screenshot)}: name a {', '.join(SCREENSHOT_FORMATS)} file."
+        if not os.path.isdir(folder):  # never raises: a name too long is not a folder
+            return f"--screenshot {_short(args.screenshot)}: the folder {_short(str(folder))} does not exist; create it first."
+        if not os.access(folder, os.W_OK):
+            return f"--screenshot {_short(args.screenshot)}: the folder {_short(str(folder))} is not writable."
+        if path_exists(shot) and not os.path.isfile(shot):
+            return f"--screenshot {_short(args.screenshot)}: that path is a folder or a special file, not an image file."
+    if args.example is not None:
+        try:
+            found = find_builtin(args.example)
+        except (OSError, ValueError):
+            found = None
+        if found is None:
+            names = ", ".join(entry.name for entry in builtin_functions())
+            return f"--example {_short(args.example)}: no such built-in example; the examples are: {names}."
+    return None
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """A user's name for an error line: long names (a 4 KB path) cut in the middle."""
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]}"
 
 
 def run_list() -> int:
@@ -202,8 +260,13 @@ def run_list() -> int:
 
 
 def run_memory(args: argparse.Namespace) -> int:
-    from gradviz.core.memory import conv_bn_study
+    """``gradviz memory``: the conv-BN study, run in the worker like every other request (its
+    memory limit, its process), after a size that cannot fit in that limit is refused here."""
     from gradviz.schema.errors import GradvizError
+    from gradviz.schema.memory import check_study_fits
+    from gradviz.schema.settings import MemoryOptions
+    from gradviz.worker.client import WorkerStartError, run_request
+    from gradviz.worker.supervisor import default_memory_limit
 
     try:
         shape = tuple(int(v) for v in args.shape.split(","))
@@ -211,20 +274,35 @@ def run_memory(args: argparse.Namespace) -> int:
             raise ValueError
     except ValueError:
         _print_error(
-            "settings", f"--shape must be four integers N,C,H,W, not {args.shape!r}.", "", args.json, None
+            "settings", f"--shape must be four integers N,C,H,W, not {_short(args.shape)!r}.", "", args.json, None
         )
         return EXIT_ERROR
+    if not _stdout_usable(args.json):
+        return EXIT_ERROR
     try:
-        study = conv_bn_study(args.layers, shape, args.out_channels, args.kernel, args.device, args.dtype)
+        options = MemoryOptions(args.layers, shape, args.out_channels, args.kernel, args.device, args.dtype)
+        options.validate()
+        check_study_fits(
+            options.layers, options.shape, options.out_channels, options.kernel, options.dtype, options.device,
+            default_memory_limit(),
+        )
     except GradvizError as exc:
         _print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
         return EXIT_ERROR
-    data = study.to_dict()
-    if args.json:
-        print(json.dumps(data, allow_nan=False))
-    else:
-        print(format_memory(data))
-    return EXIT_PASS
+    try:
+        reply = run_request("memory", {"options": options.to_dict(), "sweep": False}, output=sys.stderr)
+    except WorkerStartError as exc:
+        _print_error("worker", str(exc), "", args.json, None)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("gradviz: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    if not reply.ok:
+        _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
+        return EXIT_ERROR
+    data = reply.result["study"]
+    text = json.dumps(data, allow_nan=False) if args.json else format_memory(data)
+    return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
 
 
 def format_memory(data: dict) -> str:
@@ -252,12 +330,18 @@ def _kib(n: float) -> str:
 
 
 def _resolve_file(name: str) -> Path:
+    """The file a target names: a path that exists or ends in .py, else a built-in example's.
+    A name the OS refuses to look up (over 255 bytes, say) is neither: opening it says why."""
     from gradviz.schema.library import find_builtin
+    from gradviz.schema.targets import path_exists
 
     path = Path(name)
-    if path.exists() or path.suffix == ".py":
+    if path_exists(path) or path.suffix == ".py":
         return path
-    return find_builtin(name) or path
+    try:
+        return find_builtin(name) or path
+    except (OSError, ValueError):
+        return path
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -276,12 +360,18 @@ def run_check(args: argparse.Namespace) -> int:
             nondet_tol=args.nondet_tol,
         )
 
+    if args.save and not args.overwrite:
+        refused = refuse_saved_arrays(Path(args.save))
+        if refused:
+            _print_error("io", refused, "", args.json, None)
+            return EXIT_ERROR
     extra = {
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
         # resolved here: the user's code may os.chdir before the arrays are written
         "save": str(Path(args.save).resolve()) if args.save else None,
+        "overwrite": args.overwrite,
         "sweep": args.sweep,
     }
     reply = _run_in_worker("check", args, settings, extra)
@@ -292,6 +382,22 @@ def run_check(args: argparse.Namespace) -> int:
     if not _write_stdout(text):
         return EXIT_ERROR
     return EXIT_PASS if report["passed"] else EXIT_FAIL
+
+
+def refuse_saved_arrays(folder: Path) -> str | None:
+    """``--save DIR`` without ``--overwrite`` when DIR already holds arrays of a save: refused
+    before anything runs (the blocks, and so the exact names, are known only after the check;
+    the worker refuses again, file by file, if one appears meanwhile)."""
+    from gradviz.schema.report import SAVED_ARRAYS
+
+    try:
+        found = sorted(p.name for kind in SAVED_ARRAYS for p in folder.glob(f"{kind}_o*_i*.npy"))
+    except OSError:
+        return None  # unreadable: the worker's write says why
+    if not found:
+        return None
+    shown = ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
+    return f"--save {_short(str(folder))} already holds {shown}; pass --overwrite to replace them, or save into another folder."
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -336,12 +442,18 @@ def code_request(text: str, function: str | None, inputs: str | None) -> dict:
     a ``target`` (a module, a file's named object, or a file with ``inputs_path``); refused here
     (GradvizError) when the file or the inputs file is not there."""
     from gradviz.schema.source_files import check_source_file
-    from gradviz.schema.targets import check_inputs_path, is_module_target, locate_module, parse_target
+    from gradviz.schema.targets import (
+        check_inputs_path,
+        is_module_target,
+        locate_module,
+        parse_target,
+        path_exists,
+    )
 
     request: dict = {"function": function}
     if inputs is not None:
         request["inputs_path"] = str(check_inputs_path(inputs).resolve())
-    if is_module_target(text) and not Path(text).exists():
+    if is_module_target(text) and not path_exists(text):
         module, _, name = text.partition(":")
         located = locate_module(module, Path.cwd())
         if located is not None:

@@ -6,6 +6,7 @@ What ``Report.save`` and the pytest plugin's ``--gradviz-artifacts`` write; arra
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -21,9 +22,51 @@ if TYPE_CHECKING:
     from gradviz.api.report import Report
 
 
-def save_report(report: Report, directory: Path) -> list[Path]:
-    """Write the report's files into ``directory`` (made if missing); the paths written."""
+class ExistingFiles(FileExistsError):
+    """The folder already holds files a save would replace; ``paths`` lists them. Nothing was written."""
+
+    def __init__(self, message: str, paths: list[Path]) -> None:
+        super().__init__(message)
+        self.paths = paths
+
+
+def existing_files(directory: Path, names: list[str], how: str) -> list[Path]:
+    """The files of ``names`` already in ``directory``; ExistingFiles naming them when there
+    are some, ``how`` saying how to replace them (``overwrite=True``, ``--overwrite``)."""
+    found = [directory / n for n in names if (directory / n).exists() or (directory / n).is_symlink()]
+    if found:
+        shown = ", ".join(p.name for p in found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
+        raise ExistingFiles(
+            f"{directory} already holds {shown}; nothing was written. Save into another folder, or pass "
+            f"{how} to replace them.",
+            found,
+        )
+    return found
+
+
+def report_names(report: Report) -> list[str]:
+    """Every name ``save_report`` may write (both reproducer.py and reproducer.txt: one of them)."""
+    names = ["report.json", "report.npz", "message.txt"]
+    for block in report.result.blocks:
+        key = f"o{block.output}_i{block.input}"
+        names += [f"figure_{key}.svg", *(f"{kind}_{key}.png" for kind in KINDS)]
+    if report.fn is not None and report.inputs is not None:
+        names += ["reproducer.py", "reproducer.txt"]
+    return names
+
+
+def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> list[Path]:
+    """Write the report's files into ``directory`` (made if missing); the paths written.
+
+    A file of the same name already there is never replaced silently: ExistingFiles (a
+    FileExistsError) names them all before anything is written, unless ``overwrite``; then the
+    reproducer of the other kind (.py or .txt) from an earlier save goes too, so the folder
+    holds one report, not parts of two. Without ``overwrite`` each file is created exclusively,
+    so one made meanwhile by another program is not replaced either.
+    """
     directory.mkdir(parents=True, exist_ok=True)
+    if not overwrite:
+        existing_files(directory, report_names(report), "overwrite=True")
     result = report.result
     summary = result_to_dict(result)
     arrays = {}
@@ -32,35 +75,38 @@ def save_report(report: Report, directory: Path) -> list[Path]:
         entry.update(out_shape=list(block.out_shape), in_shape=list(block.in_shape))
         entry["arrays"] = {kind: f"{kind}_{key}" for kind in ARRAYS}
         arrays.update({f"{kind}_{key}": getattr(block, kind) for kind in ARRAYS})
-    written = [directory / "report.json", directory / "report.npz", directory / "message.txt"]
-    written[0].write_text(json.dumps(summary, allow_nan=False, indent=1), encoding="utf-8")
-    np.savez_compressed(written[1], **arrays)
-    written[2].write_text(report.message() + "\n", encoding="utf-8")
+    npz = io.BytesIO()
+    np.savez_compressed(npz, **arrays)
+    files: dict[str, bytes] = {
+        "report.json": json.dumps(summary, allow_nan=False, indent=1).encode("utf-8"),
+        "report.npz": npz.getvalue(),
+        "message.txt": (report.message() + "\n").encode("utf-8"),
+    }
     for block in result.blocks:
         key = f"o{block.output}_i{block.input}"
-        figure = directory / f"figure_{key}.svg"
-        figure.write_text(block_svg(result, block), encoding="utf-8")
-        written.append(figure)
+        files[f"figure_{key}.svg"] = block_svg(result, block).encode("utf-8")
         for kind in KINDS:
-            path = directory / f"{kind}_{key}.png"
-            path.write_bytes(heatmap_png(result, block, kind))
-            written.append(path)
+            files[f"{kind}_{key}.png"] = heatmap_png(result, block, kind)
     if report.fn is not None and report.inputs is not None:
-        written.append(_write_reproducer(report, directory))
+        name, text = _reproducer(report)
+        files[name] = text.encode("utf-8")
+        if overwrite:
+            other = directory / ("reproducer.txt" if name == "reproducer.py" else "reproducer.py")
+            other.unlink(missing_ok=True)
+    written = []
+    for name, data in files.items():
+        with open(directory / name, "wb" if overwrite else "xb") as f:
+            f.write(data)
+        written.append(directory / name)
     return written
 
 
-def _write_reproducer(report: Report, directory: Path) -> Path:
-    """reproducer.py, or reproducer.txt saying why no script could be written."""
+def _reproducer(report: Report) -> tuple[str, str]:
+    """reproducer.py's text, or reproducer.txt saying why no script could be written."""
     try:
-        script = report.reproducer()
+        return "reproducer.py", report.reproducer()
     except ValueError as exc:
-        path = directory / "reproducer.txt"
-        path.write_text(f"No reproducer script: {exc}\n", encoding="utf-8")
-        return path
-    path = directory / "reproducer.py"
-    path.write_text(script, encoding="utf-8")
-    return path
+        return "reproducer.txt", f"No reproducer script: {exc}\n"
 
 
 def file_stem(text: str) -> str:

@@ -79,9 +79,14 @@ def importable_home(obj: Any) -> tuple[str, str | None] | None:
     module = sys.modules.get(module_name or "")
     if module is None or module_name in NOT_IMPORTABLE or module_name.startswith("usercode_"):
         return None
-    if not qualname or "<" in qualname or _resolve(module, qualname) is not obj:
-        return None
+    if not _dotted(qualname) or not _dotted(module_name) or _resolve(module, qualname) is not obj:
+        return None  # "<locals>", or names that are not Python names: never written into an import line
     return module_name, package_root(module)
+
+
+def _dotted(name: Any) -> bool:
+    """``a.b.c`` of plain identifiers (an exact str: a subclass could say anything)."""
+    return type(name) is str and all(part.isidentifier() for part in name.split("."))
 
 
 def package_root(module: types.ModuleType) -> str | None:
@@ -128,6 +133,8 @@ def _define(obj: Any, name: str, imports: list[str], definitions: dict[str, str]
     for used in sorted(global_names(obj)):
         if used in definitions or used in visiting or used == name or used not in scope:
             continue  # a builtin, or already written
+        if not used.isidentifier():
+            continue  # pytest's assert rewriting (@py_builtins): the source has the plain assert
         value = scope[used]
         line = import_line(used, value)
         if line is not None:
@@ -241,6 +248,8 @@ def _class_level_names(cls: type) -> set[str]:
 def import_line(name: str, value: Any) -> str | None:
     """``import numpy as np`` / ``from torch.autograd.function import once_differentiable``, or None."""
     if isinstance(value, types.ModuleType):
+        if not _dotted(value.__name__):
+            return None
         return f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}"
     home = (
         importable_home(value)

@@ -148,12 +148,16 @@ class Report:
         return f"<gradviz.Report {verdict_line(self.result)}>"
 
     # --- files, scripts, the window ----------------------------------------------------------
-    def save(self, directory: str | Path) -> list[Path]:
+    def save(self, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
         """report.json, report.npz (every block's four arrays), an SVG figure and three PNGs per
-        block, and reproducer.py when the inputs can be written into a script."""
+        block, and reproducer.py when the inputs can be written into a script.
+
+        Files of the same names already in ``directory`` are not replaced: ``FileExistsError``
+        (``gradviz.api.files.ExistingFiles``, with ``.paths``) names them and nothing is written,
+        unless ``overwrite=True``."""
         from gradviz.api.files import save_report
 
-        return save_report(self, Path(directory))
+        return save_report(self, Path(directory), overwrite=overwrite)
 
     def reproducer(self) -> str:
         """A standalone script that rebuilds the inputs and runs ``torch.autograd.gradcheck``; it

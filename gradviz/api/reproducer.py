@@ -7,7 +7,8 @@ does not modify gradcheck's leaves. Exit status: 0 when gradcheck passes, 1 when
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import keyword
+from typing import TYPE_CHECKING, Any
 
 from gradviz import __version__
 from gradviz.api.literals import TENSOR_HELPER, NotWritable, literal, needs_helper
@@ -43,8 +44,14 @@ sys.exit(0)
 def reproducer_script(report: Report) -> str:
     """The script's text; NotWritable (a ValueError) naming what cannot be written."""
     where = reach(report.fn)
+    notes: list[str] = []
     try:
-        arguments = [literal(a) for a in report.inputs]
+        arguments = []
+        for k, value in enumerate(report.inputs):
+            own: list[str] = []
+            arguments.append(literal(value, own))
+            notes += [f"# input {k}: {note}: its own methods are not trusted to write a script." for note in own]
+        options = ", ".join(f"{_keyword(k)}={literal(v)}" for k, v in report.gradcheck_options.items())
     except NotWritable as exc:
         raise NotWritable(f"the inputs cannot be written into a script: {exc}") from None
     helper = needs_helper(report.inputs)
@@ -60,12 +67,22 @@ def reproducer_script(report: Report) -> str:
     else:
         code = ("import base64\n" if helper else "") + where.source.strip()
     inputs = "inputs = (\n" + "".join(f"    {a},\n" for a in arguments) + ")"
-    options = ", ".join(f"{k}={v!r}" for k, v in report.gradcheck_options.items())
     sections = [
         HEAD.format(name=report.function, version=__version__, verdict=verdict_line(report.result)),
         code,
         TENSOR_HELPER.strip() if helper else "",
-        "# The inputs exactly as gradviz checked them.\n" + inputs,
+        "# The inputs exactly as gradviz checked them.\n" + "".join(n + "\n" for n in notes) + inputs,
         TAIL.format(call=where.call, options=options),
     ]
     return "\n\n\n".join(s for s in sections if s)
+
+
+def _keyword(name: Any) -> str:
+    """A gradcheck keyword as written: a plain identifier, or NotWritable."""
+    if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name):
+        raise NotWritable(f"the gradcheck option {_safe(name)} is not a keyword name")
+    return name
+
+
+def _safe(name: Any) -> str:
+    return literal(name) if isinstance(name, str) else "of an unexpected type"

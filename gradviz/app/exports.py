@@ -17,8 +17,15 @@ from gradviz.schema.report import verdict_line
 
 if TYPE_CHECKING:
     from gradviz.app.main_window import MainWindow
+    from gradviz.schema.results import CheckResult
 
 FOLDER_KEY = "folders/last"  # where the export and session dialogs start
+
+
+def data_paths(result: CheckResult, folder: Path, stem: str) -> list[Path]:
+    """The files ``tables.write_arrays`` writes, named before anything is written."""
+    csv = [folder / f"{stem}_{kind}_{tables.block_key(b)}.csv" for b in result.blocks for kind in tables.ARRAYS]
+    return [*csv, folder / f"{stem}_jacobians.npz"]
 
 
 class Exports(QObject):
@@ -72,22 +79,31 @@ class Exports(QObject):
         formats: tuple[str, ...] = ("png",),
         size: tuple[int, int] = (1920, 1080),
         data: bool = False,
+        overwrite: bool = False,
     ) -> list[Path]:
         """Write each figure in each format (for slides, with a caption), and with ``data`` the
-        numbers behind the Jacobians as CSV and .npz; a figure with nothing to draw is skipped."""
+        numbers behind the Jacobians as CSV and .npz; a figure with nothing to draw is skipped.
+
+        Files of the same names already in ``folder`` are listed in a question first; nothing is
+        written unless the user agrees (or ``overwrite``)."""
         stem = Path(self.w.document.filename).stem or "gradviz"
         available = self._figures_available()
-        written: list[Path] = []
         skipped = [name for name in names if not available.get(name, False)]
+        figures = {
+            Path(folder) / f"{stem}_{name}.{fmt}": name for name in names if name not in skipped for fmt in formats
+        }
+        with_data = data and self.w.current.result is not None
+        planned = [*figures, *(data_paths(self.w.current.result, Path(folder), stem) if with_data else [])]
+        existing = [p for p in planned if p.exists() or p.is_symlink()]
+        if existing and not overwrite and not self.confirm_replace(Path(folder), existing):
+            self.w.statusBar().showMessage(f"Nothing exported: {len(existing)} file(s) in {folder} kept", 8000)
+            return []
+        written: list[Path] = []
         try:
-            for name in names:
-                if name in skipped:
-                    continue
-                for fmt in formats:
-                    path = Path(folder) / f"{stem}_{name}.{fmt}"
-                    self._figure_panels[name].export(name, str(path), size=size, caption=self.figure_caption(name))
-                    written.append(path)
-            if data and self.w.current.result is not None:
+            for path, name in figures.items():
+                self._figure_panels[name].export(name, str(path), size=size, caption=self.figure_caption(name))
+                written.append(path)
+            if with_data:
                 written += tables.write_arrays(self.w.current.result, Path(folder), stem)
         except OSError as exc:
             QMessageBox.warning(self.w, "Cannot export", str(exc))
@@ -95,6 +111,24 @@ class Exports(QObject):
             note = f" (nothing to draw yet: {', '.join(skipped)})" if skipped else ""
             self.w.statusBar().showMessage(f"Exported {len(written)} files to {folder}{note}", 8000)
         return written
+
+    def confirm_replace(self, folder: Path, existing: list[Path]) -> bool:
+        """Ask before replacing files: each is named (the first 12 in the text, all under Show
+        Details); No, the default, keeps them all and writes nothing."""
+        shown = "\n".join(p.name for p in existing[:12])
+        more = f"\n… and {len(existing) - 12} more" if len(existing) > 12 else ""
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Replace files?",
+            f"{folder} already holds {len(existing)} file(s) this export would replace:\n\n{shown}{more}\n\n"
+            "Replace them?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self.w,
+        )
+        box.setObjectName("replace_files")
+        box.setDetailedText("\n".join(str(p) for p in existing))
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        return box.exec() == QMessageBox.StandardButton.Yes
 
     def figure_caption(self, name: str) -> str:
         """The Function, the verdict and the hint, under a figure."""

@@ -160,8 +160,12 @@ def _run_at_launch(app, window, screenshot: str | None, *, run: bool = True) -> 
 
 def _save_screenshot(app, window, path: str) -> None:
     if window.isVisible():
-        window.grab().save(path)
+        saved = window.grab().save(path)
         window.close()
+        if not saved:  # a folder removed since launch, a full disk: never exit 0 with no file
+            print(f"gradviz: error: could not write the screenshot to {path}.", file=sys.stderr)
+            app.exit(2)
+            return
     app.quit()
 
 

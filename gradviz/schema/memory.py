@@ -210,3 +210,52 @@ class SweepRow:
     @classmethod
     def from_dict(cls, d: dict) -> SweepRow:
         return cls(**d)
+
+
+# --------------------------------------------------------------------------- what a study needs
+
+
+def study_bytes(
+    layers: int, shape: tuple[int, int, int, int], out_channels: int, kernel: int, dtype: str, device: str = "cpu"
+) -> int:
+    """A lower bound of the host memory one conv-BN study holds at once, known before anything
+    is allocated, so a size that cannot fit is refused instead of ending in the OOM killer.
+
+    With X = N*C*H*W input elements, A_k = N*C_out*H_k*W_k the k-th conv output (H_k = H - k(K-1))
+    and s the dtype's item size: the input is drawn in float64 (8X) and kept in the dtype (sX),
+    and one variant's forward saves its input and, per layer, the conv and batch-norm outputs
+    (2 s sum A_k); the gradient drawn for the last output is another 8 A_L. On CUDA only the
+    float64 draws live in host memory.
+    """
+    n, c, h, w = shape
+    s = 8 if dtype == "float64" else 4
+    trim = max(kernel - 1, 0)
+    sizes = [n * out_channels * max(h - k * trim, 1) * max(w - k * trim, 1) for k in range(1, max(layers, 1) + 1)]
+    x = n * c * h * w
+    draws = 8 * (x + sizes[-1])
+    if device != "cpu":
+        return draws
+    return draws + s * (x + 2 * sum(sizes))
+
+
+def check_study_fits(
+    layers: int,
+    shape: tuple[int, int, int, int],
+    out_channels: int,
+    kernel: int,
+    dtype: str,
+    device: str,
+    limit: int,
+) -> None:
+    """SettingsError, one sentence, when ``study_bytes`` exceeds ``limit`` (bytes; 0: no limit)."""
+    from gradviz.schema.errors import SettingsError
+    from gradviz.schema.units import format_bytes
+
+    need = study_bytes(layers, shape, out_channels, kernel, dtype, device)
+    if limit and need > limit:
+        size = "x".join(str(v) for v in shape)
+        raise SettingsError(
+            f"The memory study of {layers} layer(s) on a {size} input with {out_channels} output channels "
+            f"needs at least {format_bytes(min(need, 2**80))}, more than the {format_bytes(limit)} a run may use; use "
+            "fewer output channels or layers, or a smaller input."
+        )

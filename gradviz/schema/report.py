@@ -225,17 +225,35 @@ def format_sweep(sweep: SweepResult) -> str:
     return "\n".join(lines)
 
 
-def save_blocks(result: CheckResult, directory: str | Path) -> list[Path]:
-    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols)."""
+SAVED_ARRAYS = ("analytic", "numerical")  # what ``gradviz check --save`` writes per block
+
+
+class ExistingArrays(FileExistsError):
+    """``save_blocks`` would replace files: the message names them; nothing was written."""
+
+
+def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
+    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols).
+
+    Without ``overwrite`` a file of the same name is never replaced: ExistingArrays naming every
+    one, before anything is written, and each file is created exclusively (``xb``)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for b in result.blocks:
-        for kind, array in (("analytic", b.analytic), ("numerical", b.numerical)):
-            path = directory / f"{kind}_o{b.output}_i{b.input}.npy"
-            np.save(path, np.ascontiguousarray(array, dtype=np.float64))
-            written.append(path)
-    return written
+    paths = {
+        directory / f"{kind}_o{b.output}_i{b.input}.npy": array
+        for b in result.blocks
+        for kind, array in zip(SAVED_ARRAYS, (b.analytic, b.numerical))
+    }
+    existing = [p.name for p in paths if p.exists() or p.is_symlink()]
+    if existing and not overwrite:
+        raise ExistingArrays(
+            f"{directory} already holds {', '.join(existing)}; nothing was written. Pass --overwrite to "
+            "replace them, or save into another folder."
+        )
+    for path, array in paths.items():
+        with open(path, "wb" if overwrite else "xb") as f:
+            np.save(f, np.ascontiguousarray(array, dtype=np.float64), allow_pickle=False)
+    return list(paths)
 
 
 def format_graph(graph: dict) -> str:

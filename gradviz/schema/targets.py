@@ -32,6 +32,16 @@ class Target:
         return f"{where}:{self.attribute}" if self.attribute else where
 
 
+def path_exists(path: str | os.PathLike) -> bool:
+    """``Path.exists`` that never raises: a name the OS refuses (over 255 bytes: ENAMETOOLONG, a
+    NUL, a folder it may not search) names nothing here, and whoever opens it reports why."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def is_module_target(text: str) -> bool:
     """``pkg.mod:Name`` (and not a path that happens to contain a colon)."""
     module, colon, attribute = text.partition(":")
@@ -61,9 +71,12 @@ def locate_module(name: str, first: str | os.PathLike | None = None) -> Path | N
     search += [p or os.getcwd() for p in sys.path]
     spec = None
     for depth, part in enumerate(name.split(".")):
-        spec = importlib.machinery.PathFinder.find_spec(
-            part if depth == 0 else spec.name + "." + part, search
-        )
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(
+                part if depth == 0 else spec.name + "." + part, search
+            )
+        except (OSError, ValueError, ImportError):  # a part too long for the file system: not found
+            return None
         if spec is None:
             return None
         search = list(spec.submodule_search_locations or [])

@@ -50,7 +50,7 @@ def _progress(request: dict[str, Any], send: Send) -> Callable[[int, int], None]
 
 def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
     from gradviz.core.check import check_source
-    from gradviz.schema.report import format_table, result_to_dict, save_blocks
+    from gradviz.schema.report import ExistingArrays, format_table, result_to_dict, save_blocks
     from gradviz.schema.result_files import write_check_result
 
     progress = _progress(request, send)
@@ -73,7 +73,11 @@ def handle_check(request: dict[str, Any], send: Send) -> dict[str, Any]:
         summary["table"] = format_table(result)
     if request.get("save"):
         try:
-            save_blocks(result, request["save"])
+            save_blocks(result, request["save"], overwrite=bool(request.get("overwrite")))
+        except ExistingArrays as exc:  # its message names the files and says what to do
+            error = GradvizError(str(exc))
+            error.kind = ErrorKind.IO
+            raise error from None
         except OSError as exc:
             error = GradvizError(f"Cannot write {request['save']}: {exc.strerror or exc}")
             error.kind = ErrorKind.IO
@@ -145,6 +149,8 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     """The conv-BN study for the memory panel, plus a sweep over layers and batch sizes; progress
     after the study and after each depth of the sweep."""
     from gradviz.core.memory import conv_bn_study, memory_sweep
+    from gradviz.schema.memory import check_study_fits
+    from gradviz.worker.supervisor import default_memory_limit
 
     options = MemoryOptions.from_dict(request.get("options", {}))
     sweep_wanted = request.get("sweep", True)
@@ -152,6 +158,17 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     # each conv (stride 1, no padding) shrinks H and W by kernel - 1: sweep only stacks that fit
     deepest = max(options.layers, min(8, (min(h, w) - 1) // max(options.kernel - 1, 1)))
     total = 1 + (deepest if sweep_wanted else 0)
+    # refused before a byte is allocated: the sweep's largest batch (4N) too, when it runs
+    batch = 4 * n if sweep_wanted else n
+    check_study_fits(
+        max(options.layers, deepest if sweep_wanted else 1),
+        (batch, c, h, w),
+        options.out_channels,
+        options.kernel,
+        options.dtype,
+        options.device,
+        default_memory_limit(),
+    )
 
     def progress(done: int) -> None:
         if send is not None and "id" in request:

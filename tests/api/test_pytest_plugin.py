@@ -11,6 +11,7 @@ import sys
 import textwrap
 import tomllib
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,11 +101,15 @@ def test_the_failure_shows_the_failing_cell_and_the_hint(suite_run):
     assert "site-packages/torch" not in out.stdout  # gradviz's and torch's frames are hidden
 
 
+FAILING = pytest_plugin.artifact_folder(Path("."), "test_ops.py::test_softplus_backward").name
+
+
 def test_artifacts_are_written_for_the_failing_test_only(suite_run):
     folder, out = suite_run
     artifacts = folder / "artifacts"
-    assert [p.name for p in artifacts.iterdir()] == ["test_ops.py__test_softplus_backward"]
-    written = {p.name for p in (artifacts / "test_ops.py__test_softplus_backward").iterdir()}
+    assert FAILING.startswith("test_ops.py__test_softplus_backward-")
+    assert [p.name for p in artifacts.iterdir()] == [FAILING]
+    written = {p.name for p in (artifacts / FAILING).iterdir()}
     assert {
         "report.json",
         "report.npz",
@@ -113,7 +118,7 @@ def test_artifacts_are_written_for_the_failing_test_only(suite_run):
         "figure_o0_i0.svg",
         "error_o0_i0.png",
     } <= written
-    assert "gradviz artifacts" in out.stdout and "test_ops.py__test_softplus_backward" in out.stdout
+    assert "gradviz artifacts" in out.stdout and FAILING in out.stdout
 
 
 def test_the_reproducer_exits_with_gradchecks_verdict(suite_run):
@@ -125,7 +130,7 @@ def test_the_reproducer_exits_with_gradchecks_verdict(suite_run):
             expected = torch.autograd.gradcheck(module.Softplus.apply, (module.batch(),))
         except Exception:
             expected = False
-    script = folder / "artifacts" / "test_ops.py__test_softplus_backward" / "reproducer.py"
+    script = folder / "artifacts" / FAILING / "reproducer.py"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run = subprocess.run(
         [sys.executable, str(script)], cwd="/", env=env, capture_output=True, text=True, timeout=300
