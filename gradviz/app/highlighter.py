@@ -9,6 +9,9 @@ Highlighting never holds the window for long: once a pass (a keystroke that open
 above 10,000 lines, a file just opened) has spent BUDGET_S, the lines it has not reached are
 marked PENDING and finished in slices of the same size from the event loop.
 
+A line longer than MAX_LINE_CHARS (pasted, say: a file with one is refused when opened) is left
+uncoloured and ends any string it is in: lexing a 10 MiB line took seconds on every key.
+
 In presentation mode the colours come from HIGH_CONTRAST; in quiz mode the highlighter also draws
 as nothing what gives a buggy twin's answer away: ``# BUG:`` comments and, in a file that has
 them, the docstrings that explain the bug.
@@ -23,6 +26,8 @@ from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+
+from gradviz.app.editor_limits import MAX_LINE_CHARS
 
 STYLE = {
     Keyword: ("#0033b3", True),
@@ -121,6 +126,7 @@ class PythonHighlighter(QSyntaxHighlighter):
         self._invisible = QTextCharFormat()
         self._invisible.setForeground(QColor(0, 0, 0, 0))
         self._invisible.setFontPointSize(1)
+        self.long_lines_skipped = 0  # lines left uncoloured for their length (tests read it)
 
     def set_high_contrast(self, on: bool) -> None:
         style = HIGH_CONTRAST if on else STYLE
@@ -205,6 +211,10 @@ class PythonHighlighter(QSyntaxHighlighter):
             self.setCurrentBlockState(PENDING)
             number = self.currentBlock().blockNumber()
             self._pending_from = number if self._pending_from is None else min(self._pending_from, number)
+            return
+        if len(text) > MAX_LINE_CHARS:  # too long to lex on every key: shown plain
+            self.long_lines_skipped += 1
+            self.setCurrentBlockState(-1)
             return
         start = 0
         carried = OPEN_STRINGS.get(self.previousBlockState())
