@@ -116,6 +116,7 @@ class PythonHighlighter(QSyntaxHighlighter):
         self._lexer = PythonLexer(stripnl=False, ensurenl=False)
         self._formats: dict = {}
         self._pass_started: float | None = None  # when the current pass began (None: between passes)
+        self._spent = False  # the current pass is out of time: its remaining lines are PENDING
         self._pending_from: int | None = None  # the first line that may be PENDING
         self._style = STYLE
         self._hide = False  # quiz mode
@@ -158,6 +159,7 @@ class PythonHighlighter(QSyntaxHighlighter):
 
     def _end_pass(self) -> None:
         self._pass_started = None
+        self._spent = False
         if self._pending_from is not None:
             self._continue()
 
@@ -190,6 +192,9 @@ class PythonHighlighter(QSyntaxHighlighter):
             self._line_hidden.append((start, length))
 
     def highlightBlock(self, text: str) -> None:
+        if self._spent and not self._unbounded:  # the rest of an opened file: as little as can be per line
+            self.setCurrentBlockState(PENDING)
+            return
         self._line_hidden = []
         self._highlight(text)
         if not self._hide:
@@ -211,6 +216,7 @@ class PythonHighlighter(QSyntaxHighlighter):
             self.setCurrentBlockState(PENDING)
             number = self.currentBlock().blockNumber()
             self._pending_from = number if self._pending_from is None else min(self._pending_from, number)
+            self._spent = True  # every later line of this pass waits too (Qt goes on to the end)
             return
         if len(text) > MAX_LINE_CHARS:  # too long to lex on every key: shown plain
             self.long_lines_skipped += 1
