@@ -140,9 +140,10 @@ def run_case(case: str, keys_to_type: int, lines: int) -> bool:
         what = outcome[0] if outcome else "neither shown nor refused in 120 s"
         print(f"  {what}")
         print(f"  answered in {opened:.2f} s; longest event-loop stall meanwhile {open_stall:.1f} ms")
+        unchanged = window.editor.text() != path.read_text(encoding="utf-8")  # the file is not shown
         window.close()
         release_window(window)
-        ok = bool(outcome) and opened < 1.0 and window.editor.text() != path.read_text(encoding="utf-8")
+        ok = bool(outcome) and opened < 1.0 and unchanged
         print("  ok" if ok else "  FAIL")
         return ok
     print(f"  shown in {opened:.2f} s; longest event-loop stall while opening {open_stall:.1f} ms")
