@@ -5,12 +5,16 @@ Qt lays out and paints a line whole: typing at the end of a 5,000-character line
 this project's two-core reference machine. Lines up to MAX_LINE_CHARS keep keys under 50 ms, so
 a file (or session) with a longer one is refused when it is opened, with a sentence naming the
 line; the command line still checks it. The highlighter leaves a longer line (pasted, say)
-uncoloured rather than lexing it on every key.
+uncoloured rather than lexing it on every key. Quiz mode hides nothing in a document longer than
+QUIZ_MAX_LINES (the buggy twins it is for are a few hundred lines).
 """
 
 from __future__ import annotations
 
 MAX_LINE_CHARS = 2000
+# quiz mode hides answers in documents up to this many lines: hiding walks every line on each key
+# (5 us a line), and turning it on highlights the whole document at once (54 s for 200,000 lines)
+QUIZ_MAX_LINES = 2000
 
 
 def long_line(text: str) -> tuple[int, int] | None:
@@ -37,4 +41,4 @@ def long_line_refusal(text: str, what: str) -> str | None:
     )
 
 
-__all__ = ["MAX_LINE_CHARS", "long_line", "long_line_refusal"]
+__all__ = ["MAX_LINE_CHARS", "QUIZ_MAX_LINES", "long_line", "long_line_refusal"]

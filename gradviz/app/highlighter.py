@@ -142,7 +142,8 @@ class PythonHighlighter(QSyntaxHighlighter):
             self._twin = on and TWIN_MARK.search(self.document().toPlainText()) is not None
             self._hidden_lines.clear()
             # one whole pass, not sliced: the editor reads hidden_lines() right after this call
-            self._unbounded = True
+            # (showing everything again needs no such list: that pass is sliced as usual)
+            self._unbounded = on
             try:
                 self.rehighlight()
             finally:

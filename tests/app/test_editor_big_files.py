@@ -192,3 +192,28 @@ def test_a_pasted_line_longer_than_the_limit_is_never_lexed(qtbot, monkeypatch):
     qtbot.keyClicks(panel.editor, "y = 1")
     qtbot.waitUntil(lambda: not highlighter.pending)
     assert lexed and max(lexed) <= MAX_LINE_CHARS  # the short line was lexed; the long one never
+
+
+def test_quiz_mode_on_a_long_file_hides_nothing_and_keys_never_walk_its_lines(qtbot, monkeypatch):
+    """Quiz hiding walked every line on each key (1 s a key in 200,000 lines) and turning it on
+    highlighted the whole file at once; past QUIZ_MAX_LINES it hides nothing instead."""
+    from gradviz.app.editor_limits import QUIZ_MAX_LINES
+    from gradviz.app.panels.editor_panel import CodeEditor
+    from gradviz.app.theme import ViewSettings
+
+    view = ViewSettings()
+    panel = EditorPanel(view=view)
+    qtbot.addWidget(panel)
+    panel.show()
+    view.quiz = True
+    walks = [0]
+    real = CodeEditor._hide_lines
+    monkeypatch.setattr(CodeEditor, "_hide_lines", lambda self, on: walks.__setitem__(0, walks[0] + 1) or real(self, on))
+    text = "x = 1  # BUG: the answer\n" * (QUIZ_MAX_LINES + 1)
+    panel.set_text(text)
+    walks[0] = 0
+    panel.editor.setFocus()
+    qtbot.keyClicks(panel.editor, "y = 2")
+    assert walks[0] == 0
+    assert panel.editor.quiz_hidden_lines() == []
+    assert panel.text().startswith("y = 2x = 1")
