@@ -6,12 +6,16 @@ this project's two-core reference machine. Lines up to MAX_LINE_CHARS keep keys 
 a file (or session) with a longer one is refused when it is opened, with a sentence naming the
 line; the command line still checks it. The highlighter leaves a longer line (pasted, say)
 uncoloured rather than lexing it on every key. Quiz mode hides nothing in a document longer than
-QUIZ_MAX_LINES (the buggy twins it is for are a few hundred lines).
+QUIZ_MAX_LINES (the buggy twins it is for are a few hundred lines), and a document of more than
+MAX_HIGHLIGHT_LINES lines is shown uncoloured, which halves the time opening it holds the window.
 """
 
 from __future__ import annotations
 
 MAX_LINE_CHARS = 2000
+# a longer document is shown uncoloured: Qt calls the highlighter once per line of a document
+# just shown (2.5 us a line even when it only marks the line for later: 0.6 s of a 9 MB file)
+MAX_HIGHLIGHT_LINES = 50_000
 # quiz mode hides answers in documents up to this many lines: hiding walks every line on each key
 # (5 us a line), and turning it on highlights the whole document at once (54 s for 200,000 lines)
 QUIZ_MAX_LINES = 2000
@@ -41,4 +45,4 @@ def long_line_refusal(text: str, what: str) -> str | None:
     )
 
 
-__all__ = ["MAX_LINE_CHARS", "QUIZ_MAX_LINES", "long_line", "long_line_refusal"]
+__all__ = ["MAX_HIGHLIGHT_LINES", "MAX_LINE_CHARS", "QUIZ_MAX_LINES", "long_line", "long_line_refusal"]

@@ -217,3 +217,21 @@ def test_quiz_mode_on_a_long_file_hides_nothing_and_keys_never_walk_its_lines(qt
     assert walks[0] == 0
     assert panel.editor.quiz_hidden_lines() == []
     assert panel.text().startswith("y = 2x = 1")
+
+
+def test_a_document_of_more_lines_than_the_highlighter_takes_is_shown_plain_and_the_next_coloured(qtbot):
+    from gradviz.app.editor_limits import MAX_HIGHLIGHT_LINES
+
+    panel = EditorPanel()
+    qtbot.addWidget(panel)
+    highlighter = panel.editor.highlighter
+    passes = [0]
+    real = highlighter.highlightBlock
+    highlighter.highlightBlock = lambda text: passes.__setitem__(0, passes[0] + 1) or real(text)
+    panel.set_text("x = 1\n" * MAX_HIGHLIGHT_LINES)
+    assert passes[0] == 0  # Qt did not call the highlighter once per line
+    assert highlighter.document() is None
+    panel.set_text("def f():\n    return 1\n")
+    qtbot.waitUntil(lambda: panel.editor.document().firstBlock().layout().formats() != [])
+    assert highlighter.document() is panel.editor.document()
+    assert passes[0] > 0  # the count sees the highlighter's calls

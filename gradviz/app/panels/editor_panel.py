@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app.editor_limits import QUIZ_MAX_LINES
+from gradviz.app.editor_limits import MAX_HIGHLIGHT_LINES, QUIZ_MAX_LINES
 from gradviz.app.highlighter import PythonHighlighter
 from gradviz.app.theme import ViewSettings
 
@@ -429,7 +429,12 @@ class EditorPanel(QWidget):
 
     def set_text(self, text: str) -> None:
         """Show ``text`` as a new document with a fresh undo history: Ctrl+Z never brings back
-        the text of the document shown before (under this one's name, for Ctrl+S to write)."""
+        the text of the document shown before (under this one's name, for Ctrl+S to write).
+        A document of more than MAX_HIGHLIGHT_LINES lines is shown uncoloured."""
+        highlighter, document = self.editor.highlighter, self.editor.document()
+        coloured = text.count("\n") < MAX_HIGHLIGHT_LINES
+        if coloured != (highlighter.document() is not None):
+            highlighter.setDocument(document if coloured else None)
         self.editor.setPlainText(text)  # clears the undo and redo stacks
         self.editor.document().clearUndoRedoStacks()
         self.editor.document().setModified(False)
