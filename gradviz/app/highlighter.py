@@ -127,7 +127,6 @@ class PythonHighlighter(QSyntaxHighlighter):
         self._invisible = QTextCharFormat()
         self._invisible.setForeground(QColor(0, 0, 0, 0))
         self._invisible.setFontPointSize(1)
-        self.long_lines_skipped = 0  # lines left uncoloured for their length (tests read it)
 
     def set_high_contrast(self, on: bool) -> None:
         style = HIGH_CONTRAST if on else STYLE
@@ -220,7 +219,6 @@ class PythonHighlighter(QSyntaxHighlighter):
             self._spent = True  # every later line of this pass waits too (Qt goes on to the end)
             return
         if len(text) > MAX_LINE_CHARS:  # too long to lex on every key: shown plain
-            self.long_lines_skipped += 1
             self.setCurrentBlockState(-1)
             return
         start = 0
