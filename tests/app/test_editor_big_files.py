@@ -235,3 +235,18 @@ def test_a_document_of_more_lines_than_the_highlighter_takes_is_shown_plain_and_
     qtbot.waitUntil(lambda: panel.editor.document().firstBlock().layout().formats() != [])
     assert highlighter.document() is panel.editor.document()
     assert passes[0] > 0  # the count sees the highlighter's calls
+
+
+def test_a_session_whose_code_has_a_ten_mib_line_is_refused(tmp_path):
+    import json
+
+    from bench.editor_files import long_line_text
+    from gradviz.app.file_loading import LoadRefused, read_session
+
+    path = tmp_path / "long.gradviz"
+    path.write_text(
+        json.dumps({"format": "gradviz-session", "version": 1, "code": "x = 1\n" + long_line_text(2**20)}),
+        encoding="utf-8",
+    )
+    with pytest.raises(LoadRefused, match=f"line 2 is {2**20:,} characters long"):
+        read_session(path)
