@@ -126,7 +126,7 @@ def class_headers_typing() -> str:
     if out.returncode != 0:
         return f"the editor process failed: {(out.stderr.strip().splitlines() or ['?'])[-1][:120]}"
     worst, most = out.stdout.split()[-2:]
-    if int(most) > 1:
+    if int(most) > 2:  # one scanning, one that has answered and is ending
         return f"{most} scan threads at once"
     return "" if float(worst) < SLOW_KEY_MS else f"a key took {float(worst):.0f} ms"
 

@@ -15,7 +15,8 @@ as it does for a person), through the real window and its real worker. Numbers:
 - the longest the event loop was busy at any moment while typing, which also catches work that
   runs on a timer after the keys (re-parsing the Function list, autosave): a key pressed then
   waits that long;
-- the most Function-list scan threads alive at once.
+- the most Function-list scan threads alive at once (one scanning, and one that has answered and
+  is ending: 2 at most).
 
 Targets: on the normal file every keystroke and stall under 16 ms (one frame at 60 Hz); on any
 file the window agrees to open, under 50 ms; a file it refuses is refused within a second.
@@ -196,7 +197,7 @@ def run_case(case: str, keys_to_type: int, lines: int, *, autosave: bool = True)
     )
     print(f"  longest event-loop stall while typing: {stall:.1f} ms (target < {target:.0f})")
     print(f"  most Function-list scan threads alive at once: {most_threads}")
-    ok = max(latencies) < target and stall < target and typed > 0 and most_threads <= 1
+    ok = max(latencies) < target and stall < target and typed > 0 and most_threads <= 2
     print("  ok" if ok else "  FAIL")
     return ok
 
