@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -84,6 +85,14 @@ def scan_threads() -> int:
 
 def run_case(case: str, keys_to_type: int, lines: int, *, autosave: bool = True) -> bool:
     """Open the case's file in a fresh window, type, print the numbers; whether it met the targets."""
+    folder = Path(tempfile.mkdtemp(prefix="gradviz-typing-"))
+    try:
+        return _run_case(case, keys_to_type, lines, folder, autosave=autosave)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_case(case: str, keys_to_type: int, lines: int, tmp: Path, *, autosave: bool) -> bool:
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, Qt, QTimer
     from PySide6.QtGui import QTextCursor
     from PySide6.QtTest import QTest
@@ -94,7 +103,6 @@ def run_case(case: str, keys_to_type: int, lines: int, *, autosave: bool = True)
 
     target = TARGET_MS_OF[case]
     app = QApplication.instance() or QApplication([])
-    tmp = Path(tempfile.mkdtemp(prefix="gradviz-typing-"))
     os.environ["GRADVIZ_RECOVERY_DIR"] = str(tmp / "recovery")
     path = write_case(case, tmp, lines)
     warned: list[str] = []
