@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from gradviz.app.background import run_in_thread
+from gradviz.app.editor_limits import long_line_refusal
 from gradviz.schema.errors import GradvizError
 from gradviz.schema.session import Session, load_session
 from gradviz.schema.source_files import read_source_bytes
@@ -36,21 +37,27 @@ def read_source(path: Path) -> str:
     except GradvizError as exc:
         raise LoadRefused(exc.message) from None
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise LoadRefused(
             f"Cannot open {path}: it is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}). "
             "Save it as UTF-8 and open it again."
         ) from None
+    if (too_long := long_line_refusal(text, f"Cannot open {path}")) is not None:
+        raise LoadRefused(too_long)  # the editor could not show it without seconds per key
+    return text
 
 
 def read_session(path: Path) -> Session:
     """A session, validated completely, or LoadRefused saying why not."""
     try:
-        return load_session(path)
+        session = load_session(path)
     except GradvizError as exc:
         raise LoadRefused(exc.message) from None
+    if (too_long := long_line_refusal(session.code, f"Cannot open {path}")) is not None:
+        raise LoadRefused(too_long)  # its code would freeze the editor
+    return session
 
 
 class FileLoader(QObject):

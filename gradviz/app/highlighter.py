@@ -9,6 +9,9 @@ Highlighting never holds the window for long: once a pass (a keystroke that open
 above 10,000 lines, a file just opened) has spent BUDGET_S, the lines it has not reached are
 marked PENDING and finished in slices of the same size from the event loop.
 
+A line longer than MAX_LINE_CHARS (pasted, say: a file with one is refused when opened) is left
+uncoloured and ends any string it is in: lexing a 10 MiB line took seconds on every key.
+
 In presentation mode the colours come from HIGH_CONTRAST; in quiz mode the highlighter also draws
 as nothing what gives a buggy twin's answer away: ``# BUG:`` comments and, in a file that has
 them, the docstrings that explain the bug.
@@ -23,6 +26,8 @@ from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+
+from gradviz.app.editor_limits import MAX_LINE_CHARS
 
 STYLE = {
     Keyword: ("#0033b3", True),
@@ -111,6 +116,7 @@ class PythonHighlighter(QSyntaxHighlighter):
         self._lexer = PythonLexer(stripnl=False, ensurenl=False)
         self._formats: dict = {}
         self._pass_started: float | None = None  # when the current pass began (None: between passes)
+        self._spent = False  # the current pass is out of time: its remaining lines are PENDING
         self._pending_from: int | None = None  # the first line that may be PENDING
         self._style = STYLE
         self._hide = False  # quiz mode
@@ -135,7 +141,8 @@ class PythonHighlighter(QSyntaxHighlighter):
             self._twin = on and TWIN_MARK.search(self.document().toPlainText()) is not None
             self._hidden_lines.clear()
             # one whole pass, not sliced: the editor reads hidden_lines() right after this call
-            self._unbounded = True
+            # (showing everything again needs no such list: that pass is sliced as usual)
+            self._unbounded = on
             try:
                 self.rehighlight()
             finally:
@@ -152,6 +159,7 @@ class PythonHighlighter(QSyntaxHighlighter):
 
     def _end_pass(self) -> None:
         self._pass_started = None
+        self._spent = False
         if self._pending_from is not None:
             self._continue()
 
@@ -184,6 +192,9 @@ class PythonHighlighter(QSyntaxHighlighter):
             self._line_hidden.append((start, length))
 
     def highlightBlock(self, text: str) -> None:
+        if self._spent and not self._unbounded:  # the rest of an opened file: as little as can be per line
+            self.setCurrentBlockState(PENDING)
+            return
         self._line_hidden = []
         self._highlight(text)
         if not self._hide:
@@ -205,6 +216,10 @@ class PythonHighlighter(QSyntaxHighlighter):
             self.setCurrentBlockState(PENDING)
             number = self.currentBlock().blockNumber()
             self._pending_from = number if self._pending_from is None else min(self._pending_from, number)
+            self._spent = True  # every later line of this pass waits too (Qt goes on to the end)
+            return
+        if len(text) > MAX_LINE_CHARS:  # too long to lex on every key: shown plain
+            self.setCurrentBlockState(-1)
             return
         start = 0
         carried = OPEN_STRINGS.get(self.previousBlockState())

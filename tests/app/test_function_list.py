@@ -66,9 +66,9 @@ def test_half_typed_code_still_lists_its_functions():
 def test_the_list_follows_typing_a_few_times_a_second_off_the_gui_thread(qtbot, monkeypatch):
     scans: list[str] = []
 
-    def counted(text: str) -> list[str]:
+    def counted(text: str, **options) -> list[str]:
         scans.append(threading.current_thread().name)
-        return scan_function_names(text)
+        return scan_function_names(text, **options)
 
     monkeypatch.setattr(function_list, "scan_function_names", counted)
     text = ["import torch\n"]

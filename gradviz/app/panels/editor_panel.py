@@ -5,7 +5,8 @@ with "inconsistent use of tabs"), Shift+Tab and Tab on a selection dedent and in
 Enter keeps the indentation and adds a level after a ":", Home goes to the first non-blank
 character (again: to the start of the line), Ctrl+F finds. The error marker goes away as soon as
 its line is edited. In quiz mode the buggy twins' answers (``BUG = ...`` lines, ``# BUG:``
-comments and docstrings) are hidden from view, never from the text that runs or is saved.
+comments and docstrings) are hidden from view, never from the text that runs or is saved; in a
+document over QUIZ_MAX_LINES lines nothing is hidden, so a key never walks a huge document.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.editor_limits import MAX_HIGHLIGHT_LINES, QUIZ_MAX_LINES
 from gradviz.app.highlighter import PythonHighlighter
 from gradviz.app.theme import ViewSettings
 
@@ -68,6 +70,8 @@ class CodeEditor(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))
         self.error_line: int | None = None
+        self._quiz = False  # quiz mode is on
+        self._quiz_active = False  # ...and hides lines in this document (it is short enough)
         self._marked: tuple[int, str] = (0, "")  # block count and text of the marked line when marked
         self._gutter = LineNumberArea(self)
         self.highlighter = PythonHighlighter(self.document())
@@ -237,8 +241,21 @@ class CodeEditor(QPlainTextEdit):
     # --- quiz: hide the answers ------------------------------------------------------------
     def set_quiz(self, on: bool) -> None:
         """Hide (or show again) the lines and comments that give a buggy twin's answer away."""
-        self.highlighter.set_hidden(on)
-        self._hide_lines(on)
+        self._quiz = on
+        active = on and self.blockCount() <= QUIZ_MAX_LINES
+        was, self._quiz_active = self._quiz_active, active
+        self.highlighter.set_hidden(active)
+        if active or was:
+            self._hide_lines(active)
+
+    def follow_quiz(self) -> None:
+        """The text changed in quiz mode: hide what it now gives away (nothing once it is too long)."""
+        if not self._quiz:
+            return
+        if self._quiz_active != (self.blockCount() <= QUIZ_MAX_LINES):
+            self.set_quiz(True)
+        elif self._quiz_active:
+            self._hide_lines(True)
 
     def _hide_lines(self, on: bool) -> None:
         hidden = self.highlighter.hidden_lines() if on else set()
@@ -387,7 +404,7 @@ class EditorPanel(QWidget):
 
     def _on_text_changed(self) -> None:
         if self.view.quiz:
-            self.editor._hide_lines(True)
+            self.editor.follow_quiz()
 
     def _on_quiz_changed(self, on: bool) -> None:
         self.editor.set_quiz(on)
@@ -412,7 +429,12 @@ class EditorPanel(QWidget):
 
     def set_text(self, text: str) -> None:
         """Show ``text`` as a new document with a fresh undo history: Ctrl+Z never brings back
-        the text of the document shown before (under this one's name, for Ctrl+S to write)."""
+        the text of the document shown before (under this one's name, for Ctrl+S to write).
+        A document of more than MAX_HIGHLIGHT_LINES lines is shown uncoloured."""
+        highlighter, document = self.editor.highlighter, self.editor.document()
+        coloured = text.count("\n") < MAX_HIGHLIGHT_LINES
+        if coloured != (highlighter.document() is not None):
+            highlighter.setDocument(document if coloured else None)
         self.editor.setPlainText(text)  # clears the undo and redo stacks
         self.editor.document().clearUndoRedoStacks()
         self.editor.document().setModified(False)
