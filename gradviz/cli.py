@@ -501,9 +501,9 @@ def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
     except WorkerStartError as exc:
         _print_error("worker", str(exc), "", args.json, None)
         return None
-    except KeyboardInterrupt:
-        print("gradviz: interrupted", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as exc:  # Ctrl+C, or SIGTERM (Terminated): the worker's tree is gone by now
+        print(f"gradviz: {str(exc) or 'interrupted'}", file=sys.stderr)
+        raise SystemExit(getattr(exc, "exit_code", EXIT_INTERRUPTED)) from None
     if not reply.ok:
         _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
         return None

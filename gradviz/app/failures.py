@@ -37,7 +37,8 @@ def describe_failure(error: dict, filename: str) -> FailureView:
     common = {"progress": PROGRESS_WORDS.get(kind, "error"), "message": message, "line": line,
               "traceback": traceback, "mark_editor": mark}
     if kind == ErrorKind.CANCELLED:
-        return FailureView("Cancelled.", "idle", message if line else "", reported=None, **common)
+        said = line or error.get("worker_replaced")  # a cancel the worker never answered says so
+        return FailureView("Cancelled.", "idle", message if said else "", reported=None, **common)
     where = f" (line {line})" if line and kind.in_user_code else ""
     shown = message + (TIMEOUT_ADVICE if kind == ErrorKind.TIMEOUT else "")
     return FailureView(f"{kind.headline}{where}", "error", shown, reported=shown, **common)

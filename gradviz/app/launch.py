@@ -89,6 +89,7 @@ def open_requested(window, args: argparse.Namespace) -> bool:
 
 
 def run_app(argv: list[str]) -> int:
+    """The app's exit status: 0, 2 when it cannot start, 130 after Ctrl+C, 143 after SIGTERM."""
     args = parse_app_args(argv)
     refused = refuse_arguments(args)
     if refused:
@@ -103,12 +104,34 @@ def run_app(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    from gradviz.app.quit_signals import QuitOnSignal
+
+    quitter = QuitOnSignal()  # from here on a Ctrl+C or SIGTERM quits cleanly, never raises
+    try:
+        return _run(args, quitter)
+    finally:
+        quitter.close()
+
+
+def _run(args: argparse.Namespace, quitter) -> int:
     app, window = make_window()
+    # every event loop ends, the main one and a dialog's (QApplication.exit ends them all)
+    quitter.watch(lambda signum: app.exit(128 + signum))
     if args.example:
         window.load_builtin(args.example)
     window.show()
-    if not args.screenshot and not (args.path or args.target):
+    if not args.screenshot and not (args.path or args.target) and not quitter.received:
         window.offer_recovery()  # restored text is shown, never run
+    code = _start(app, window, args) if not quitter.received else 0
+    if quitter.received:  # no closeEvent: nothing is asked, and no recovery file is cleared
+        code = quitter.exit_code
+        _leave_on_signal(window)
+    release_window(window)
+    return code
+
+
+def _start(app, window, args: argparse.Namespace) -> int:
+    """What the command line asks for, then the event loop; its exit code."""
     if args.screenshot:
         _save_screenshot_when_done(app, window, args.screenshot)
     if not open_requested(window, args):
@@ -117,9 +140,16 @@ def run_app(argv: list[str]) -> int:
         window.source.when_idle(lambda: _run_at_launch(app, window, args.screenshot))
     elif args.screenshot and not args.target:  # a file or session: nothing runs, so show it as read
         window.source.when_idle(lambda: _run_at_launch(app, window, args.screenshot, run=False))
-    code = app.exec()
-    release_window(window)
-    return code
+    return app.exec()
+
+
+def _leave_on_signal(window) -> None:
+    """Quit after Ctrl+C or SIGTERM: unsaved text stays recoverable (written now, so the last
+    keystrokes are in it), the worker and everything it started are stopped."""
+    if window.modified:
+        window.source.autosave()
+        window.source.flush_autosave(timeout=5.0)
+    window.worker.shutdown()
 
 
 def make_window(settings: QSettings | None = None, *, auto_run: bool = False) -> tuple[QApplication, MainWindow]:

@@ -352,8 +352,9 @@ class SourceController(QObject):
             f"gradviz ended without saving your changes to {newest.title}. Restore them into the editor?",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
         )
-        if answer != QMessageBox.StandardButton.Yes:
+        if answer == QMessageBox.StandardButton.No:
             RecoveryStore.discard(newest)
+        if answer != QMessageBox.StandardButton.Yes:  # closed unanswered (Ctrl+C quits): kept
             return False
         # the file it came from is only a suggestion for Save: it is neither read nor written unasked
         suggested = Path(newest.path) if newest.path and os.path.isabs(newest.path) else None

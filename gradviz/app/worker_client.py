@@ -5,7 +5,10 @@ The protocol (messages, framing, the bad-line guard, how the worker is started) 
 signals, so the window never waits. The worker runs every request in a fresh process of its
 own, enforces the request's time limit, and answers a Cancel, a timeout or a crash of the
 user's code with an error naming the line; it never dies of user code. If the worker itself
-dies (it should not), a fresh one is started and ``crashed`` says so.
+dies (it should not), a fresh one is started and ``crashed`` says so. If it stops answering (user
+code stopped it with SIGSTOP, or wedged it), this client's own deadline, the request's timeout
+plus a grace or a grace after Cancel, kills it with its whole process tree, fails the request
+(timeout or cancelled, saying so) and starts a fresh worker (``protocol.unresponsive``).
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
+from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
-from gradviz.protocol import messages
+from gradviz.protocol import messages, unresponsive
 from gradviz.protocol.launch import make_run_root, remove_run_root, worker_command, worker_environment
 from gradviz.schema.errors import ErrorKind
 
@@ -42,6 +45,12 @@ class WorkerClient(QObject):
         self.info: dict[str, Any] = {}
         self.output_text = ""
         self.tmp_root: Path = make_run_root()
+        self.grace = unresponsive.GRACE_S  # past a timeout or a Cancel, how long the worker gets to answer
+        self._timeout: float | None = None  # the time limit of the request in flight
+        self._cancel_sent = False  # the request in flight was told to stop
+        self._deadline = QTimer(self)  # when the request in flight must have been answered
+        self._deadline.setSingleShot(True)
+        self._deadline.timeout.connect(self._on_deadline)
 
     # --- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -62,13 +71,16 @@ class WorkerClient(QObject):
         process.start(program, arguments)
 
     def shutdown(self) -> None:
-        """Stop the worker (it stops any run first) and remove the result files (window closing)."""
+        """Stop the worker (it stops any run first) and remove the result files (window closing).
+        A worker that does not quit within 2 s (stopped, or wedged) is killed with its whole tree."""
         process, self._process = self._process, None
+        self._deadline.stop()
         if process is not None:
             process.write(messages.encode({"op": "quit"}))
             process.closeWriteChannel()
+            unresponsive.wake(int(process.processId()))  # a stopped worker reads nothing until continued
             if not process.waitForFinished(2000):
-                process.terminate()  # SIGTERM: the worker still stops the run's process group
+                unresponsive.end_worker(int(process.processId()))
                 if not process.waitForFinished(1000):
                     process.kill()
                     process.waitForFinished(1000)
@@ -77,9 +89,13 @@ class WorkerClient(QObject):
         remove_run_root(self.tmp_root)
 
     def cancel(self) -> None:
-        """Stop the run in flight; its ``failed`` (kind cancelled, with the line) follows."""
+        """Stop the run in flight; its ``failed`` (kind cancelled, with the line) follows, from the
+        worker, or from here after ``grace`` s if the worker does not answer."""
         if self._running and self._process is not None:
             self._process.write(messages.encode({"op": "cancel", "id": self._running}))
+            self._cancel_sent = True
+            if self.is_ready:  # a worker still importing torch answers the cancel once it is ready
+                self._arm(self.grace)
 
     @property
     def pid(self) -> int:
@@ -105,6 +121,10 @@ class WorkerClient(QObject):
         if timeout:
             message["timeout"] = timeout
         self._running = request_id
+        self._timeout, self._cancel_sent = timeout or None, False
+        self._deadline.stop()
+        if self.is_ready:  # else from the ready message on: the worker runs nothing before
+            self._arm(unresponsive.answer_deadline(0.0, self._timeout, self.grace))
         self.output_text = ""
         self._process.write(messages.encode(message))
         return request_id
@@ -131,17 +151,51 @@ class WorkerClient(QObject):
         if kind == "ready":
             self.is_ready = True
             self.info = message
+            if self._running:
+                self._arm(self.grace if self._cancel_sent else unresponsive.answer_deadline(0.0, self._timeout, self.grace))
             self.ready.emit(message)
         elif kind == "progress":
             self.progress.emit(message["id"], message["done"], message["total"])
         elif kind == "result":
-            self._running = 0
+            self._answered()
             self.finished.emit(message["id"], message["result"])
         elif kind == "error":
             request = message.get("id") or self._running
             if request == self._running:
-                self._running = 0
+                self._answered()
             self.failed.emit(request or 0, message["error"])
+
+    def _answered(self) -> None:
+        self._running = 0
+        self._deadline.stop()
+
+    def _arm(self, seconds: float | None) -> None:
+        """The request in flight must be answered within ``seconds`` (None: no limit); an earlier
+        deadline already set stays."""
+        if seconds is None:
+            return
+        left = self._deadline.remainingTime() if self._deadline.isActive() else None
+        ms = max(0, int(seconds * 1000))
+        if left is None or ms < left:
+            self._deadline.start(ms)
+
+    def _on_deadline(self) -> None:
+        """The worker did not answer in time: stopped or wedged. Kill it with its whole tree, fail
+        the request, start a fresh worker (its ``ready`` sends what waits)."""
+        request, process = self._running, self._process
+        if not request or process is None:
+            return
+        kind = ErrorKind.CANCELLED if self._cancel_sent else ErrorKind.TIMEOUT
+        error = unresponsive.unresponsive_error(kind, self._timeout, self.grace)
+        self._process = None  # its last words, and its end, are no longer ours
+        unresponsive.end_worker(int(process.processId()))
+        if not process.waitForFinished(1000):
+            process.kill()
+            process.waitForFinished(1000)
+        process.deleteLater()
+        self._answered()
+        self.start()
+        self.failed.emit(request, error)
 
     def _on_stderr(self, process: QProcess) -> None:
         text = bytes(process.readAllStandardError()).decode("utf-8", "replace")
@@ -154,7 +208,7 @@ class WorkerClient(QObject):
         if process is not self._process:  # stopped on purpose
             return
         request = self._running
-        self._running = 0
+        self._answered()
         how = "was killed" if status == QProcess.ExitStatus.CrashExit else f"exited with code {exit_code}"
         message = (
             f"The gradviz worker process {how}. A fresh worker has been started; your code in the editor "

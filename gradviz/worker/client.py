@@ -4,6 +4,8 @@ The user's code runs in the worker's run processes, never here: the worker stops
 loop at the request's ``timeout``, reports ``sys.exit``, ``os._exit``, ``abort()`` or a segfault
 as an error naming the line, and serves on. What the user's code prints arrives on the
 worker's stderr and is passed through to ``output`` (the first part and the end of megabytes).
+Should the worker itself stop answering (user code stopped it with SIGSTOP), the client's own
+deadline, the timeout plus a grace, ends it and its whole process tree (``protocol.unresponsive``).
 
     with WorkerClient() as worker:
         reply = worker.request("check", {"path": "f.py", "arrays": False}, timeout=20)
@@ -19,13 +21,14 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gradviz.protocol import messages
+from gradviz.protocol import messages, unresponsive
 from gradviz.protocol.launch import make_run_root, remove_run_root, worker_command, worker_environment
 from gradviz.schema.errors import ErrorKind
 
@@ -37,6 +40,15 @@ STOP_WAIT_S = 2.0  # how long the worker gets to stop its run and exit before it
 
 class WorkerStartError(Exception):
     """The worker process could not be started or did not get ready."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl+C raises KeyboardInterrupt: the same cleanup, exit status 143."""
+
+    exit_code = 128 + signal.SIGTERM
+
+    def __str__(self) -> str:
+        return "terminated"
 
 
 @dataclass
@@ -119,6 +131,8 @@ class WorkerClient:
         self._messages: list[dict[str, Any] | messages.BadLine] = []
         self._next_id = 1
         self._stdout_closed = False
+        self._ready_at = 0.0  # when the worker said it was ready (time.monotonic)
+        self.grace = unresponsive.GRACE_S  # past a request's timeout, how long the worker gets to answer
         self.run_root: Path | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -161,42 +175,49 @@ class WorkerClient:
     def wait_ready(self) -> dict[str, Any]:
         """Block until the worker has imported torch; its ``ready`` message."""
         if not self.info:
-            ready = self._wait_for(lambda m: m.get("type") == "ready", time.monotonic() + self.startup_timeout)
+            end = time.monotonic() + self.startup_timeout
+            ready = self._wait_for(lambda m: m.get("type") == "ready", lambda: end)
             self._output.finish()
             if ready is None:
                 code = self._process.poll() if self._process else None
                 self.close(polite=False)
                 how = f"exited with code {code}" if code is not None else "did not get ready in time"
                 raise WorkerStartError(f"The gradviz worker {how} while starting (see its output above).")
-            self.info = ready
+            self.info, self._ready_at = ready, time.monotonic()
         return self.info
 
     def close(self, *, polite: bool = True) -> None:
-        """Ask the worker to quit (it stops any run); kill it if it does not; remove the run folder."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            if polite:
+        """Ask the worker to quit (it stops any run); past ``STOP_WAIT_S`` kill it and every process
+        below it, stopped or not; remove the run folder. A second Ctrl+C or a SIGTERM waits until
+        this is done: cut short, it would leave the worker's tree behind."""
+        with _signals_held():
+            process, self._process = self._process, None
+            if process is not None and process.poll() is None:
+                if polite:
+                    with contextlib.suppress(OSError):
+                        process.stdin.write(messages.encode({"op": "quit"}))
+                        process.stdin.close()
+                else:  # SIGTERM: the worker stops its run's whole process tree before it exits
+                    with contextlib.suppress(OSError):
+                        process.terminate()
+                unresponsive.wake(process.pid)  # a stopped worker acts on neither until continued
+                try:
+                    process.wait(STOP_WAIT_S)
+                except subprocess.TimeoutExpired:  # stopped again, or wedged: not waited for any longer
+                    unresponsive.end_worker(process.pid)
                 with contextlib.suppress(OSError):
-                    process.stdin.write(messages.encode({"op": "quit"}))
-                    process.stdin.close()
-            else:  # SIGTERM: the worker stops its run's whole process group before it exits
-                with contextlib.suppress(OSError):
-                    process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(STOP_WAIT_S)
-            with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        if process is not None:
-            for stream in (process.stdin, process.stdout, process.stderr):
-                with contextlib.suppress(OSError):
-                    stream.close()
-        if self._selector is not None:
-            self._selector.close()
-            self._selector = None
-        if self.run_root is not None:
-            remove_run_root(self.run_root)
-            self.run_root = None
+                    os.killpg(process.pid, signal.SIGKILL)  # what is left of its session's group
+                process.wait()
+            if process is not None:
+                for stream in (process.stdin, process.stdout, process.stderr):
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            if self._selector is not None:
+                self._selector.close()
+                self._selector = None
+            if self.run_root is not None:
+                remove_run_root(self.run_root)
+                self.run_root = None
 
     # --- requests ------------------------------------------------------------------------
     def request(
@@ -210,7 +231,8 @@ class WorkerClient:
         """Send one request and wait for its answer; the worker stops it after ``timeout`` s.
 
         A run that hangs, crashes or is stopped comes back as an error naming the user's line;
-        the worker serves on. Only the worker itself dying (never user code) restarts it.
+        the worker serves on. Only the worker itself dying, or not answering ``grace`` s past
+        the timeout (user code stopped it), restarts it.
         """
         if not self.alive:
             self.start()
@@ -221,6 +243,8 @@ class WorkerClient:
             message["timeout"] = timeout
         reply = Reply("error")
         start = time.monotonic()
+        if self.info:
+            self._ready_at = start
         try:
             self._process.stdin.write(messages.encode(message))
         except OSError:  # the worker died before reading it: the branch below says so
@@ -230,23 +254,28 @@ class WorkerClient:
             if isinstance(m, messages.BadLine):
                 return True
             if m.get("type") == "ready":
-                self.info = m
+                self.info, self._ready_at = m, time.monotonic()
             if m.get("type") == "progress" and m.get("id") == request_id:
                 reply.progress.append((m["done"], m["total"]))
                 if progress is not None:
                     progress(m["done"], m["total"])
             return m.get("id") == request_id and messages.is_final(m)
 
-        deadline = None if self.info else start + self.startup_timeout
-        while True:
-            found = self._wait_for(answer, deadline)
-            if found is None and deadline is not None and self.info and self.alive and not self._stdout_closed:
-                deadline = None  # it got ready in time: now wait for the answer, however long it takes
-                continue
-            break
-        if found is None and not self.info and self.alive and not self._stdout_closed:
+        def deadline() -> float | None:
+            """Until ready: the start-up limit. Then: the timeout (counted from the ready worker's
+            first chance to run it) plus the grace, or never without a timeout."""
+            if not self.info:
+                return start + self.startup_timeout
+            return unresponsive.answer_deadline(max(start, self._ready_at), timeout, self.grace)
+
+        found = self._wait_for(answer, deadline)
+        unanswered = found is None and self.alive and not self._stdout_closed  # a deadline passed
+        if unanswered and not self.info:
             reply.error = {"kind": ErrorKind.WORKER.value, "message": "The gradviz worker did not get ready in time."}
             self.close(polite=False)
+        elif unanswered:  # stopped (SIGSTOP) or wedged: the worker did not stop the run at its timeout
+            reply.error = unresponsive.unresponsive_error(ErrorKind.TIMEOUT, timeout, self.grace)
+            self._end_unresponsive()
         elif isinstance(found, messages.BadLine):
             reply.error = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker sent {found.describe()}"}
             self.close(polite=False)
@@ -265,8 +294,16 @@ class WorkerClient:
         self._output.finish()
         return reply
 
-    def _wait_for(self, accept: Callable[[Any], bool], deadline: float | None) -> Any:
-        """Pump both pipes until a message passes ``accept``; None at the deadline or at EOF."""
+    def _end_unresponsive(self) -> None:
+        """Kill the worker that stopped answering, with its whole tree, before anything else: the
+        polite quit of ``close`` would only cost its wait."""
+        if self._process is not None and self._process.poll() is None:
+            unresponsive.end_worker(self._process.pid)
+        self.close(polite=False)
+
+    def _wait_for(self, accept: Callable[[Any], bool], deadline: Callable[[], float | None]) -> Any:
+        """Pump both pipes until a message passes ``accept``; None at ``deadline()`` (asked anew
+        after each read: the ready message moves it) or at EOF."""
         while True:
             while self._messages:
                 message = self._messages.pop(0)
@@ -274,7 +311,8 @@ class WorkerClient:
                     return message
             if self._process is None or self._selector is None or self._stdout_closed:
                 return None
-            wait = None if deadline is None else deadline - time.monotonic()
+            until = deadline()
+            wait = None if until is None else until - time.monotonic()
             if wait is not None and wait <= 0:
                 return None
             self._pump(wait)
@@ -301,7 +339,43 @@ def run_request(
     output: IO[str] | None = sys.stderr,
     progress: Callable[[int, int], None] | None = None,
 ) -> Reply:
-    """Start a worker, send one request, stop the worker: what ``gradviz check`` does."""
-    with WorkerClient(output=output) as client:
+    """Start a worker, send one request, stop the worker: what ``gradviz check`` does.
+
+    A SIGTERM meanwhile raises ``Terminated`` (a KeyboardInterrupt), so the worker's tree is
+    killed on the way out as after a Ctrl+C: left to the worker, a stopped one would never go.
+    """
+    with _sigterm_raises(), WorkerClient(output=output) as client:
         client.start()
         return client.request(op, payload, timeout=timeout, progress=progress)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """SIGTERM raises ``Terminated`` inside the block, when its handler is still the default one
+    and this is the main thread (a host program's own handler is left alone)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait (blocked, not lost) until the block is done: the cleanup of a first
+    Ctrl+C is not cut short by a second one. They are raised as usual after it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
