@@ -85,6 +85,7 @@ class SourceController(QObject):
         self._writer = SerialWorker("gradviz-autosave")  # the recovery file is written off the GUI thread
         self._wanted: tuple | None = None  # (generation, text, title, path): what the recovery file should hold
         self._generation = self._written = 0
+        self._closed = False
         self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
         self._autosave.timeout.connect(self.autosave)
         editor.editor.installEventFilter(self)  # focus out: the recovery copy is written at once
@@ -390,7 +391,7 @@ class SourceController(QObject):
         return self._writer.wait(timeout)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.FocusOut and self._autosave.isActive():
+        if event.type() == QEvent.Type.FocusOut and self._autosave.isActive() and not self._closed:
             self.autosave()  # leaving the editor (to Run, to another program): write now
         return False
 
@@ -516,6 +517,7 @@ class SourceController(QObject):
 
     def close(self) -> None:
         """The window closes with the text saved or discarded: no recovery copy stays behind."""
+        self._closed = True
         self._autosave.stop()
         self.functions.stop()
         self.loader.cancel()
@@ -559,6 +561,8 @@ class SourceController(QObject):
         self.title_changed.emit(f"{self.document.title}{star} — gradviz")
 
     def _on_text_edited(self) -> None:
+        if self._closed:  # the window's teardown edits nothing the user typed: no scans, no writes
+            return
         self.update_title()
         if not self._autosave.isActive():  # the first edit of a burst starts it: a long burst still writes
             self._autosave.start(autosave_delay_ms(self._document().characterCount()))
