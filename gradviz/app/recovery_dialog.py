@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QItemSelectionModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -139,9 +139,10 @@ class RecoveryDialog(QDialog):
         self.label.setText(self.message())
 
     def select(self, row: int) -> None:
+        # through the selection model: the view's own setCurrentIndex reads the keyboard's modifiers
+        # (a Ctrl still down would toggle the row off again)
         index = self.model.index(row, 0)
-        self.list.selectionModel().select(index, self.list.selectionModel().SelectionFlag.ClearAndSelect)
-        self.list.setCurrentIndex(index)
+        self.list.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect)
 
     def selected(self) -> list[Recovered]:
         rows = sorted(index.row() for index in self.list.selectionModel().selectedRows())
