@@ -9,6 +9,7 @@ still being read shows B, never A.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from gradviz.app.background import run_in_thread
 from gradviz.app.editor_limits import long_line_refusal
 from gradviz.schema.errors import GradvizError
+from gradviz.schema.file_stamp import FileStamp, stamp_of
 from gradviz.schema.session import Session, load_session
 from gradviz.schema.source_files import read_source_bytes
 
@@ -36,6 +38,24 @@ def read_source(path: Path) -> str:
         raw = read_source_bytes(path)
     except GradvizError as exc:
         raise LoadRefused(exc.message) from None
+    return _decoded(path, raw)
+
+
+def read_source_stamped(path: Path) -> tuple[str, FileStamp]:
+    """A Python file as text, with the stamp a later Save checks the file against (taken
+    before the read: a change during it counts as a change)."""
+    try:
+        before = os.stat(path)
+    except (OSError, ValueError):
+        before = None  # read_source_bytes says why
+    try:
+        raw = read_source_bytes(path)
+    except GradvizError as exc:
+        raise LoadRefused(exc.message) from None
+    return _decoded(path, raw), stamp_of(path, raw, before)
+
+
+def _decoded(path: Path, raw: bytes) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -123,4 +143,4 @@ class FileLoader(QObject):
             self.busy_changed.emit(busy)
 
 
-__all__ = ["FileLoader", "LoadRefused", "read_session", "read_source"]
+__all__ = ["FileLoader", "LoadRefused", "read_session", "read_source", "read_source_stamped"]

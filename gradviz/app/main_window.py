@@ -191,6 +191,7 @@ class MainWindow(QMainWindow):
             self.actions[name].setCheckable(True)
         self.actions["presentation"].setToolTip("Full screen, controls hidden, large high-contrast text (F11)")
         menus["run"].addAction(self.source.run_known_action)
+        menus["file"].insertAction(self.actions["quit"], self.source.recover_action)
         menus["view"].insertSeparator(self.actions["reset_layout"])
         menus["view"].addSeparator()
         self._view_menu = menus["view"]
@@ -310,7 +311,8 @@ class MainWindow(QMainWindow):
         return True
 
     def offer_recovery(self) -> bool:
-        """After a crash: offer the newest unsaved text a dead gradviz left behind."""
+        """After a crash: list every unsaved text a dead gradviz left behind (restore, save or
+        discard each; only a discarded one is deleted)."""
         return self.source.offer_recovery()
 
     @property

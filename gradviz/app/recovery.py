@@ -6,9 +6,12 @@ Each window keys its file by a random id (never the process id: in a container e
 may get the same pid) and holds an exclusive lock on a companion ``.lock`` file while it lives;
 the kernel drops the lock when the process dies, even by ``kill -9``, so "locked" means "its
 window is alive" and "unlocked" means "left behind". A later window claims a left-behind file
-by taking its lock, so two windows never offer the same text.
+by taking its lock before it restores or deletes it, so two windows never restore the same text.
 
-Plain JSON in the user's state directory (platformdirs), written atomically. When that folder
+A recovery file is a one-line JSON header (title, path, time, the text's length in bytes) and the
+raw UTF-8 text after it: a list of thousands reads only headers, and a 50 MB text is copied or
+decoded straight from the file, never parsed as JSON. It lives in the user's state directory
+(platformdirs), written atomically (``gradviz.schema.atomic_write``). When that folder
 refuses (read-only, full), the text goes to the next folder that takes it (the per-user runtime
 folder, then a private folder under the temp dir); the next launch looks in all of them.
 Everything read back is checked: a damaged file is set aside (renamed ``damaged-…``) and named,
@@ -26,17 +29,21 @@ import stat
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
+from gradviz.schema.atomic_write import atomic_writer
 from gradviz.schema.source_files import MAX_SOURCE_BYTES
 from gradviz.schema.units import format_bytes
 
 RECOVERY_ENV = "GRADVIZ_RECOVERY_DIR"  # tests: a folder, or several joined by os.pathsep (first preferred)
-MAX_RECOVERY_BYTES = 8 * MAX_SOURCE_BYTES  # JSON escapes non-ASCII text (up to 6 bytes a character)
+MAX_RECOVERY_BYTES = 8 * MAX_SOURCE_BYTES  # a format 1 file escaped non-ASCII text (up to 6 bytes a character)
+MAX_HEADER_BYTES = 64 * 2**10
+MAX_TEXT_BYTES = MAX_RECOVERY_BYTES - MAX_HEADER_BYTES  # a longer text is not kept: the user is told to save it
 PREFIX, SUFFIX = "recovery-", ".json"
+FORMAT = "gradviz-recovery"
+MAGIC = b'{"format": "gradviz-recovery"'  # format 2: this JSON header on one line, then the raw UTF-8 text
 
 
 def recovery_dirs() -> list[Path]:
@@ -57,14 +64,80 @@ def recovery_dir() -> Path:
     return recovery_dirs()[0]
 
 
-@dataclass
 class Recovered:
-    text: str
-    title: str  # what the text was called: a file name, a built-in, untitled.py
-    path: str | None  # its file, if it had one (a suggestion for Save: never written unasked)
-    saved_at: float
-    file: Path  # the recovery file itself
-    lock_fd: int | None = field(default=None, repr=False)  # our claim on it while it is offered
+    """A text a window that is gone left behind. Only its header is read when it is listed (a
+    list of 2000 costs 2000 small reads); the text itself is read when it is restored, saved or
+    previewed."""
+
+    def __init__(
+        self, title: str, path: str | None, saved_at: float, file: Path, *, size: int, offset: int,
+        text: str | None = None,
+    ) -> None:  # fmt: skip
+        self.title, self.path, self.saved_at, self.file = title, path, saved_at, file
+        self.size = size  # bytes of UTF-8 text
+        self._offset = offset  # where the text starts in the file (format 2)
+        self._text = text  # an old (format 1) file's text, already parsed
+        self.lock_fd: int | None = None  # our claim on it while we act on it
+
+    @property
+    def key(self) -> str:
+        return self.file.name[len(PREFIX) : -len(SUFFIX)]
+
+    @property
+    def text(self) -> str:
+        """The whole text, read now; RecoveryDamaged if it is no longer what the header said."""
+        if self._text is not None:
+            return self._text
+        try:
+            return self.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecoveryDamaged("its text is not UTF-8") from None
+
+    def read_bytes(self) -> bytes:
+        if self._text is not None:
+            return self._text.encode("utf-8", "surrogatepass")
+        with self._open() as f:
+            data = f.read(self.size + 1)
+        if len(data) != self.size:
+            raise RecoveryDamaged(f"its text is {len(data):,} bytes, not the {self.size:,} its header says")
+        return data
+
+    def copy_to(self, out, chunk: int = 2**20) -> None:
+        """Write the text's bytes to the binary file ``out`` a chunk at a time (a 50 MB text
+        never sits in memory whole)."""
+        if self._text is not None:
+            out.write(self.read_bytes())
+            return
+        left = self.size
+        with self._open() as f:
+            while left > 0:
+                data = f.read(min(chunk, left))
+                if not data:
+                    raise RecoveryDamaged("its text ends early")
+                out.write(data)
+                left -= len(data)
+
+    def preview(self, limit: int = 4096) -> str:
+        """The start of the text, for the list (a cut character shows as �)."""
+        if self._text is not None:
+            return self._text[:limit]
+        try:
+            with self._open() as f:
+                return f.read(min(limit, self.size)).decode("utf-8", "replace")
+        except (OSError, RecoveryDamaged) as exc:
+            return f"(cannot be read: {exc})"
+
+    def _open(self):
+        try:
+            fd = os.open(self.file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            raise RecoveryDamaged(f"it cannot be read ({_reason(exc)})") from None
+        f = os.fdopen(fd, "rb")
+        f.seek(self._offset)
+        return f
+
+    def __repr__(self) -> str:
+        return f"Recovered({self.title!r}, {self.file})"
 
 
 class RecoveryStore:
@@ -102,13 +175,18 @@ class RecoveryStore:
     def write(self, text: str, title: str, path: str | None) -> bool:
         """Keep ``text`` in the first folder that takes it, moving on when one refuses; False
         when none does (``refusals`` says why, per folder)."""
-        data = json.dumps({"key": self.key, "text": text, "title": title, "path": path, "saved_at": time.time()})
+        raw = text.encode("utf-8", "surrogatepass")
+        if len(raw) > MAX_TEXT_BYTES:
+            raise TextTooLarge(len(raw))
+        header = {"format": FORMAT, "version": 2, "key": self.key, "title": title, "path": path,
+                  "saved_at": time.time(), "text_bytes": len(raw)}  # fmt: skip
+        data = (json.dumps(header) + "\n").encode("ascii")
         if self.failing:  # every folder refused last time: try them all again
             self._where = 0
         while self._where < len(self.directories):
             folder = self.directories[self._where]
             try:
-                self._write_in(folder, data)
+                self._write_in(folder, data, raw)
             except OSError as exc:
                 self.refusals[folder] = _reason(exc)
                 self._release_lock(delete=True)
@@ -120,23 +198,14 @@ class RecoveryStore:
             return True
         return False
 
-    def _write_in(self, folder: Path, data: str) -> None:
+    def _write_in(self, folder: Path, header: bytes, raw: bytes) -> None:
         _private_folder(folder)
         if self._locked_in != folder:
             self._release_lock(delete=True)
             self._take_lock(folder)
-        target = folder / f"{PREFIX}{self.key}{SUFFIX}"
-        tmp = folder / f".{PREFIX}{self.key}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(target)
-        except OSError:
-            _unlink_quietly(tmp)
-            raise
+        with atomic_writer(folder / f"{PREFIX}{self.key}{SUFFIX}", mode=0o600) as f:
+            f.write(header)
+            f.write(raw)
 
     def _take_lock(self, folder: Path) -> None:
         fd = os.open(folder / f"{PREFIX}{self.key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -163,8 +232,9 @@ class RecoveryStore:
 
     # --- what others left behind -------------------------------------------------------------
     def orphans(self) -> tuple[list[Recovered], list[str]]:
-        """Recovery files whose window is gone, newest first, each claimed (locked) by this
-        window until ``discard`` or ``release``; and a sentence for each damaged file set aside."""
+        """Recovery files whose window is gone, newest first; and a sentence for each damaged
+        file set aside. Nothing is claimed yet (2000 files must not hold 2000 descriptors):
+        ``claim`` takes one before it is restored or discarded."""
         found: list[Recovered] = []
         problems: list[str] = []
         for folder in self.directories:
@@ -178,27 +248,44 @@ class RecoveryStore:
                 key = name[len(PREFIX) : -len(SUFFIX)]
                 if key == self.key:
                     continue
-                file = folder / name
                 claim = _claim(folder, key)
                 if claim is False:
                     continue  # its window is alive
+                file = folder / name
                 try:
-                    recovered = read_recovery(file)
+                    found.append(read_recovery(file))
                 except RecoveryDamaged as exc:
                     problems.append(_set_aside(file, str(exc)))
                     _unclaim(folder, key, claim, delete=True)
                     continue
-                recovered.lock_fd = claim if isinstance(claim, int) else None
-                found.append(recovered)
+                _unclaim(folder, key, claim, delete=False)
         return sorted(found, key=lambda r: r.saved_at, reverse=True), problems
 
     @staticmethod
-    def discard(recovered: Recovered) -> None:
-        """Delete a left-behind file (restored into this window, or declined)."""
+    def claim(recovered: Recovered) -> bool:
+        """Take a left-behind file for this window (until ``discard`` or ``release``); False
+        when another window took it meanwhile or it is gone."""
+        if recovered.lock_fd is not None:
+            return True
+        claim = _claim(recovered.file.parent, recovered.key)
+        if claim is False:
+            return False
+        if not recovered.file.exists():
+            _unclaim(recovered.file.parent, recovered.key, claim, delete=False)
+            return False
+        recovered.lock_fd = claim if isinstance(claim, int) and not isinstance(claim, bool) else None
+        return True
+
+    @staticmethod
+    def discard(recovered: Recovered) -> bool:
+        """Delete a left-behind file (restored into this window, saved elsewhere, or declined);
+        False when another window holds it now (nothing is deleted then)."""
+        if not RecoveryStore.claim(recovered) and recovered.file.exists():
+            return False
         _unlink_quietly(recovered.file)
-        key = recovered.file.name[len(PREFIX) : -len(SUFFIX)]
-        _unclaim(recovered.file.parent, key, recovered.lock_fd, delete=True)
+        _unclaim(recovered.file.parent, recovered.key, recovered.lock_fd, delete=True)
         recovered.lock_fd = None
+        return True
 
     def __repr__(self) -> str:
         return f"RecoveryStore({self.file})"
@@ -208,8 +295,17 @@ class RecoveryDamaged(ValueError):
     """A recovery file that cannot be read back as one."""
 
 
+class TextTooLarge(ValueError):
+    """A text too big to keep as a recovery copy."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{format_bytes(size)} of text")
+        self.size = size
+
+
 def read_recovery(file: Path) -> Recovered:
-    """A recovery file, checked: a regular file of sane size, UTF-8 JSON, the right types."""
+    """A recovery file's header, checked: a regular file of sane size, the right types, the
+    text as long as the header says (format 2); format 1 files (one JSON object) are read whole."""
     try:
         info = os.lstat(file)
         if not stat.S_ISREG(info.st_mode):
@@ -218,7 +314,10 @@ def read_recovery(file: Path) -> Recovered:
             raise RecoveryDamaged(f"it is {format_bytes(info.st_size)}, more than a recovery file holds")
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as f:
-            raw = f.read(MAX_RECOVERY_BYTES + 1)
+            first = f.readline(MAX_HEADER_BYTES + 1)
+            if first.startswith(MAGIC):
+                return _read_header(file, first, os.fstat(f.fileno()).st_size)
+            raw = first + f.read(MAX_RECOVERY_BYTES + 1 - len(first))
     except OSError as exc:
         raise RecoveryDamaged(f"it cannot be read ({_reason(exc)})") from None
     try:
@@ -229,14 +328,40 @@ def read_recovery(file: Path) -> Recovered:
         raise RecoveryDamaged(f"it is not valid JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise RecoveryDamaged("it holds no recovery record")
-    text, title, path, saved_at = (data.get(k) for k in ("text", "title", "path", "saved_at"))
-    if not isinstance(text, str) or not isinstance(title, str):
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise RecoveryDamaged('its "text" or "title" is not text')
+    title, path, saved_at = _checked(data)
+    return Recovered(title, path, saved_at, file, size=len(text.encode("utf-8", "surrogatepass")), offset=0, text=text)
+
+
+def _read_header(file: Path, line: bytes, file_size: int) -> Recovered:
+    if not line.endswith(b"\n"):
+        raise RecoveryDamaged("its header is cut short")
+    try:
+        data = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise RecoveryDamaged(f"its header is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(data, dict) or data.get("version") != 2:
+        raise RecoveryDamaged("its header is not one this gradviz reads")
+    size = data.get("text_bytes")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise RecoveryDamaged('its "text_bytes" is not a size')
+    if len(line) + size != file_size:
+        raise RecoveryDamaged(f"it holds {file_size - len(line):,} bytes of text, not the {size:,} its header says")
+    title, path, saved_at = _checked(data)
+    return Recovered(title, path, saved_at, file, size=size, offset=len(line))
+
+
+def _checked(data: dict) -> tuple[str, str | None, float]:
+    title, path, saved_at = (data.get(k) for k in ("title", "path", "saved_at"))
+    if not isinstance(title, str):
         raise RecoveryDamaged('its "text" or "title" is not text')
     if path is not None and (not isinstance(path, str) or "\0" in path or not path):
         raise RecoveryDamaged('its "path" is not a file path')
     if isinstance(saved_at, bool) or not isinstance(saved_at, int | float) or not math.isfinite(saved_at):
         raise RecoveryDamaged('its "saved_at" is not a time')
-    return Recovered(text, title[:200], path, float(saved_at), file)
+    return title[:200], path, float(saved_at)
 
 
 def _no_constant(name: str) -> None:
@@ -325,4 +450,7 @@ def _reason(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
-__all__ = ["Recovered", "RecoveryDamaged", "RecoveryStore", "read_recovery", "recovery_dir", "recovery_dirs", "release"]
+__all__ = [
+    "Recovered", "RecoveryDamaged", "RecoveryStore", "TextTooLarge", "read_recovery", "recovery_dir", "recovery_dirs",
+    "release",
+]  # fmt: skip

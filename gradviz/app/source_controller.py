@@ -19,31 +19,39 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from gradviz.app.background import SerialWorker
-from gradviz.app.file_loading import FileLoader, read_session, read_source
+from gradviz.app.file_loading import FileLoader, read_session, read_source_stamped
 from gradviz.app.function_list import FunctionListUpdater
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.preferences import Preferences
-from gradviz.app.recovery import RecoveryStore
+from gradviz.app.recovery import Recovered, RecoveryDamaged, RecoveryStore, TextTooLarge, release
+from gradviz.app.recovery_dialog import RecoveryDialog
 from gradviz.app.state import MemorySettings, RunSettings, SourceDocument
+from gradviz.schema.atomic_write import atomic_writer, os_reason, write_atomically
+from gradviz.schema.file_stamp import FileStamp, change_since, stamp_of
 from gradviz.schema.library import find_builtin, function_names, resources_dir
 from gradviz.schema.session import Session
+from gradviz.schema.source_files import MAX_SOURCE_BYTES
+from gradviz.schema.units import format_bytes
 
-AUTOSAVE_DELAY_MS = 1500  # unsaved text reaches the recovery file at most this long after a change
+AUTOSAVE_DELAY_MS = 50  # a small text reaches the recovery file this long after an edit (and its write)
+AUTOSAVE_CHARS_PER_MS = 5_000  # a big one waits longer: 1 ms per 5,000 characters (51 MB: 10 s)
+AUTOSAVE_MAX_DELAY_MS = 10_000
 PYTHON_FILTER = "Python files (*.py)"
 STATUS_MS = 15_000
+LINK_NOTE = "\n\nOverwrite replaces the link itself with the file; what it points to is not written."
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return os.path.abspath(a) == os.path.abspath(b)
+def autosave_delay_ms(characters: int) -> int:
+    """How long after an edit the recovery copy is written: at once for a text of ordinary size;
+    for a huge one (copying it out of the editor blocks the window for a moment) later, so that
+    typing in it is not spent writing it again and again."""
+    return max(AUTOSAVE_DELAY_MS, min(AUTOSAVE_MAX_DELAY_MS, characters // AUTOSAVE_CHARS_PER_MS))
 
 
 class SourceController(QObject):
@@ -71,12 +79,19 @@ class SourceController(QObject):
         self.loader = FileLoader(self)
         self.functions = FunctionListUpdater(editor.text, self)
         self.functions.found.connect(lambda names: self.picker.set_functions(names, self.document.function))
-        self._from_disk: list[Path] = []  # files this window read or wrote: Save may write these unasked
+        self._stamps: dict[str, FileStamp] = {}  # files this window read or wrote, as it left them
         self.notices: list[str] = []  # everything the user was told, in order
         self._told: set[str] = set()
         self._writer = SerialWorker("gradviz-autosave")  # the recovery file is written off the GUI thread
+        self._wanted: tuple | None = None  # (generation, text, title, path): what the recovery file should hold
+        self._generation = self._written = 0
+        self._closed = False
         self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_DELAY_MS)
         self._autosave.timeout.connect(self.autosave)
+        editor.editor.installEventFilter(self)  # focus out: the recovery copy is written at once
+        self.recover_action = QAction("Recover Unsaved &Work…", self)
+        self.recover_action.setToolTip("The unsaved texts of gradviz windows that ended without saving")
+        self.recover_action.triggered.connect(self.offer_recovery)
         self.run_known_action = QAction("Run the last file at launch if I ran it before", self, checkable=True)
         self.run_known_action.setToolTip(
             "Off: at launch only a built-in example runs by itself; a file waits for Run. On: a file you "
@@ -104,13 +119,15 @@ class SourceController(QObject):
         """Open a file as text, read off the GUI thread; nothing runs until the user presses Run.
         ``loaded`` or ``refused`` says how it went."""
         path = Path(path)
-        self.loader.load(read_source, path, lambda text: self._show_file(path, text), self._refuse("Cannot open file"))
+        self.loader.load(
+            read_source_stamped, path, lambda read: self._show_file(path, *read), self._refuse("Cannot open file")
+        )
 
-    def _show_file(self, path: Path, text: str) -> None:
+    def _show_file(self, path: Path, text: str, stamp: FileStamp) -> None:
         if not self.maybe_keep_changes():
             return
         self.set_source(text, path)
-        self._note_from_disk(path)
+        self._stamps[stamp.path] = stamp
         self._remember(path)
         self.loaded.emit(str(path))
 
@@ -217,14 +234,44 @@ class SourceController(QObject):
         return answer == buttons.Discard
 
     def save(self) -> bool:
-        """Write the text to its file, when this window opened or saved that file; otherwise
-        (a built-in, new text, a path a session or a recovery file suggested) ask where."""
+        """Write the text to its file, when this window opened or saved that file and it is as
+        this window left it; ask first when another program changed, deleted or replaced it by a
+        link since. Otherwise (a built-in, new text, a path a session or a recovery file
+        suggested) ask where."""
         path = self.document.path
         if path is None or self.document.builtin_name:
             return self.save_as()
-        if not self.from_disk(path):
+        stamp = self._stamps.get(os.path.abspath(path))
+        if stamp is None:
             return self.save_as(suggested=path)
-        return self.save_to(path)
+        change = change_since(stamp)
+        if change is None:
+            return self.save_to(path, target=stamp.write_to)  # a link it was opened as is kept
+        answer = self._ask_about_change(path, change)
+        if answer == "save_as":
+            return self.save_as()
+        return answer == "overwrite" and self.save_to(path)  # the path itself: a new link is replaced, not followed
+
+    def _ask_about_change(self, path: Path, change: str) -> str | None:
+        """The file changed on disk: "overwrite", "save_as" or None (cancel)."""
+        gone = change.startswith("it was deleted")
+        box = QMessageBox(QMessageBox.Icon.Warning, "File changed on disk", "", QMessageBox.StandardButton.NoButton,
+                          self._window)  # fmt: skip
+        linked = "symbolic link" in change
+        box.setText(
+            f"{path} was changed since gradviz opened or saved it: {change}.\n\n"
+            + ("Save the editor's text there again, " if gone else "Overwrite it with the editor's text, ")
+            + "save it to another file, or cancel?"
+            + (LINK_NOTE if linked else "")
+        )
+        overwrite = box.addButton("Save Again" if gone else "Overwrite", QMessageBox.ButtonRole.DestructiveRole)
+        save_as = box.addButton("Save As…", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(save_as)
+        box.setEscapeButton(cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        return "overwrite" if clicked is overwrite else "save_as" if clicked is save_as else None
 
     def save_as(self, suggested: Path | None = None) -> bool:
         own_file = self.document.path and not self.document.builtin_name
@@ -232,16 +279,26 @@ class SourceController(QObject):
         path, _ = QFileDialog.getSaveFileName(self._window, "Save Function", str(start), PYTHON_FILTER)
         return self.save_to(Path(path)) if path else False
 
-    def save_to(self, path: Path) -> bool:
+    def save_to(self, path: Path, *, target: Path | None = None) -> bool:
+        """Write the text to ``path`` atomically (``target``: where its link points, to write
+        through a link the file was opened as). On failure the file on disk is as it was, the
+        text stays in the editor, still modified, and the user is told why."""
+        target = target or path
         try:
-            path.write_text(self.editor.text(), encoding="utf-8")
+            raw = self.editor.text().encode("utf-8")
+            write_atomically(target, raw)
+            stamp = stamp_of(path, raw)
         except (OSError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            QMessageBox.warning(self._window, "Cannot save", f"Cannot save {path}: {why}.")
+            QMessageBox.warning(
+                self._window,
+                "Cannot save",
+                f"Cannot save {path}: {os_reason(exc)}.\n\nThe file on disk is unchanged and your text is still "
+                "in the editor: free some space or choose another place (File → Save As…).",
+            )
             return False
         self._document().setModified(False)
         self.document.set_path(path)
-        self._note_from_disk(path)
+        self._stamps[stamp.path] = stamp
         self._remember(path)
         self.update_title()
         self.autosave()  # saved: no recovery copy
@@ -249,7 +306,7 @@ class SourceController(QObject):
 
     def from_disk(self, path: Path) -> bool:
         """Whether this window opened ``path`` from disk or saved to it."""
-        return any(_same_file(path, known) for known in self._from_disk)
+        return os.path.abspath(path) in self._stamps
 
     def last_source_path(self) -> Path | None:
         """The file to reopen at the next launch: this document's, if it came from disk here."""
@@ -274,6 +331,8 @@ class SourceController(QObject):
 
     def note_run(self) -> None:
         """The user runs the editor's text: remember a saved file's text as one they ran."""
+        if self._autosave.isActive():
+            self.autosave()  # what runs may crash the machine: keep the text first
         path = self.last_source_path()
         if path is not None and not self.document.target and not self.modified:
             self.preferences.note_run(path.resolve(), self.editor.text())
@@ -304,22 +363,42 @@ class SourceController(QObject):
     # --- recovery --------------------------------------------------------------------------
     def autosave(self) -> None:
         """Keep unsaved text where the next launch finds it if this process dies (written off the
-        GUI thread; ``flush_autosave`` waits for it)."""
+        GUI thread; ``flush_autosave`` waits for it). Writes that fall behind are merged: the
+        writer always writes the newest text, once."""
         self._autosave.stop()
+        self._generation += 1
         if not self.modified:
-            self._writer.submit(self.recovery.clear)
-            return
-        path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
-        self._writer.submit(
-            self.recovery.write, self.editor.text(), self.document.title, path, done=self._on_autosaved
-        )
+            self._wanted = (self._generation, None, "", None)
+        else:
+            path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
+            self._wanted = (self._generation, self.editor.text(), self.document.title, path)
+        self._writer.submit(self._write_wanted, done=self._on_autosaved, failed=self._on_autosave_failed)
+
+    def _write_wanted(self) -> bool | None:
+        """On the writer's thread: bring the recovery file to the newest wanted state."""
+        wanted = self._wanted
+        if wanted is None or wanted[0] <= self._written:
+            return None  # a later call already wrote it
+        generation, text, title, path = wanted
+        self._written = generation
+        if text is None:
+            self.recovery.clear()
+            return True
+        return self.recovery.write(text, title, path)
 
     def flush_autosave(self, timeout: float = 10.0) -> bool:
         """Wait until the recovery file is as the last autosave left it."""
         return self._writer.wait(timeout)
 
-    def _on_autosaved(self, _written: bool) -> None:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.FocusOut and self._autosave.isActive() and not self._closed:
+            self.autosave()  # leaving the editor (to Run, to another program): write now
+        return False
+
+    def _on_autosaved(self, written: bool | None) -> None:
         """Tell the user, once, when autosave had to move or cannot write at all."""
+        if written is None:
+            return
         store = self.recovery
         if store.failing:
             reasons = "; ".join(f"{folder}: {why}" for folder, why in store.refusals.items())
@@ -336,41 +415,115 @@ class SourceController(QObject):
                 urgent=True,
             )
 
+    def _on_autosave_failed(self, error: BaseException) -> None:
+        if isinstance(error, TextTooLarge):
+            self.recovery.clear()  # an older, shorter copy would be offered as if it were the text
+            self.notify(
+                f"Your unsaved text is {format_bytes(error.size)}, more than autosave keeps: it is not kept if "
+                "gradviz ends now. Save it to a file (File → Save As…).",
+                urgent=True,
+            )
+        else:
+            self.notify(f"Autosave failed: {error}. Save your work to a file (File → Save As…).", urgent=True)
+
     def offer_recovery(self) -> bool:
-        """After a crash: offer the newest unsaved text a window that is gone left behind."""
+        """After a crash: list every text that windows which are gone left behind; the user
+        restores, saves or discards each. Only a text the user discards is deleted; closing
+        the list in any other way keeps them all. True when one was restored into the editor."""
         orphans, problems = self.recovery.orphans()
         for problem in problems:
             self.notify(problem)
         if not orphans:
+            if self.sender() is self.recover_action:
+                self._window.statusBar().showMessage("No unsaved work of other gradviz windows to recover.", STATUS_MS)
             return False
-        newest, *older = orphans
-        for stale in older:
-            RecoveryStore.discard(stale)
-        answer = QMessageBox.question(
-            self._window,
-            "Restore unsaved work?",
-            f"gradviz ended without saving your changes to {newest.title}. Restore them into the editor?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        )
-        if answer == QMessageBox.StandardButton.No:
-            RecoveryStore.discard(newest)
-        if answer != QMessageBox.StandardButton.Yes:  # closed unanswered (Ctrl+C quits): kept
+        dialog = RecoveryDialog(
+            orphans, restore=self._restore, save_copy=self._save_recovered, discard=RecoveryStore.discard,
+            restorable=self._restorable, parent=self._window,
+        )  # fmt: skip
+        self.recovery_dialog = dialog
+        try:
+            dialog.exec()
+        finally:
+            self.recovery_dialog = None
+            for entry in dialog.remaining:  # kept for later: nothing deleted, nothing held
+                release(entry)
+            dialog.deleteLater()
+        left = len(dialog.remaining)
+        if left:
+            self._window.statusBar().showMessage(
+                f"{left:,} unsaved {'text is' if left == 1 else 'texts are'} kept: File → Recover Unsaved Work… "
+                "lists them again.",
+                STATUS_MS,
+            )
+        return dialog.restored is not None
+
+    @staticmethod
+    def _restorable(entry: Recovered) -> str | None:
+        if entry.size > MAX_SOURCE_BYTES:
+            return (
+                f"It is {format_bytes(entry.size)}, more than the {format_bytes(MAX_SOURCE_BYTES)} the editor "
+                "opens."
+            )
+        return None
+
+    def _restore(self, entry: Recovered) -> bool:
+        """Put a left-behind text into the editor as this window's unsaved text; its file is
+        deleted only once this window's own recovery copy holds the text."""
+        if not self.maybe_keep_changes():
+            return False
+        if not RecoveryStore.claim(entry):
+            QMessageBox.warning(self._window, "Restore", f"Another gradviz window has taken {entry.title} meanwhile.")
+            return False
+        try:
+            text = entry.text
+        except RecoveryDamaged as exc:
+            release(entry)
+            QMessageBox.warning(self._window, "Restore", f"Cannot restore {entry.title}: {exc}. It is left in {entry.file}.")
             return False
         # the file it came from is only a suggestion for Save: it is neither read nor written unasked
-        suggested = Path(newest.path) if newest.path and os.path.isabs(newest.path) else None
-        self.set_source(newest.text, suggested)
+        suggested = Path(entry.path) if entry.path and os.path.isabs(entry.path) else None
+        self.set_source(text, suggested)
         self._document().setModified(True)
-        RecoveryStore.discard(newest)
         self.update_title()
         self.autosave()  # now it is this window's unsaved text
+        if self.flush_autosave() and not self.recovery.failing and self.recovery.file.exists():
+            RecoveryStore.discard(entry)
+        else:
+            release(entry)  # our own copy could not be written: theirs stays for the next launch
+        return True
+
+    def _save_recovered(self, entry: Recovered) -> bool:
+        """Write a left-behind text to a file the user picks (copied from the recovery file a
+        chunk at a time: a text too big for the editor is saved without ever being in memory)."""
+        start = entry.path if entry.path and os.path.isabs(entry.path) else str(Path.home() / entry.title)
+        chosen, _ = QFileDialog.getSaveFileName(self._window, f"Save {entry.title}", start, PYTHON_FILTER)
+        if not chosen:
+            return False
+        if not RecoveryStore.claim(entry):
+            QMessageBox.warning(self._window, "Save", f"Another gradviz window has taken {entry.title} meanwhile.")
+            return False
+        try:
+            with atomic_writer(chosen) as out:
+                entry.copy_to(out)
+        except (OSError, RecoveryDamaged) as exc:
+            release(entry)
+            why = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+            QMessageBox.warning(self._window, "Cannot save", f"Cannot save {chosen}: {why}. The unsaved text is kept.")
+            return False
+        RecoveryStore.discard(entry)
+        self._window.statusBar().showMessage(f"Unsaved text of {entry.title} saved to {chosen}", STATUS_MS)
         return True
 
     def close(self) -> None:
         """The window closes with the text saved or discarded: no recovery copy stays behind."""
+        self._closed = True
         self._autosave.stop()
         self.functions.stop()
         self.loader.cancel()
-        self._writer.submit(self.recovery.clear)
+        self._generation += 1
+        self._wanted = (self._generation, None, "", None)
+        self._writer.submit(self._write_wanted)
         self.flush_autosave()
 
     # --- telling the user ------------------------------------------------------------------
@@ -400,10 +553,6 @@ class SourceController(QObject):
 
         return refuse
 
-    def _note_from_disk(self, path: Path) -> None:
-        if not self.from_disk(path):
-            self._from_disk.append(Path(os.path.abspath(path)))
-
     def _remember(self, path: Path) -> None:
         self.picker.set_recent(self.preferences.remember(path))
 
@@ -412,8 +561,10 @@ class SourceController(QObject):
         self.title_changed.emit(f"{self.document.title}{star} — gradviz")
 
     def _on_text_edited(self) -> None:
+        if self._closed:  # the window's teardown edits nothing the user typed: no scans, no writes
+            return
         self.update_title()
-        if not self._autosave.isActive():
-            self._autosave.start()
+        if not self._autosave.isActive():  # the first edit of a burst starts it: a long burst still writes
+            self._autosave.start(autosave_delay_ms(self._document().characterCount()))
         if self.document.builtin_name is None:
             self.functions.text_changed()

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gradviz.schema.atomic_write import os_reason, write_atomically
 from gradviz.schema.errors import ErrorKind, GradvizError, UserCodeError
 from gradviz.schema.settings import SEED_RANGE, CheckSettings
 from gradviz.schema.source_files import MAX_SOURCE_BYTES, read_regular_bytes
@@ -86,15 +87,14 @@ MEMORY_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def save_session(path: str | Path, session: Session) -> None:
-    """Write atomically: a crash mid-save leaves the old file, never half a file."""
+    """Write atomically (``atomic_write``): a crash or a full disk mid-save leaves the old file,
+    never half a file."""
     path = Path(path)
     data = {"format": FORMAT, "version": VERSION, **asdict(session)}
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        raise SessionError(f"Cannot save the session to {path}: {exc.strerror or exc}.") from None
+        write_atomically(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+    except (OSError, ValueError) as exc:
+        raise SessionError(f"Cannot save the session to {path}: {os_reason(exc)}.") from None
 
 
 def load_session(path: str | Path) -> Session:

@@ -2,8 +2,8 @@
 driven by a few steps and reporting what it did on stdout.
 
 Before the app starts, the driver patches two things only: the modal questions and warnings are
-answered (``CHILD_ANSWER`` to restoring unsaved work, default Yes; ``CHILD_UNSAVED`` to saving
-changes, default Discard) and printed (``ASKED:``/``WARNED:``), and every check the window asks the worker for
+answered (``CHILD_ANSWER`` to the list of unsaved work to restore, default Yes: restore the newest;
+No: discard them all; Later: keep them; ``CHILD_UNSAVED`` to saving changes, default Discard) and printed (``ASKED:``/``WARNED:``), and every check the window asks the worker for
 is printed (``RUN: <filename>``). Once the window is idle (nothing being read, the worker
 ready) and ``settle_ms`` has passed (time for anything that would run by itself to start), it
 performs the steps:
@@ -16,7 +16,9 @@ performs the steps:
 - ``wait_saved``: wait until the debounced settings save has happened (prints ``SAVED``);
 - ``run``: press Run and wait for the result or the failure;
 - ``state``: print ``STATE: {json}`` (text, title, runs, notices, settings, docks);
-- ``quit``: close the window cleanly; ``hold``: keep running until killed.
+- ``quit``: close the window cleanly; ``hold``: keep running until killed;
+- ``crash:MS``: the app kills itself with SIGKILL MS milliseconds later (its event loop and threads
+  run meanwhile, as they would until a real crash).
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ DRIVER = textwrap.dedent(
         return getattr(QMessageBox.StandardButton, UNSAVED if a[1] == "Unsaved changes" else ANSWER)
 
     QMessageBox.question = staticmethod(answer)
+
+    from gradviz.app.recovery_dialog import RecoveryDialog
+
+    def answer_recovery(dialog):  # Yes: restore the newest; No: discard them all; else keep for later
+        say("ASKED:", dialog.message())
+        if ANSWER == "Yes":
+            dialog.select(0); dialog.restore_selected()
+        elif ANSWER == "No":
+            dialog.discard_all(confirm=False)
+        if dialog.result() == 0:
+            dialog.reject()
+        return dialog.result()
+
+    RecoveryDialog.exec = answer_recovery
     QMessageBox.warning = staticmethod(lambda *a, **k: say("WARNED:", a[2].replace("\n", " ")))
 
     from gradviz.app import launch
@@ -109,9 +125,10 @@ DRIVER = textwrap.dedent(
         elif kind == "wait_recovery":
             text = w.editor.text()
             def kept():
+                from gradviz.app.recovery import read_recovery
                 try:
-                    return json.loads(w.recovery.file.read_text(encoding="utf-8"))["text"] == text
-                except (OSError, ValueError, KeyError):
+                    return read_recovery(w.recovery.file).text == text
+                except ValueError:  # RecoveryDamaged: not there yet
                     return False
             wait(kept, lambda: (say("RECOVERY:", w.recovery.file), go()))
         elif kind == "autosave":
@@ -136,6 +153,9 @@ DRIVER = textwrap.dedent(
             w.close(); QApplication.instance().quit()
         elif kind == "hold":
             say("HOLDING")
+        elif kind == "crash":
+            say("CRASHING")
+            later(int(arg), lambda: os.kill(os.getpid(), 9))
 
     def start():
         w = window()

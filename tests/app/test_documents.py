@@ -13,6 +13,8 @@ import pytest
 from PySide6.QtCore import QElapsedTimer, Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
+from tests.app.saves_helpers import answer_recovery
+
 OPENS_WITHIN_MS = 500  # open_file / open_session only start the read
 
 
@@ -136,7 +138,7 @@ def test_recovered_text_saves_through_save_as(qtbot, main_window, tmp_path, save
     dead = window.recovery.directory / "recovery-wgone.json"
     dead.parent.mkdir(parents=True, exist_ok=True)
     dead.write_text(json.dumps({"text": "recovered\n", "title": "elsewhere.py", "path": str(victim), "saved_at": 1}))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    answer_recovery(monkeypatch, "restore")
     assert window.offer_recovery()
     press(qtbot, window, Qt.Key.Key_S)
     assert saves == [str(victim)] and victim.read_text(encoding="utf-8") == "x = 1\n"

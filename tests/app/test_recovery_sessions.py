@@ -20,6 +20,7 @@ from gradviz.app.recovery import RECOVERY_ENV, RecoveryStore
 from gradviz.schema.library import find_builtin
 from gradviz.schema.session import load_session
 from tests.app.conftest import ROOT
+from tests.app.saves_helpers import answer_recovery
 
 MARKER = "# typed just before the crash: keep me"
 
@@ -65,14 +66,12 @@ def test_kill_9_of_the_app_then_next_launch_restores_the_text(qtbot, tmp_path, s
 
     monkeypatch.setenv(RECOVERY_ENV, str(recovery))
     asked = []
-    monkeypatch.setattr(
-        QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Yes
-    )
+    answer_recovery(monkeypatch, "restore", asked)
     window = MainWindow(settings_store, auto_run=False)
     qtbot.addWidget(window)
     try:
         assert window.offer_recovery()
-        assert "linear.py" in asked[0]
+        assert "linear.py" in asked[0].restored.title
         assert MARKER in window.editor.text()
         assert window.modified
         assert not file.exists()
@@ -88,7 +87,7 @@ def test_declining_recovery_discards_it(qtbot, main_window, monkeypatch):
     dead = window.recovery.directory / "recovery-wgone.json"  # a window that is gone: no lock held
     dead.parent.mkdir(parents=True, exist_ok=True)
     dead.write_text(json.dumps({"text": "lost text", "title": "mine.py", "path": None, "saved_at": 1.0}))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
+    answer_recovery(monkeypatch, "discard")
     before = window.editor.text()
     assert not window.offer_recovery()
     assert window.editor.text() == before and not dead.exists()

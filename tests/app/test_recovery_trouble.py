@@ -12,10 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QMessageBox
 
 from gradviz.app.recovery import RECOVERY_ENV, RecoveryStore
 from tests.app.app_process import kill_9, lines, read_until, run_app, start_app, states
+from tests.app.saves_helpers import answer_recovery
 
 MARKER = "# typed before the crash"
 
@@ -42,7 +42,7 @@ def restore_in_a_new_window(qtbot, monkeypatch, settings_store, folders: list[Pa
     from gradviz.app.main_window import MainWindow
 
     monkeypatch.setenv(RECOVERY_ENV, os.pathsep.join(map(str, folders)))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    answer_recovery(monkeypatch, "restore")
     window = MainWindow(settings_store, auto_run=False)
     qtbot.addWidget(window)
     try:
