@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from gradviz.protocol import faults, messages, process_tree
-from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV
+from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV, remove_stale_run_roots
 from gradviz.schema.errors import ErrorKind
 from gradviz.schema.units import format_bytes
 from gradviz.worker import containment
@@ -82,6 +82,7 @@ class Supervisor:
         finally:
             self.stop_run()
             containment.end_everything()
+            _sweep_run_roots()
 
     def _step(self) -> None:
         fds = ([self.requests_fd] if self.requests_fd >= 0 else []) + ([self.run.pipe] if self.run else [])
@@ -324,7 +325,18 @@ _SUPERVISOR: Supervisor | None = None
 def _on_terminate(signum, frame) -> None:
     """SIGTERM (from the client, or the parent-death signal): everything below us goes, then we do."""
     containment.end_everything(_SUPERVISOR.run.pid if _SUPERVISOR is not None and _SUPERVISOR.run else None)
+    _sweep_run_roots()
     os._exit(0)
+
+
+def _sweep_run_roots() -> None:
+    """Result folders of clients that died (a SIGTERMed CLI cannot remove its own): the lock in each
+    tells; a live client's folder stays. By the time the parent-death signal arrives, the dead
+    client's lock is released."""
+    try:
+        remove_stale_run_roots()
+    except Exception as exc:  # never a reason not to exit
+        print(f"gradviz: could not remove stale result folders: {exc}", file=sys.stderr)
 
 
 def default_memory_limit() -> int:
