@@ -63,12 +63,13 @@ HOW = {
 
 @pytest.fixture(scope="module")
 def genuine_pass(tmp_path_factory) -> dict:
-    """The result message the worker sends for a correct Function: what a forger would copy."""
+    """The result message the worker sends ``gradviz check`` for a correct Function (the request
+    asks for the report, as the CLI's does): what a forger would copy."""
     path = tmp_path_factory.mktemp("genuine") / "square.py"
     path.write_text(SQUARE)
     with WorkerClient(output=None) as client:
-        reply = client.request("check", {"path": str(path), "arrays": False, "graph": False}, timeout=120)
-    assert reply.ok and reply.result["passed"]
+        reply = client.request("check", {"path": str(path), "arrays": False, "graph": False, "report": True}, timeout=120)
+    assert reply.ok and reply.result["report"]["passed"] and "PASSED" in reply.result["table"]
     return {"type": "result", "id": 1, "op": "check", "result": reply.result}
 
 
