@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from gradviz.api.locate import reach
-from gradviz.protocol.launch import package_root
+from gradviz.protocol.launch import SAFE_PATH, package_root, safe_pythonpath
 from gradviz.schema.settings import CheckSettings
 
 NO_DISPLAY = (
@@ -66,11 +66,11 @@ def prepare_launch(
     settings_path = folder / "settings.json"
     settings_path.write_text(json.dumps(settings.to_dict(), allow_nan=False), encoding="utf-8")
     command = [
-        sys.executable, "-m", "gradviz", "app",
+        sys.executable, *SAFE_PATH, "-m", "gradviz", "app",  # -P: a numpy.py in the notebook's folder stays out
         "--target", target, "--inputs", str(inputs_path), "--settings", str(settings_path),
     ]  # fmt: skip
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), *paths, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = safe_pythonpath(package_root(), *paths, env.get("PYTHONPATH"))
     return Launch(command, env, os.getcwd(), folder, target, inputs_path, settings_path, paths)
 
 

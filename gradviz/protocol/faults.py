@@ -8,12 +8,14 @@ and "crashed" into error dicts that name the file and line, like any other user-
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import stat
 from pathlib import Path
 from typing import Any
 
-from gradviz.schema.errors import ErrorKind
+from gradviz.schema.errors import MAX_LINE_CHARS, ErrorKind, trim_frames
 
 _FRAME = re.compile(r'File "(?P<file>.+?)", line (?P<line>\d+),? in (?P<name>\S+)')
 _OS_EXIT = re.compile(r"gradviz: os\._exit\((.*?)\) called")
@@ -48,47 +50,70 @@ class UserSource:
 
     def line(self, number: int) -> str:
         if self._lines is None and self.filename and not self.filename.startswith("<"):
-            try:
-                self._lines = Path(self.filename).read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                self._lines = []
+            self._lines = _read_regular(self.filename).splitlines()
         lines = self._lines or []
-        return lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        line = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…"
+
+
+def _read_regular(filename: str, limit: int = 32 * 2**20) -> str:
+    """The text of a regular file of at most ``limit`` bytes, else "": the worker reads the user's
+    file to quote a line, and a FIFO put in its place must not block the worker."""
+    try:
+        fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return ""
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def user_frames_from_dump(text: str, source: UserSource) -> list[dict[str, Any]]:
-    """Frames of the user's file in a faulthandler dump, outermost first, like a traceback.
+    """Frames of the user's file in a faulthandler dump, outermost first, like a traceback."""
+    return _frames_and_note(text, source)[0]
+
+
+def _frames_and_note(text: str, source: UserSource) -> tuple[list[dict[str, Any]], str]:
+    """The user's frames in a dump (repeats collapsed, as ``schema.errors.trim_frames`` does) and
+    a note on what was collapsed: a stack overflow from endless recursion is a dump of one line
+    a hundred times.
 
     faulthandler lists the most recent call first and, with several threads, the current
     (or first) thread's block first; only that block is read.
     """
     if not source.filename or not text:
-        return []
+        return [], ""
     blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text)
     current = [b for b in blocks if b.lstrip().startswith("Current thread")]
     for block in current or blocks:
         found = [m for m in _FRAME.finditer(block) if m.group("file") == source.filename]
         if found:
-            return [
-                {
-                    "filename": source.filename,
-                    "lineno": int(m.group("line")),
-                    "name": m.group("name"),
-                    "line": source.line(int(m.group("line"))),
-                }
-                for m in reversed(found)
+            keys, note = trim_frames((source.filename, int(m.group("line")), m.group("name")) for m in reversed(found))
+            frames = [
+                {"filename": filename, "lineno": lineno, "name": name, "line": source.line(lineno)}
+                for filename, lineno, name in keys
             ]
-    return []
+            return frames, note
+    return [], ""
 
 
 def _where(dump: str, source: UserSource) -> tuple[dict[str, Any], str]:
     """Error fields naming the innermost user frame, and a phrase for the message."""
-    frames = user_frames_from_dump(dump, source)
+    frames, note = _frames_and_note(dump, source)
     if not frames:
         return {"filename": source.filename, "lineno": None, "traceback": []}, ""
     last = frames[-1]
     fields = {"filename": source.filename, "lineno": last["lineno"], "traceback": frames}
-    return fields, f" It was at line {last['lineno']}, in {last['name']}."
+    at = f"line {last['lineno']}, in {last['name']}"
+    note = note.removeprefix(f"{at}, ")  # "repeated 97 more times": the line it was at
+    return fields, f" It was at {at}" + (f" ({note})." if note else ".")
 
 
 def timeout_error(seconds: float, dump: str, source: UserSource) -> dict[str, Any]:

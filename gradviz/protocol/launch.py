@@ -1,8 +1,13 @@
 """How a client starts the worker, and the folders its runs write into.
 
-Both clients start ``python -m gradviz.worker`` the same way: in a session of its own (a Ctrl+C
-in the terminal reaches the client, which stops the worker), told the client's pid so it dies
-with the client, and with gradviz's package on its path. Each client keeps its results in a
+Both clients start ``python -P -m gradviz.worker`` the same way: in a session of its own (a
+Ctrl+C in the terminal reaches the client, which stops the worker), told the client's pid so it
+dies with the client, and with gradviz's package on its path. ``-P`` keeps the current folder off
+``sys.path``: ``python -m`` would put it first, and a ``torch.py`` or ``numpy.py`` lying there
+would run when the worker imports torch, before anything was asked. (The run still puts the
+user's file's own folder first, as ``python file.py`` does, and ``pkg.mod:Name`` targets the
+current folder, as ``python -m`` does: those are the user's choices.) ``-P`` rather than ``-I``:
+the user's ``PYTHONPATH`` and user site-packages may be where their torch is. Each client keeps its results in a
 folder it holds a lock on; folders left by clients that died are removed at the next start.
 """
 
@@ -29,7 +34,18 @@ def package_root() -> str:
 
 
 def worker_command(python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "gradviz.worker"]
+    return [python or sys.executable, *SAFE_PATH, "-m", "gradviz.worker"]
+
+
+SAFE_PATH = ("-P",)  # Python 3.11+: no current folder (nor script folder) first on sys.path
+
+
+def safe_pythonpath(*entries: str | None) -> str:
+    """A ``PYTHONPATH`` of ``entries`` (each may itself be a path list) without empty entries: an
+    empty entry means the current folder (``export PYTHONPATH=$PYTHONPATH:/x`` with nothing set
+    before gives ``:/x``), the very thing ``-P`` keeps off the path."""
+    parts = [p for entry in entries if entry for p in entry.split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys(parts))
 
 
 def worker_environment(
@@ -37,7 +53,7 @@ def worker_environment(
 ) -> dict[str, str]:
     """The worker's environment: ours, plus gradviz on the path and the parent-death watch."""
     env = dict(os.environ if base is None else base)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = safe_pythonpath(package_root(), env.get("PYTHONPATH"))
     env["PYTHONUNBUFFERED"] = "1"
     # Fresh NumPy arrays (the Jacobians) fault in through transparent huge pages at a fraction of
     # the speed of normal pages on Linux: measured 4.4 s -> 3.6 s for a 64x64 matmul check.

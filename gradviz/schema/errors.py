@@ -6,9 +6,10 @@ user-code part of the traceback: PyTorch internals do not help someone fix a bac
 
 from __future__ import annotations
 
+import linecache
 import re
-import traceback
-from collections.abc import Collection
+from collections import deque
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from types import TracebackType
@@ -180,14 +181,74 @@ class UserCodeError(GradvizError):
         }
 
 
-def user_frames(tb: TracebackType | None, filenames: str | Collection[str]) -> list[Frame]:
-    """Frames of ``tb`` that belong to the user's file(s), outermost first."""
+# An error names the user's line; a runaway recursion must not make it a million lines long.
+HEAD_FRAMES = 8  # outermost user frames kept
+TAIL_FRAMES = 24  # innermost user frames kept
+REPEATS_KEPT = 3  # copies of one frame kept in a row, as Python's own traceback does
+MAX_DETAIL_CHARS = 2000  # of an exception's text in a message
+MAX_LINE_CHARS = 300  # of a quoted source line
+
+FrameKey = tuple[str, int, str]  # filename, line number, function name
+
+
+def trim_frames(keys: Iterable[FrameKey]) -> tuple[list[FrameKey], str]:
+    """Frames (outermost first) with repeats collapsed and the middle of a deep stack left out,
+    read one at a time so a stack of any depth costs what is kept; and a note saying what went.
+
+    A frame repeated in a row is kept REPEATS_KEPT times; then the first HEAD_FRAMES and the
+    last TAIL_FRAMES of what is left.
+    """
+    head: list[FrameKey] = []
+    tail: deque[FrameKey] = deque(maxlen=TAIL_FRAMES)
+    omitted, previous, run, longest = 0, None, 0, (None, 0)
+    for key in keys:
+        run = run + 1 if key == previous else 1
+        previous = key
+        if run > REPEATS_KEPT:
+            if run - REPEATS_KEPT > longest[1]:
+                longest = (key, run - REPEATS_KEPT)
+            continue
+        if len(head) < HEAD_FRAMES:
+            head.append(key)
+            continue
+        omitted += len(tail) == TAIL_FRAMES
+        tail.append(key)
+    notes = []
+    if longest[0] is not None:
+        _, lineno, name = longest[0]
+        notes.append(f"line {lineno}, in {name}, repeated {longest[1]:,} more times: endless recursion?")
+    if omitted:
+        notes.append(f"{omitted:,} more frames not shown")
+    return [*head, *tail], "; ".join(notes)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters in all)"
+
+
+def _tb_keys(tb: TracebackType | None, files: set[str]) -> Iterator[FrameKey]:
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in files:
+            yield code.co_filename, tb.tb_lineno or 0, code.co_name
+        tb = tb.tb_next
+
+
+def user_frames_and_note(tb: TracebackType | None, filenames: str | Collection[str]) -> tuple[list[Frame], str]:
+    """Frames of ``tb`` that belong to the user's file(s), outermost first, trimmed (see
+    ``trim_frames``); and what the trimming left out, in words ("" when nothing)."""
     files = {filenames} if isinstance(filenames, str) else set(filenames)
+    keys, note = trim_frames(_tb_keys(tb, files))
     frames = []
-    for summary in traceback.extract_tb(tb):
-        if summary.filename in files:
-            frames.append(Frame(summary.filename, summary.lineno or 0, summary.name, summary.line or ""))
-    return frames
+    for filename, lineno, name in keys:
+        line = _short(linecache.getline(filename, lineno).strip(), MAX_LINE_CHARS)
+        frames.append(Frame(filename, lineno, name, line))
+    return frames, note
+
+
+def user_frames(tb: TracebackType | None, filenames: str | Collection[str]) -> list[Frame]:
+    """Frames of ``tb`` that belong to the user's file(s), outermost first (trimmed)."""
+    return user_frames_and_note(tb, filenames)[0]
 
 
 def from_exception(
@@ -198,7 +259,7 @@ def from_exception(
     ``also`` names more files of the user's (the module an imported Function lives in); the
     error points at the innermost frame in any of them.
     """
-    frames = user_frames(exc.__traceback__, {filename, *also})
+    frames, note = user_frames_and_note(exc.__traceback__, {filename, *also})
     lineno = frames[-1].lineno if frames else None
     filename = frames[-1].filename if frames else filename
     memory = out_of_memory(exc)
@@ -206,12 +267,21 @@ def from_exception(
         return UserCodeError(kind, f"{context} ran out of memory: {memory}", filename, lineno, frames)
     if isinstance(exc, SystemExit):
         detail = (
-            f"sys.exit({exc.code!r}): the Function's code ended the process "
+            f"sys.exit({_short(repr(exc.code), 200)}): the Function's code ended the process "
             "(gradviz stopped it there, so nothing was checked)"
         )
     else:
-        detail = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
-    return UserCodeError(kind, f"{context} raised {detail}", filename, lineno, frames)
+        detail = _short(f"{type(exc).__name__}: {_text_of(exc)}".strip().rstrip(":"), MAX_DETAIL_CHARS)
+    message = f"{context} raised {detail}" + (f" ({note})" if note else "")
+    return UserCodeError(kind, message, filename, lineno, frames)
+
+
+def _text_of(exc: BaseException) -> str:
+    """``str(exc)``, or a word on why not: user exceptions may have a ``__str__`` that fails."""
+    try:
+        return str(exc)
+    except Exception as failure:
+        return f"<str() of it raised {type(failure).__name__}>"
 
 
 _CPU_ALLOC = re.compile(r"you tried to allocate (\d+) bytes")
@@ -224,7 +294,7 @@ def out_of_memory(exc: BaseException) -> str | None:
     Covers Python's MemoryError, torch's CPU allocator ("you tried to allocate N bytes") and
     torch.OutOfMemoryError on CUDA ("Tried to allocate 2.00 GiB").
     """
-    text = str(exc)
+    text = _text_of(exc)
     cpu = _CPU_ALLOC.search(text)
     if cpu:
         n = int(cpu.group(1))

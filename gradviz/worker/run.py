@@ -7,8 +7,14 @@ started all end with it. It lives in a process group of its own, so the worker c
 it at once, and it writes its Python stack to a fault file when asked (SIGUSR1), on a fatal
 signal and on ``os._exit``, so a hung or crashed run still names the user's line.
 
-Messages go to the worker over a pipe (the worker relays them); stdin reads as empty; whatever
-the user's code prints goes to stderr.
+Messages go to the worker over a pipe (the worker relays them), each line sealed with an HMAC
+under a secret the worker drew for this run. The secret lives only in the closure of the sender
+(no module global, no environment variable), and the pipe's descriptor is moved to a high,
+close-on-exec number. That stops a verdict forged by writing into the pipe (from /proc/self/fd,
+by trying descriptors, from a forked child or a subprocess) and any accident. It cannot stop
+code in this very process that goes digging through the interpreter's memory for the secret:
+nothing running in the process that computes a verdict can be kept from changing it.
+stdin reads as empty; whatever the user's code prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -24,25 +30,38 @@ from typing import IO, Any
 from gradviz.protocol import messages
 from gradviz.protocol.faults import ENDED, OS_EXIT_MARK
 from gradviz.schema.errors import ErrorKind, GradvizError, from_exception, out_of_memory
+from gradviz.worker import containment
 
 
 class Channel:
-    """The run's end of its pipe to the worker: one JSON message per line, flushed at once."""
+    """The run's end of its pipe to the worker: one sealed JSON message per line, flushed at once."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
+    def __init__(self, stream: IO[bytes], key: bytes) -> None:
+        def send(message: dict[str, Any]) -> None:
+            line = messages.seal(message, key)
+            if len(line) > messages.MAX_LINE_BYTES:  # the worker would refuse it: say why instead
+                line = messages.seal(_too_large(message, len(line)), key)
+            stream.write(line)
+            stream.flush()
 
-    def send(self, message: dict[str, Any]) -> None:
-        self._stream.write(messages.encode(message))
-        self._stream.flush()
+        self.send = send  # the key stays in this closure
 
 
-def serve_one(request: dict[str, Any], pipe_fd: int, fault_path: str, threads: int) -> None:
+def _too_large(message: dict[str, Any], size: int) -> dict[str, Any]:
+    detail = {
+        "kind": ErrorKind.INTERNAL.value,
+        "message": f"The answer was too large to send ({size:,} bytes, more than {messages.MAX_LINE_BYTES:,}).",
+    }
+    return messages.error(message.get("id"), message.get("op"), detail)
+
+
+def serve_one(request: dict[str, Any], pipe_fd: int, fault_fd: int, threads: int, key: bytes) -> None:
     """Run ``request`` in this (freshly forked) process, answer, and exit. Never returns."""
     code = 0
     try:
-        _become_run_process(fault_path, threads)
-        channel = Channel(os.fdopen(pipe_fd, "wb", buffering=0))
+        _become_run_process(fault_fd, threads)
+        channel = Channel(os.fdopen(containment.move_high(pipe_fd), "wb", buffering=0), key)
+        del key
         channel.send(_answer(request, channel))
     except BaseException:  # nothing may escape a forked child: the worker reports the death
         traceback.print_exc()
@@ -72,13 +91,13 @@ def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
         return messages.error(request_id, op, escaped_error(exc, request))
 
 
-def _become_run_process(fault_path: str, threads: int) -> None:
+def _become_run_process(fault_fd: int, threads: int) -> None:
     os.setpgid(0, 0)  # a group of our own: stopping the run stops whatever it started
     _die_with_parent(signal.SIGKILL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _watch_faults(fault_path)
+    _watch_faults(fault_fd)
     import torch
 
     torch.set_num_threads(threads)
@@ -96,19 +115,17 @@ def _die_with_parent(sig: int) -> None:
         pass
 
 
-def _watch_faults(path: str) -> None:
+def _watch_faults(fd: int) -> None:
     """Stacks for what cannot be caught: fatal signals, SIGUSR1 (the worker about to stop a hung
-    run asks for it) and ``os._exit``, written to ``path`` for the worker to read."""
-    fault_file = open(path, "w", encoding="utf-8")
-    faulthandler.enable(fault_file, all_threads=True)
-    faulthandler.register(signal.SIGUSR1, fault_file, all_threads=True)
+    run asks for it) and ``os._exit``, written to the fault file ``fd`` the worker reads too."""
+    faulthandler.enable(fd, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, fd, all_threads=True)
     run_process = os.getpid()
 
     def traced_exit(code: int) -> None:
         if os.getpid() == run_process:  # not a process the user's code forked in turn
-            fault_file.write(OS_EXIT_MARK.format(code=code))
-            fault_file.flush()
-            faulthandler.dump_traceback(fault_file, all_threads=False)
+            os.write(fd, OS_EXIT_MARK.format(code=code).encode())
+            faulthandler.dump_traceback(fd, all_threads=False)
         _REAL_EXIT(code)
 
     os._exit = traced_exit

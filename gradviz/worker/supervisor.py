@@ -3,37 +3,40 @@
 The worker itself never runs user code. It reads requests on stdin and answers on what was
 its stdout; for each run request it forks a run process (``gradviz.worker.run``), relays that
 process's messages, and watches it: past its time limit, on Cancel, or past the memory limit
-it asks the run for its stack (SIGUSR1), stops its whole process group and answers with the
-user's line; if the run dies without answering, it says how and where. Whatever a run does,
-the worker answers for it and serves on, in the same clean state as before.
+it asks the run for its stack (SIGUSR1), stops it and answers with the user's line; if the run
+dies without answering, it says how and where. Whatever a run does, the worker answers for it
+and serves on, in the same clean state as before.
 
-Every process a run started ends with the run. When the client that started the worker dies
-(even by ``kill -9``), the worker is told (Linux's parent-death signal, and a poll of its
-parent's pid), stops the run's process group and exits.
+Every process a run started ends with the run, wherever it went (``containment``: the worker is
+a subreaper, and kills its whole tree at the end of every run), and memory is counted over that
+whole tree. Only lines sealed with the run's secret are relayed (``messages.SealedDecoder``):
+what user code writes into the pipe becomes an error, never a verdict. When the client that
+started the worker dies (even by ``kill -9``), the worker is told (Linux's parent-death signal,
+and a poll of its parent's pid), stops everything below it and exits.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import signal
 import sys
-import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import IO, Any
 
-from gradviz.protocol import faults, messages
-from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV
+from gradviz.protocol import faults, messages, process_tree
+from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV, remove_stale_run_roots
 from gradviz.schema.errors import ErrorKind
 from gradviz.schema.units import format_bytes
+from gradviz.worker import containment
 
 POLL_S = 0.05  # how often a run's time, memory and the parent are looked at
 DUMP_WAIT_S = 1.0  # how long a run gets to write its stack before it is killed
+DRAIN_S = 1.0  # how long the worker reads what an ended run left in its pipe
 MEMORY_SHARE = 0.75  # of physical RAM a run may use by default
+KEY_BYTES = 32  # of each run's secret
 
 
 @dataclass
@@ -43,10 +46,11 @@ class Run:
     request: dict[str, Any]
     pid: int
     pipe: int  # read end of the run's message pipe
-    fault_path: Path
+    faults: int  # descriptor of the run's fault file
     started: float
-    decoder: messages.LineDecoder = field(default_factory=messages.LineDecoder)
+    decoder: messages.LineDecoder
     answered: bool = False
+    tampered: bool = False  # something else than the run's own code wrote into the pipe
     batched: bool = False  # the run said its user code runs under vmap right now
 
     @property
@@ -67,7 +71,7 @@ class Supervisor:
         self.pending: deque[dict[str, Any]] = deque()  # requests waiting for the run in progress
         self.decoder = messages.LineDecoder()
         self.parent = os.getppid()
-        self.tmp = Path(tempfile.mkdtemp(prefix="gradviz-worker-"))
+        self.meter = process_tree.TreeMeter(os.getpid())  # memory of everything below us
         self.quitting = False
 
     # --- the loop ------------------------------------------------------------------------
@@ -77,10 +81,8 @@ class Supervisor:
                 self._step()
         finally:
             self.stop_run()
-            with contextlib.suppress(OSError):
-                for path in self.tmp.iterdir():
-                    path.unlink()
-                self.tmp.rmdir()
+            containment.end_everything()
+            _sweep_run_roots()
 
     def _step(self) -> None:
         fds = ([self.requests_fd] if self.requests_fd >= 0 else []) + ([self.run.pipe] if self.run else [])
@@ -97,6 +99,8 @@ class Supervisor:
             self._relay(os.read(self.run.pipe, 65536))
         if self.run:
             self._watch_run()
+        else:
+            process_tree.reap_exited()  # a process that took longer than REAP_WAIT_S to die
         while self.pending and (self.run is None or self.run.answered) and not self.quitting:
             self._take(self.pending.popleft())
         if os.getppid() != self.parent:  # the client died (reparented): stop everything
@@ -132,8 +136,8 @@ class Supervisor:
 
     def _take(self, message: dict[str, Any]) -> None:
         op = message.get("op")
-        if self.run is not None:  # answered and exiting: its process group goes now
-            self._end_run(reaped=False)
+        if self.run is not None:  # answered and exiting: it and all it started go now
+            self._end_run()
         if op == "quit":
             self.quitting = True
         elif op in messages.RUN_OPS:
@@ -143,8 +147,9 @@ class Supervisor:
             self.send(messages.error(message.get("id"), op, detail))
 
     def _start_run(self, request: dict[str, Any]) -> None:
+        key = os.urandom(KEY_BYTES)  # the run seals its lines with it; user code never gets it handed
         read_end, write_end = os.pipe()
-        fault_path = self.tmp / f"faults-{request.get('id')}.txt"
+        fault_fd = containment.fault_file()
         pid = os.fork()
         if pid == 0:  # the run process
             from gradviz.worker.run import serve_one
@@ -153,18 +158,19 @@ class Supervisor:
             if self.requests_fd >= 0:
                 os.close(self.requests_fd)
             os.close(self.out.fileno())  # the run talks to us only through its pipe
-            serve_one(request, write_end, str(fault_path), self.threads)
+            serve_one(request, write_end, fault_fd, self.threads, key)
         os.close(write_end)
-        self.run = Run(request, pid, read_end, fault_path, time.monotonic())
+        self.run = Run(request, pid, read_end, fault_fd, time.monotonic(), messages.SealedDecoder(key))
 
     # --- a run in progress -------------------------------------------------------------------
     def _relay(self, data: bytes) -> None:
         run = self.run
         for message in run.decoder.feed(data):
-            if isinstance(message, messages.BadLine):
-                detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The run process sent {message.describe()}"}
-                message = messages.error(run.id, run.request.get("op"), detail)
             if run.answered:
+                continue
+            if isinstance(message, messages.BadLine):
+                self._answer(_tampered_error(message))
+                run.tampered = True
                 continue
             if message.get("type") == "phase":  # between the run and us
                 run.batched = bool(message.get("batched"))
@@ -174,54 +180,61 @@ class Supervisor:
 
     def _watch_run(self) -> None:
         run = self.run
-        finished, status = os.waitpid(run.pid, os.WNOHANG)
-        if finished:
+        if run.tampered:  # answered already: nothing it does next can count
+            self._end_run()
+            return
+        code = process_tree.exit_status(run.pid)  # left unreaped until all it started is killed
+        if code is not None:
+            containment.kill_everything_below(run.pid)
             self._drain()
             retry = _without_batches(run) if not run.answered else None
             if not run.answered and retry is None:
-                code = os.waitstatus_to_exitcode(status)
                 self._answer(faults.crash_error(code, self._dump(), self._source()))
-            self._end_run(reaped=True)
+            self._end_run()
             if retry is not None:
                 self._start_run(retry)
             return
+        process_tree.reap_exited(keep=run.pid)  # orphans the run left that ended on their own
         if run.deadline is not None and time.monotonic() > run.deadline:
             limit = float(run.request["timeout"])
             self._stop_hung(lambda dump, source: faults.timeout_error(limit, dump, source))
-        elif self.memory_limit and _rss(run.pid) > self.memory_limit:
+        elif self.memory_limit and self.meter.over(self.memory_limit):
             limit = format_bytes(self.memory_limit)
             self._stop_hung(lambda dump, source: faults.out_of_memory_error(limit, dump, source))
 
     def _stop_hung(self, describe) -> None:
-        """Ask the run for its stack, stop its process group, answer with where it was."""
+        """Ask the run for its stack, stop it and all it started, answer with where it was."""
         run = self.run
-        before = _size(run.fault_path)
-        with contextlib.suppress(ProcessLookupError):
+        before = containment.fault_size(run.faults)
+        try:
             os.kill(run.pid, signal.SIGUSR1)
+        except (ProcessLookupError, PermissionError):
+            pass
         end = time.monotonic() + DUMP_WAIT_S
-        while time.monotonic() < end and _size(run.fault_path) == before and _running(run.pid):
+        while (
+            time.monotonic() < end
+            and containment.fault_size(run.faults) == before
+            and process_tree.exit_status(run.pid) is None
+        ):
             time.sleep(0.02)
         time.sleep(0.05)  # let it finish writing the dump
-        self._kill_group()
+        containment.kill_everything_below(run.pid)
         self._drain()
         if not self.run.answered:
             self._answer(describe(self._dump(), self._source()))
-        self._end_run(reaped=False)
+        self._end_run()
 
     def stop_run(self) -> None:
         """Stop whatever runs now, answering nothing (the client is leaving)."""
         if self.run is not None:
-            self._kill_group()
-            self._end_run(reaped=False)
-
-    def _kill_group(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.run.pid, signal.SIGKILL)
+            self._end_run()
 
     def _drain(self) -> None:
-        """What the run wrote before it ended, up to the closed pipe."""
-        while True:
-            readable, _, _ = select.select([self.run.pipe], [], [], 0.2)
+        """What the run wrote before it ended, up to the closed pipe (for DRAIN_S at most: a
+        process stuck in the kernel may still hold the pipe open)."""
+        end = time.monotonic() + DRAIN_S
+        while (left := end - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.run.pipe], [], [], min(left, 0.2))
             if not readable:
                 return
             data = os.read(self.run.pipe, 65536)
@@ -233,26 +246,27 @@ class Supervisor:
         self.run.answered = True
         self.send(messages.error(self.run.id, self.run.request.get("op"), detail))
 
-    def _end_run(self, *, reaped: bool) -> None:
+    def _end_run(self) -> None:
+        """The run and everything it started go (by ancestry, not by group); bounded waits only."""
         run, self.run = self.run, None
-        # whatever the run's code started (Popen, multiprocessing) goes with it
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(run.pid, signal.SIGKILL)
-        if not reaped:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(run.pid, 0)
+        containment.end_everything(run.pid)
         os.close(run.pipe)
-        with contextlib.suppress(OSError):
-            run.fault_path.unlink()
+        os.close(run.faults)
 
     def _dump(self) -> str:
-        try:
-            return self.run.fault_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
+        return containment.read_faults(self.run.faults)
 
     def _source(self) -> faults.UserSource:
         return faults.UserSource.of_request(self.run.request)
+
+
+def _tampered_error(line: messages.BadLine) -> dict[str, Any]:
+    shown = line.text if len(line.text) <= 120 else line.text[:120] + "…"
+    message = (
+        f"Something in the run wrote into gradviz's result channel ({line.reason}): {shown!r}. "
+        "Only gradviz's own run code can write a verdict there, so nothing was checked."
+    )
+    return {"kind": ErrorKind.PROTOCOL.value, "message": message}
 
 
 def _without_batches(run: Run) -> dict[str, Any] | None:
@@ -266,32 +280,6 @@ def _without_batches(run: Run) -> dict[str, Any] | None:
     if not run.batched or request.get("op") not in ("check", "sweep") or settings.get("batched") is False:
         return None
     return {**request, "settings": {**settings, "batched": False}, "batched_crash": True}
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _running(pid: int) -> bool:
-    try:
-        finished, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return False
-    if finished:  # reaped here: put nothing back, the caller only asks whether to keep waiting
-        return False
-    return True
-
-
-def _rss(pid: int) -> int:
-    """Resident memory of a process in bytes (0 when unknown)."""
-    try:
-        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 # --- start-up -----------------------------------------------------------------------------------
@@ -335,9 +323,20 @@ _SUPERVISOR: Supervisor | None = None
 
 
 def _on_terminate(signum, frame) -> None:
-    if _SUPERVISOR is not None:
-        _SUPERVISOR.stop_run()
+    """SIGTERM (from the client, or the parent-death signal): everything below us goes, then we do."""
+    containment.end_everything(_SUPERVISOR.run.pid if _SUPERVISOR is not None and _SUPERVISOR.run else None)
+    _sweep_run_roots()
     os._exit(0)
+
+
+def _sweep_run_roots() -> None:
+    """Result folders of clients that died (a SIGTERMed CLI cannot remove its own): the lock in each
+    tells; a live client's folder stays. By the time the parent-death signal arrives, the dead
+    client's lock is released."""
+    try:
+        remove_stale_run_roots()
+    except Exception as exc:  # never a reason not to exit
+        print(f"gradviz: could not remove stale result folders: {exc}", file=sys.stderr)
 
 
 def default_memory_limit() -> int:
@@ -357,6 +356,7 @@ def default_memory_limit() -> int:
 def main() -> int:
     global _SUPERVISOR
     watch_parent(os.environ.get(PARENT_PID_ENV))
+    containment.hold_orphans()  # what runs start and abandon is reparented to us, not to init
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the client's to handle
     out = take_stdout()
     requests_fd = take_stdin()

@@ -58,7 +58,7 @@ def test_an_importable_function_travels_as_its_import_path(tmp_path):
         ":"
     )
     assert launch.command == [
-        sys.executable, "-m", "gradviz", "app", "--target", launch.target,
+        sys.executable, "-P", "-m", "gradviz", "app", "--target", launch.target,
         "--inputs", str(tmp_path / "inputs.pt"), "--settings", str(tmp_path / "settings.json"),
     ]  # fmt: skip
     saved = torch.load(launch.inputs_path, weights_only=True)

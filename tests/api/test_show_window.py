@@ -21,8 +21,8 @@ from tests.app.conftest import main_window, settings_store  # noqa: F401 (fixtur
 def test_report_show_opens_the_window_on_the_same_jacobians(request, qtbot, tmp_path):
     report = gradviz.check(f.WrongSign, f.inputs(seed=5), raise_exception=False)
     launch = prepare_launch(report.fn, report.inputs, report.result.settings, tmp_path)  # what show() starts
-    assert launch.command[1:4] == ["-m", "gradviz", "app"]
-    args = parse_app_args(launch.command[4:])
+    assert launch.command[1:5] == ["-P", "-m", "gradviz", "app"]  # -P: no current folder on its sys.path
+    args = parse_app_args(launch.command[5:])
     assert refuse_arguments(args) is None
     window = request.getfixturevalue("main_window")
     with qtbot.waitSignal(window.result_shown, timeout=120_000):
