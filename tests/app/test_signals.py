@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from gradviz.app.recovery import read_recovery
 from tests.app.app_process import app_env, command, read_until
 from tests.app.conftest import ROOT
 from tests.worker.lifecycle import interruptible, wait_gone
@@ -140,7 +141,7 @@ def test_signal_with_the_window_open_keeps_the_unsaved_text(tmp_path, sig, code)
         out = said + quit_with(app, sig)
         assert app.returncode == code, out
         assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
-        assert "typed before Ctrl+C" in json.loads(file.read_text(encoding="utf-8"))["text"]
+        assert "typed before Ctrl+C" in read_recovery(file).text
         assert wait_gone(workers, 10), f"workers left: {workers}"
     finally:
         app.kill()
