@@ -13,6 +13,7 @@ plus a grace or a grace after Cancel, kills it with its whole process tree, fail
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ class WorkerClient(QObject):
                 if not process.waitForFinished(1000):
                     process.kill()
                     process.waitForFinished(1000)
-            process.deleteLater()
+            _let_go(process)
         self._running = 0
         remove_run_root(self.tmp_root)
 
@@ -192,7 +193,7 @@ class WorkerClient(QObject):
         if not process.waitForFinished(1000):
             process.kill()
             process.waitForFinished(1000)
-        process.deleteLater()
+        _let_go(process)
         self._answered()
         self.start()
         self.failed.emit(request, error)
@@ -214,7 +215,20 @@ class WorkerClient(QObject):
             f"The gradviz worker process {how}. A fresh worker has been started; your code in the editor "
             "is untouched."
         )
-        self._process.deleteLater()
+        _let_go(process)
         self._process = None
         self.start()
         self.crashed.emit(request, message)
+
+
+def _let_go(process: QProcess) -> None:
+    """Delete a worker's QProcess once the event loop runs, its slots disconnected first.
+
+    Its slots are lambdas holding the client: a QProcess deleted later with them still connected
+    emitted into a half-destroyed object and crashed the next event loop (seen in a test that
+    waited right after a stand-in worker was shut down).
+    """
+    for signal in (process.readyReadStandardOutput, process.readyReadStandardError, process.finished):
+        with contextlib.suppress(RuntimeError, TypeError):
+            signal.disconnect()
+    process.deleteLater()
