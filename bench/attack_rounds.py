@@ -47,7 +47,7 @@ def run_attack_cases() -> tuple[int, int]:
             failed += bool(why)
             verdict = f"FAIL ({why})" if why else "ok"
             print(f"{group + ': ' + name:<50} {seconds:8.2f}  {verdict}")
-    process_tree.reap_orphans()
+    process_tree.reap_exited()
     left = [pid for pid in process_tree.descendants(os.getpid()) if not process_tree.is_zombie(pid)]
     new_folders = sorted(_temp_folders() - folders_before)
     for name, why in (("no process left behind", left), ("no temp folder left behind", new_folders)):

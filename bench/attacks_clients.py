@@ -27,28 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gradviz.worker.client import WorkerClient  # noqa: E402
-
-STOPS_THE_WORKER = """
-import os, signal, time
-import torch
-from torch.autograd import Function
-
-class StopsTheWorker(Function):
-    @staticmethod
-    def forward(ctx, x):
-        with open({pid_file!r}, "w") as f:
-            f.write(f"{{os.getpid()}} {{os.getppid()}}\\n")
-        os.kill(os.getppid(), signal.SIGSTOP)
-        while True:
-            time.sleep(0.05)
-
-    @staticmethod
-    def backward(ctx, g):
-        return 2 * g
-
-def example_inputs(device, dtype):
-    return (torch.randn(3, device=device, dtype=dtype, requires_grad=True),)
-"""
+from tests.stopped_worker import STOPS_THE_WORKER  # noqa: E402
 
 DIALOG_DRIVER = textwrap.dedent(
     """

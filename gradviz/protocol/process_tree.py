@@ -172,22 +172,6 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
-def reap_orphans(keep: Iterable[int] = ()) -> list[int]:
-    """Reap this process's exited children except ``keep`` (whose status someone still wants).
-
-    A subreaper inherits the zombies of orphans; ``waitpid(-1)`` would also take the status of
-    a child the caller waits for by pid, so each is reaped by its own pid.
-    """
-    me, kept, reaped = os.getpid(), set(keep), []
-    for pid, parent in _all_parents().items():
-        if parent != me or pid in kept:
-            continue
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                reaped.append(pid)
-    return reaped
-
-
 class TreeMeter:
     """Memory of everything below ``root``, measured often and cheaply (the worker looks every 50 ms).
 

@@ -40,7 +40,7 @@ def _wait_gone(pids, seconds=10.0) -> list[int]:
         left = [p for p in pids if _alive(p)]
         if not left:
             return []
-        process_tree.reap_orphans()
+        process_tree.reap_exited()
         time.sleep(0.02)
     return [p for p in pids if _alive(p)]
 
