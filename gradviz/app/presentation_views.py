@@ -1,5 +1,6 @@
-"""The stage of presentation mode: one view at a time, full screen, under a bar that says which
-view of how many is on and holds the clicker's buttons.
+"""The stage of presentation mode: one view at a time, full screen, beside a bar that says which
+view of how many is on and holds the clicker's buttons (a column on the left: a 720-line screen
+has height to spare for nothing, the heatmaps need all of it).
 
 A 1280x720 projector cannot show the whole window at a size a room reads (every text 24 px,
 heatmaps 300 px tall), so the stage shows one panel alone: the code, the Jacobians (the banner
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -41,11 +43,12 @@ class PresentationStage(QWidget):
         self.view = view
         self.bar = QWidget()
         self.bar.setObjectName("presentation_bar")
-        bar = QHBoxLayout(self.bar)
-        bar.setContentsMargins(6, 4, 6, 4)
-        bar.setSpacing(6)
+        bar = QVBoxLayout(self.bar)
+        bar.setContentsMargins(4, 4, 4, 4)
+        bar.setSpacing(4)
         self.position = QLabel("")  # "2 / 4": which view of how many
         self.position.setObjectName("presentation_position")
+        self.position.setAlignment(Qt.AlignmentFlag.AlignCenter)
         bar.addWidget(self.position)
         self.view_buttons: dict[str, QToolButton] = {}
         self._group = QButtonGroup(self)
@@ -66,10 +69,10 @@ class PresentationStage(QWidget):
             page = QWidget()
             page.setObjectName(f"presentation_{name}")
             holder = QVBoxLayout(page)
-            holder.setContentsMargins(6, 0, 6, 6)
+            holder.setContentsMargins(0, 4, 4, 4)
             self._holders[name] = holder
             self.pages.addWidget(page)
-        layout = QVBoxLayout(self)
+        layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.bar)
@@ -84,6 +87,7 @@ class PresentationStage(QWidget):
         button.setText(text)
         button.setToolTip(tip)
         button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)  # one column, one width
         return button
 
     def add_control(self, name: str, text: str, tip: str, slot: Callable[[], None], *, checkable: bool = False) -> QToolButton:

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QFont, QGuiApplication
 
 SCALES = (0.8, 0.9, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.4)  # Ctrl+= / Ctrl+- step along these
-PRESENTATION_SCALE = 1.75  # an 11 pt tick label becomes 19 pt (25 px at 96 dpi)
+PRESENTATION_SCALE = 1.3  # with the 24 px floor: most texts 24 px, headings above, the maps 300 px tall at 720 lines
 PRESENTATION_MIN_PX = 24  # the smallest text a class of 100 reads from the back of a room (720-line screen)
 
 
