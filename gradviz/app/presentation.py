@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
 from gradviz.app import window_layout
@@ -37,6 +37,12 @@ class PresentationMode(QObject):
         self.stage: PresentationStage | None = None
         self._centre: QWidget | None = None
         self.presenter = Presenter(_PresenterAdapter(window, self), self)
+        # a moment after the text size, the view or the screen changes: does the view still fit?
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(60)
+        self._fit_timer.timeout.connect(self._keep_view_fitting)
+        window.view.subscribe(self._check_fit_soon)
 
     def toggle(self) -> None:
         self.set(self._saved is None)
@@ -114,6 +120,7 @@ class PresentationMode(QObject):
         quiz.setObjectName("presentation_quiz")
         stage.add_control("leave", "✕ Leave", "Leave presentation mode (F11, Esc)", lambda: self.set(False))
         stage.view_requested.connect(self.show_view)
+        stage.resized.connect(self._fit_timer.start)
 
     def _return_panels(self) -> None:
         """Every lent panel back in its dock, the centre back in the window."""
@@ -142,21 +149,33 @@ class PresentationMode(QObject):
         if self.stage is None:
             return
         self.stage.show_view(name)
+        self._fit_timer.start()
         self.stage.setFocus()  # the clicker's keys step (a Space typed into the code would change it)
 
     def current_view(self) -> str:
         return self.stage.current if self.stage is not None else VIEWS[0]
 
     def step_text(self, delta: int) -> None:
-        """A+ / A−: larger or smaller text, but never past what the view on screen can hold
-        (the heatmaps under MIN_HEATMAP_PX, a panel squeezed below its minimum); never below
-        PRESENTATION_MIN_PX (the theme's floor)."""
+        """A+ / A−: larger or smaller text; never below PRESENTATION_MIN_PX (the theme's floor)
+        and, while presenting, never past what the view on screen holds (``_keep_view_fitting``)."""
+        self.w.view.step_scale(delta)
+
+    def _check_fit_soon(self) -> None:
+        if self.stage is not None:
+            self._fit_timer.start()
+
+    def _keep_view_fitting(self) -> None:
+        """A view that no longer fits (A+, another view, a smaller screen) gets its text a step
+        smaller, down to PRESENTATION_SCALE; each step is measured again once laid out."""
         view = self.w.view
-        before = view.scale
-        view.step_scale(delta)
-        if delta > 0 and view.scale != before and not self.view_fits():
-            view.scale = before
-            self.presenter.acted.emit("the largest text this view holds")
+        if self.stage is None or view.scale <= PRESENTATION_SCALE or self.view_fits():
+            return
+        view.step_scale(-1)  # the theme change checks again
+        self.presenter.acted.emit("text a size smaller: the view must fit the screen")
+
+    def settled(self) -> bool:
+        """No fit check is waiting (tests wait for this after A+ or a resize)."""
+        return not self._fit_timer.isActive()
 
     def view_fits(self, name: str | None = None) -> bool:
         """The view's panel is not squeezed below its minimum, and the Jacobians' maps are at

@@ -35,6 +35,7 @@ class PresentationStage(QWidget):
     """The window's central widget while presenting: the bar, then the view shown."""
 
     view_requested = Signal(str)  # a view's button was pressed
+    resized = Signal()
 
     def __init__(self, view: ViewSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -137,6 +138,10 @@ class PresentationStage(QWidget):
 
     def page(self, name: str) -> QWidget:
         return self.pages.widget(VIEWS.index(name))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.resized.emit()
 
     def _on_theme_changed(self) -> None:
         theme = self.view.theme

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication
 
 SCALES = (0.8, 0.9, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.4)  # Ctrl+= / Ctrl+- step along these
@@ -147,16 +147,16 @@ QTabBar::tab:selected { font-weight: bold; }
 """  # black on white, framed controls: readable from the back of a lecture room
 
 
-CONTROLS = "QPushButton, QToolButton, QComboBox, QCheckBox, QRadioButton, QLineEdit, QSpinBox, QDoubleSpinBox, QTabBar"
-
-
 def style_sheet(theme: Theme | bool) -> str:
-    """The window's style sheet: none normally; in high contrast HIGH_CONTRAST_QSS, and the
-    controls' text size from the theme (under a style sheet Qt no longer passes a panel's font on
-    to its buttons and boxes: they would stay at the application's 9 pt in presentation mode)."""
+    """The window's style sheet: none normally, HIGH_CONTRAST_QSS in high contrast.
+
+    Under a style sheet Qt resolves each widget's font once, when it polishes it, and then takes
+    it for the widget's own: a panel's larger font no longer reaches its plain labels, buttons and
+    boxes (they stayed at the application's 9 pt in presentation mode). The application attribute
+    that keeps fonts propagating is set with the first style sheet."""
     if isinstance(theme, bool):
         theme = Theme(high_contrast=theme)
     if not theme.high_contrast:
         return ""
-    base = QGuiApplication.font().pointSizeF()
-    return HIGH_CONTRAST_QSS + f"{CONTROLS} {{ font-size: {theme.pt(base)}pt; }}\n"
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_UseStyleSheetPropagationInWidgetStyles, True)
+    return HIGH_CONTRAST_QSS
