@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from functools import cache
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -457,7 +458,7 @@ def test_labels_overlap_no_node_and_stay_put_while_stepping(qtbot, panel):
                 assert not rect.intersects(symbol), f"label of {owner} over node {node}"
         seen.append((panel.selected_node(), labels))
     moved = []
-    for (a, first), (b, second) in zip(seen, seen[1:]):
+    for (a, first), (b, second) in pairwise(seen):
         for node in set(first) & set(second):
             if first[node] != second[node]:
                 moved.append((node, a, b, first[node], second[node]))

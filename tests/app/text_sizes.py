@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
-    QTableWidget,
     QTabBar,
+    QTableWidget,
     QWidget,
 )
 
