@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QStyle, QStyleOptionFrame, QToolButton
 
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.theme import ViewSettings
@@ -142,6 +143,18 @@ def test_quiz_numbers_the_shown_lines_without_gaps(qtbot, panel):
     assert editor.line_labels() == [str(k) for k in range(1, editor.blockCount() + 1)]
 
 
+def text_room(field) -> int:
+    """Pixels a QLineEdit has for its text, from the style: its contents rectangle less the text
+    margins, the clear button inside it and the 2 px QLineEdit keeps on each side."""
+    option = QStyleOptionFrame()
+    field.initStyleOption(option)
+    rect = field.style().subElementRect(QStyle.SubElement.SE_LineEditContents, option, field)
+    right = rect.right() - field.textMargins().right()
+    for button in field.findChildren(QToolButton):
+        right = min(right, button.geometry().left())
+    return right - rect.left() - field.textMargins().left() - 4
+
+
 @pytest.mark.parametrize("width", [300, 420, 600, 900])
 def test_the_find_fields_hint_is_never_cut(qtbot, panel, width):
     """The placeholder shown fits the field's text area, at every width a dock gives it, and at
@@ -154,7 +167,7 @@ def test_the_find_fields_hint_is_never_cut(qtbot, panel, width):
         qtbot.waitUntil(lambda: bar.field.width() > 0 and bar.isVisible())
         qtbot.wait(0)
         field = bar.field
-        room = bar.text_room()
+        room = text_room(field)
         shown = field.placeholderText()
         assert shown.startswith("Find")
         assert field.fontMetrics().horizontalAdvance(shown) <= room, (width, scale, shown, room)
