@@ -75,6 +75,7 @@ class PresentationMode(QObject):
             w.banner.set_compact(True)
             self._build_stage()
             w.setCentralWidget(self.stage)
+            self.stage.show()
             w.showFullScreen()
             self.show_view(VIEWS[0])
         else:
@@ -127,10 +128,13 @@ class PresentationMode(QObject):
         w, stage = self.w, self.stage
         w.view.quiz_changed.disconnect(self._show_quiz)
         for name, title in DOCK_VIEWS.items():
-            w.docks[title].setWidget(stage.release(name))
+            widget = stage.release(name)
+            w.docks[title].setWidget(widget)
+            widget.show()  # a widget given a new parent stays hidden until shown
         stage.release("jacobians")
         w.takeCentralWidget()
         w.setCentralWidget(self._centre)
+        self._centre.show()
         self._centre = None
         stage.deleteLater()
         self.stage = None
