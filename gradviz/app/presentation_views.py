@@ -80,7 +80,8 @@ class PresentationStage(QWidget):
         layout.addWidget(self.pages, 1)
         self._current = VIEWS[0]
         self.show_view(VIEWS[0])
-        view.subscribe(self._on_theme_changed)
+        for signal in (view.scale_changed, view.high_contrast_changed, view.min_points_changed):
+            signal.connect(self._on_theme_changed)  # a bound method: gone with the stage
         self._on_theme_changed()
 
     def _button(self, text: str, tip: str) -> QToolButton:
@@ -143,7 +144,7 @@ class PresentationStage(QWidget):
         super().resizeEvent(event)
         self.resized.emit()
 
-    def _on_theme_changed(self) -> None:
+    def _on_theme_changed(self, *_args) -> None:
         theme = self.view.theme
         font = theme.font(BAR_POINTS)
         for widget in (*self.view_buttons.values(), *self.controls.values()):

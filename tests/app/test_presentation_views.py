@@ -7,7 +7,8 @@ showing whether quiz is on."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import QApplication
 
 from gradviz.app.presentation import MIN_HEATMAP_PX
 from gradviz.app.presenter import VIEWS
@@ -127,3 +128,20 @@ def test_the_quiz_button_shows_whether_quiz_is_on(qtbot, main_window):
     assert dark > dark_before + on.width() // 2
     window.actions["quiz"].trigger()  # Ctrl+Shift+Q turns it off: the button follows
     assert not quiz.isChecked() and quiz.text().endswith("off")
+
+
+def test_leaving_and_presenting_again_puts_every_panel_back_each_time(qtbot, main_window):
+    """The stage of a past presentation must not hear the text size any more (its buttons are
+    gone: a slot on them raised and left the window half restored, Esc then seemed to do nothing)."""
+    window = main_window
+    for _ in range(2):
+        qtbot.keyClick(window, Qt.Key.Key_F11)
+        assert window.in_presentation() and window.presentation.stage.isVisible()
+        window.presentation.stage.controls["bigger"].click()
+        qtbot.keyClick(window, Qt.Key.Key_Escape)
+        assert not window.in_presentation()
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # as the event loop would
+        assert window.centralWidget().objectName() == "centre" and window.jacobians.isVisible()
+        assert window.editor.isVisible() and window.docks["Code"].widget() is window.editor
+        window.view.step_scale(1)  # after leaving: nothing listens on a deleted stage
+        window.view.step_scale(-1)
