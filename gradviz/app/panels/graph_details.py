@@ -10,7 +10,17 @@ import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gradviz.schema.units import format_bytes
 
@@ -222,3 +232,45 @@ def tip_text(node: dict) -> str:
         lines.append(f"keeps {len(node['saved'])} tensor(s), {format_bytes(node.get('saved_bytes', 0))}")
     lines.append("click for details")
     return "\n".join(lines)
+
+
+class NodeDetails(QScrollArea):
+    """Beside the graph: the chosen node's story (``info``) over the tensors it keeps (``table``);
+    it scrolls when the dock is short."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.info = QLabel("")
+        self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.TextFormat.RichText)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.info.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.table.setMinimumHeight(90)
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(4, 0, 0, 0)
+        layout.addWidget(self.info)
+        layout.addWidget(self.table, 1)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidget(content)
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+        self.info.setText("")
+
+    def show_node(self, graph: dict, node: dict) -> None:
+        self.info.setText(info_html(graph, node))
+        fill_table(self.table, graph, node)
+
+    def set_theme(self, theme) -> None:
+        self.info.setFont(theme.font(12))
+        self.table.setFont(theme.font(12))
+        self.table.horizontalHeader().setFont(theme.font(12, bold=True))

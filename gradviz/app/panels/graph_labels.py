@@ -1,5 +1,5 @@
-"""Where the graph's node labels go: a greedy placement on a pixel grid, so a label overlaps no
-node (nor its selection ring) and no other label.
+"""Where the graph's node labels go (a greedy placement on a pixel grid, so a label overlaps no
+node, nor its selection ring, and no other label) and how its edges run.
 
 The placement depends on the view (its size and range) and the graph only, never on which node
 is selected: stepping through the backward moves the ring, not the labels. The selected node's
@@ -87,3 +87,30 @@ def clear_of_neighbours(rows: np.ndarray, px: np.ndarray, py: np.ndarray, radius
         np.fill_diagonal(d, np.inf)
         clear[rows] = d.min(axis=1) >= np.maximum(2 * radius[rows] + 2, MIN_CLEARANCE)
     return clear
+
+
+def edge_curves(rows: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x, y and ``connect`` of every edge (``rows``: pairs of node rows) for one PlotDataItem:
+    straight between adjacent layers; an edge that skips layers bows sideways so it does not run
+    through the nodes in between (the layout puts chains in one column)."""
+    layers = np.unique(np.round(positions[:, 1], 9), return_inverse=True)[1].ravel()
+    gaps = np.diff(np.sort(positions[:, 0]))
+    gaps = gaps[gaps > 1e-9]
+    bow_unit = 0.5 * float(np.median(gaps)) if len(gaps) else 0.12
+    t = np.linspace(0.0, 1.0, 13)[:, None]
+    xs, ys, connect = [], [], []
+    for a, b in rows.tolist():
+        p, q = positions[a], positions[b]
+        span = abs(int(layers[a]) - int(layers[b]))
+        if span <= 1:
+            xs.append([p[0], q[0]])
+            ys.append([p[1], q[1]])
+            connect.append([True, False])
+            continue
+        side = np.sign(q[0] - p[0]) or (1.0 if (a + b) % 2 == 0 else -1.0)
+        mid = (p + q) / 2 + np.array([side * bow_unit * (0.6 + 0.2 * min(span, 5)), 0.0])
+        curve = (1 - t) ** 2 * p + 2 * (1 - t) * t * mid + t**2 * q  # quadratic Bezier
+        xs.append(curve[:, 0])
+        ys.append(curve[:, 1])
+        connect.append([True] * (len(t) - 1) + [False])
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(connect).astype(bool)

@@ -23,31 +23,24 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
-    QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QStackedWidget,
-    QTableWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.figures import export_figure, save_png
 from gradviz.app.panels.graph_details import (
-    COLUMNS,
     CTX_MARK,
     EMPTY_TEXT,
     ERROR_COLOUR,
     KINDS,
-    fill_table,
+    NodeDetails,
     format_shape,
-    info_html,
     node_label,
     short_label,
     summary_text,
@@ -58,6 +51,7 @@ from gradviz.app.panels.graph_labels import (
     PRIORITY,
     RING_GAP,
     clear_of_neighbours,
+    edge_curves,
     fit_labels,
 )
 from gradviz.app.plot_style import text_width
@@ -181,30 +175,8 @@ class GraphPanel(QWidget):
         self._label_fonts = {kind: QFont(self.font()) for kind in KINDS}
         self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
 
-        self.node_info = QLabel("")
-        self.node_info.setWordWrap(True)
-        self.node_info.setTextFormat(Qt.TextFormat.RichText)
-        self.node_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.node_info.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.details = QTableWidget(0, len(COLUMNS))
-        self.details.setHorizontalHeaderLabels(list(COLUMNS))
-        self.details.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.details.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.details.verticalHeader().hide()
-        self.details.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.details.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
-
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(4, 0, 0, 0)
-        side_layout.addWidget(self.node_info)
-        side_layout.addWidget(self.details, 1)
-        # the node's story and its tensors scroll when the dock is short
-        self.side = QScrollArea()
-        self.side.setWidgetResizable(True)
-        self.side.setFrameShape(QFrame.Shape.NoFrame)
-        self.side.setWidget(side)
-        self.details.setMinimumHeight(90)
+        self.side = NodeDetails()  # the node's story and its tensors; scrolls when the dock is short
+        self.node_info, self.details = self.side.info, self.side.table
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.plot)
         self.splitter.addWidget(self.side)
@@ -255,8 +227,7 @@ class GraphPanel(QWidget):
         self._flows = {f["node"]: f for f in (graph or {}).get("flows") or []}
         self._selected = None
         self._stepping = False
-        self.details.setRowCount(0)
-        self.node_info.setText("")
+        self.side.clear()
         self.ring_item.setData([])
         has_graph = bool(self._nodes)
         for button in (self.prev_button, self.next_button, self.fit_button):
@@ -311,8 +282,7 @@ class GraphPanel(QWidget):
             self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
         self.prev_button.setEnabled(bool(order) and (flow is None or flow["step"] > 0))
         self.next_button.setEnabled(bool(order) and (flow is None or flow["step"] < len(order) - 1))
-        self.node_info.setText(info_html(self._graph, node))
-        fill_table(self.details, self._graph, node)
+        self.side.show_node(self._graph, node)
         self._restyle_nodes()
 
     def selected_node(self) -> int | None:
@@ -473,29 +443,8 @@ class GraphPanel(QWidget):
             self.edge_item.setData([], [])
             return
         rows = np.array([[self._index[a], self._index[b]] for a, b in edges.tolist()])
-        layers = np.unique(np.round(positions[:, 1], 9), return_inverse=True)[1].ravel()
-        gaps = np.diff(np.sort(positions[:, 0]))
-        gaps = gaps[gaps > 1e-9]
-        bow_unit = 0.5 * float(np.median(gaps)) if len(gaps) else 0.12
-        t = np.linspace(0.0, 1.0, 13)[:, None]
-        xs, ys, connect = [], [], []
-        for a, b in rows.tolist():
-            p, q = positions[a], positions[b]
-            span = abs(int(layers[a]) - int(layers[b]))
-            if span <= 1:
-                xs.append([p[0], q[0]])
-                ys.append([p[1], q[1]])
-                connect.append([True, False])
-                continue
-            side = np.sign(q[0] - p[0]) or (1.0 if (a + b) % 2 == 0 else -1.0)
-            mid = (p + q) / 2 + np.array([side * bow_unit * (0.6 + 0.2 * min(span, 5)), 0.0])
-            curve = (1 - t) ** 2 * p + 2 * (1 - t) * t * mid + t**2 * q  # quadratic Bezier
-            xs.append(curve[:, 0])
-            ys.append(curve[:, 1])
-            connect.append([True] * (len(t) - 1) + [False])
-        self.edge_item.setData(
-            np.concatenate(xs), np.concatenate(ys), connect=np.concatenate(connect).astype(bool)
-        )
+        xs, ys, connect = edge_curves(rows, positions)
+        self.edge_item.setData(xs, ys, connect=connect)
 
     def _restyle_nodes(self) -> None:
         """Ring the selected node; while stepping, fade the nodes backward has not reached yet."""
@@ -610,9 +559,7 @@ class GraphPanel(QWidget):
         self.setFont(theme.font(QApplication.font().pointSizeF()))
         self.summary.setFont(theme.font(13))
         self.step_label.setFont(theme.font(12))
-        self.node_info.setFont(theme.font(12))
-        self.details.setFont(theme.font(12))
-        self.details.horizontalHeader().setFont(theme.font(12, bold=True))
+        self.side.set_theme(theme)
         self.message.setFont(theme.font(14))
         self.stale_label.setFont(theme.font(12, bold=True))
         self.stale_label.setStyleSheet(
