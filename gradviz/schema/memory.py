@@ -16,19 +16,59 @@ __all__ = ["Comparison", "ConvBNStudy", "SavedBytes", "SavedTensor", "SweepRow",
 
 @dataclass
 class SavedTensor:
-    """One tensor autograd kept: its shape and dtype, and the bytes of the storage it lives in."""
+    """One tensor autograd kept: what it is, which graph node kept it, its shape and dtype, and the
+    bytes of the storage it lives in.
+
+    Tensors that live in one storage are charged once: the first one seen carries the bytes
+    (``shared`` False), every later one has ``shared`` True and the same ``storage`` number, so
+    the bytes of the entries with ``shared`` False add up to the variant's ``saved_bytes``.
+    """
 
     shape: tuple[int, ...]
     dtype: str
     bytes: int  # the whole storage, not just this (possibly view) tensor
     shared: bool  # its storage was already counted for an earlier tensor
+    name: str = ""  # what it is: "x (the input)", "conv 2 weight", "output of ConvolutionBackward0 #1"
+    op: str = ""  # the graph node that saved it ("ConvolutionBackward0"); "" where unknown
+    op_number: int = 0  # 2: the forward's second node of that name; 0 where unknown
+    attribute: str = ""  # where that node keeps it: "input", "result1", "saved_tensors[0]", "ctx.sum"
+    storage: int = -1  # which storage, numbered in order of first sight; -1 where unknown
+
+    @property
+    def saved_by(self) -> str:
+        """``ConvolutionBackward0 #1 · input``, or '' where the node is unknown."""
+        if not self.op:
+            return ""
+        where = f" · {self.attribute}" if self.attribute else ""
+        return f"{self.op} #{self.op_number}{where}"
 
     def to_dict(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype, "bytes": self.bytes, "shared": self.shared}
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "bytes": self.bytes,
+            "shared": self.shared,
+            "name": self.name,
+            "op": self.op,
+            "op_number": self.op_number,
+            "attribute": self.attribute,
+            "storage": self.storage,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> SavedTensor:
-        return cls(tuple(d["shape"]), d["dtype"], d["bytes"], d["shared"])
+        """Also reads an entry written before tensors were named (then name, op, attribute are '')."""
+        return cls(
+            tuple(d["shape"]),
+            d["dtype"],
+            d["bytes"],
+            d["shared"],
+            d.get("name", ""),
+            d.get("op", ""),
+            d.get("op_number", 0),
+            d.get("attribute", ""),
+            d.get("storage", -1),
+        )
 
 
 @dataclass
