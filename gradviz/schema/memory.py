@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 
 from gradviz.schema.strict_json import finite, number
 
-__all__ = ["Comparison", "ConvBNStudy", "SavedBytes", "SavedTensor", "SweepRow", "VariantMemory"]
+__all__ = [
+    "TENSOR_COLUMNS",
+    "Comparison",
+    "ConvBNStudy",
+    "SavedBytes",
+    "SavedTensor",
+    "SweepRow",
+    "VariantMemory",
+    "tensor_rows",
+]
 
 
 @dataclass
@@ -250,6 +259,29 @@ class SweepRow:
     @classmethod
     def from_dict(cls, d: dict) -> SweepRow:
         return cls(**d)
+
+
+# --------------------------------------------------------------------------- the saved-tensor table
+
+TENSOR_COLUMNS = ("tensor", "shape", "dtype", "bytes", "saved by")
+
+
+def tensor_rows(variant: dict) -> list[tuple[str, str, str, str, str]]:
+    """One row of text per saved tensor of a variant dict (``ConvBNStudy.to_dict()['variants'][v]``),
+    the ctx attributes after the saved tensors; the CLI's table and the memory panel's list.
+
+    A tensor whose storage an earlier row already counted says so in its bytes column and is
+    not charged again, so the bytes a reader adds up are the variant's total.
+    """
+    from gradviz.schema.units import format_bytes
+
+    rows = []
+    for d in [*variant.get("tensors", []), *variant.get("ctx_tensors", [])]:
+        t = SavedTensor.from_dict(d)
+        size = f"{format_bytes(t.bytes)}" if not t.shared else f"shared (storage {t.storage}, counted once)"
+        shape = "x".join(str(s) for s in t.shape) or "scalar"
+        rows.append((t.name or "?", shape, t.dtype, size, t.saved_by or "?"))
+    return rows
 
 
 # --------------------------------------------------------------------------- what a study needs
