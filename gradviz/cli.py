@@ -332,9 +332,10 @@ def _tensor_tables(data: dict) -> list[str]:
 
     tables = {name: tensor_rows(data["variants"][name]) for name in ("unfused", "fused")}
     widths = [max(len(row[k]) for rows in [[TENSOR_COLUMNS], *tables.values()] for row in rows) for k in range(5)]
+    right = TENSOR_COLUMNS.index("bytes")  # numbers line up on the right
 
     def line(row) -> str:
-        cells = [cell.rjust(w) if k == 3 else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths))]
+        cells = [cell.rjust(w) if k == right else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths))]
         return "    " + "  ".join(cells).rstrip()
 
     lines = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradviz.schema.units import UNITS
+from gradviz.schema.units import UNITS, format_bytes
 
 VARIANTS = ("unfused", "fused")
 VARIANT_NAMES = {"unfused": "Conv2d + BatchNorm2d", "fused": "FusedConvBN2DFunction"}
@@ -105,7 +105,7 @@ def variant_title(name: str, variant: dict, unit: tuple[str, int]) -> str:
     text = f"{name} ({VARIANT_NAMES[name]}): {variant['count']} tensors, {format_in(variant['saved_bytes'], unit)}"
     ctx = variant.get("ctx_tensors") or []
     if ctx:
-        text += f" + {len(ctx)} on ctx, {format_in(variant.get('ctx_attribute_bytes', 0), unit)}"
+        text += f" + {len(ctx)} on ctx, {format_bytes(variant.get('ctx_attribute_bytes', 0))}"
     shared = sum(1 for t in variant.get("tensors", []) if t["shared"])
     if shared:
         text += f" ({shared} share{'s' if shared == 1 else ''} a storage counted once)"

@@ -205,8 +205,7 @@ def _made_by(producer, saver, attribute: str, numbers: dict[int, int]) -> str:
     if producer is not None and id(producer) in numbers:
         return f"output of {producer.name()} #{numbers[id(producer)]}"
     if saver is not None and attribute.startswith("result"):  # an output the saving node made itself
-        what = RESULT_NAMES.get((saver.name(), attribute), attribute)
-        return f"{what} of {saver.name()} #{numbers[id(saver)]}"
+        return RESULT_NAMES.get((saver.name(), attribute), f"its own output ({attribute})")
     if producer is not None:
         return f"output of {producer.name()} (before this forward)"
     return "a tensor made without autograd history"

@@ -263,7 +263,7 @@ class SweepRow:
 
 # --------------------------------------------------------------------------- the saved-tensor table
 
-TENSOR_COLUMNS = ("tensor", "shape", "dtype", "bytes", "saved by")
+TENSOR_COLUMNS = ("tensor", "bytes", "shape", "dtype", "saved by")  # what and how much first: a narrow dock shows those
 
 
 def tensor_rows(variant: dict) -> list[tuple[str, str, str, str, str]]:
@@ -280,7 +280,7 @@ def tensor_rows(variant: dict) -> list[tuple[str, str, str, str, str]]:
         t = SavedTensor.from_dict(d)
         size = f"{format_bytes(t.bytes)}" if not t.shared else f"shared (storage {t.storage}, counted once)"
         shape = "x".join(str(s) for s in t.shape) or "scalar"
-        rows.append((t.name or "?", shape, t.dtype, size, t.saved_by or "?"))
+        rows.append((t.name or "?", size, shape, t.dtype, t.saved_by or "?"))
     return rows
 
 

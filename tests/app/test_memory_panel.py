@@ -358,4 +358,4 @@ def test_a_shared_storage_row_says_so_instead_of_charging_again(qtbot, panel, cp
     tensors.append(dict(tensors[0], shared=True, name="view of x (the input)"))
     panel.set_result(payload)
     last = panel.tensors.rows("unfused")[-1]
-    assert last[0] == "view of x (the input)" and last[3].startswith("shared (storage 0")
+    assert last[0] == "view of x (the input)" and last[1].startswith("shared (storage 0")

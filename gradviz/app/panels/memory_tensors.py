@@ -79,6 +79,7 @@ class SavedTensorsView(QWidget):
             self.tree.addTopLevelItem(top)
             for row in tensor_rows(variant):
                 item = QTreeWidgetItem(list(row))
+                item.setToolTip(0, "\n".join(f"{c}: {v}" for c, v in zip(TENSOR_COLUMNS, row)))
                 item.setTextAlignment(
                     BYTES_COLUMN, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                 )
