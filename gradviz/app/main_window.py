@@ -19,16 +19,13 @@ from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
     QToolBar,
-    QVBoxLayout,
     QWidget,
 )
 
-from gradviz.app import window_layout
+from gradviz.app import shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
@@ -597,26 +594,8 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> QDialog:
         """Help → Keyboard shortcuts: every menu shortcut and the keys that are not in a menu."""
-        rows = [
-            (action.shortcut().toString(QKeySequence.SequenceFormat.NativeText), action.text().replace("&", ""))
-            for action in self.actions.values()
-            if not action.shortcut().isEmpty()
-        ]
-        rows += list(KEYS_HELP)
-        cells = "".join(f"<tr><td><b>{keys}</b></td><td>{what}</td></tr>" for keys, what in rows)
-        dialog = QDialog(self)
-        dialog.setWindowTitle("Keyboard shortcuts")
-        label = QLabel(f"<table cellspacing=4>{cells}</table>")
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        area = QScrollArea()
-        area.setWidget(label)
-        area.setWidgetResizable(True)
-        layout = QVBoxLayout(dialog)
-        layout.addWidget(area)
-        dialog.resize(640, min(720, self.height()))
-        dialog.show()
-        self.shortcuts_dialog = dialog
-        return dialog
+        self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), KEYS_HELP)
+        return self.shortcuts_dialog
 
     # --- size ---------------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
