@@ -15,6 +15,7 @@ from html import escape
 import numpy as np
 
 from gradviz.render.png import DIVERGING, SEQUENTIAL, colorize, encode_png, enlarge
+from gradviz.render.svg_portable import FONT_STACK, IMAGE_STYLE
 from gradviz.schema.results import BlockComparison, CheckResult
 
 TITLES = {
@@ -117,7 +118,7 @@ def block_svg(result: CheckResult, block: BlockComparison) -> str:
     title, detail = _caption(result, block)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONT_STACK}" '
         f'font-size="12" fill="{INK}">',
         f'<text x="10" y="14" font-weight="bold">{escape(title)}</text>',
         f'<text x="10" y="29" font-size="11" fill="#666">{escape(detail)}</text>',
@@ -191,7 +192,7 @@ def _image(png: bytes, x: int, y: int, width: int, height: int) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (
         f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none" '
-        f'style="image-rendering:pixelated" xlink:href="data:image/png;base64,{data}"/>'
+        f'image-rendering="optimizeSpeed" style="{IMAGE_STYLE}" xlink:href="data:image/png;base64,{data}"/>'
     )
 
 
