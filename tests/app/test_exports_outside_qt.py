@@ -14,7 +14,6 @@ from xml.etree import ElementTree
 
 import numpy as np
 from markdown_it import MarkdownIt
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from gradviz.app import tables
