@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
 from PySide6.QtGui import (
     QColor,
@@ -219,7 +220,18 @@ def _write_svg(picture: QPicture, path: Path, width: int, height: int, title: st
     _exists(path)
     text = path.read_text(encoding="utf-8")
     resolved = QFontInfo(QFont()).family()  # what "Sans Serif" became in the PNG
-    path.write_text(portable_svg(text, width=width, height=height, resolved_font=resolved), encoding="utf-8")
+    svg_text = portable_svg(text, width=width, height=height, resolved_font=resolved, decode=_rgba)
+    path.write_text(svg_text, encoding="utf-8")
+
+
+def _rgba(data: bytes) -> np.ndarray | None:
+    """An image file's pixels as rows x cols x 4 RGBA (None: Qt cannot read it)."""
+    image = QImage.fromData(data)
+    if image.isNull():
+        return None
+    image = image.convertToFormat(QImage.Format.Format_RGBA8888)
+    rows = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
+    return rows[:, : image.width() * 4].reshape(image.height(), image.width(), 4).copy()
 
 
 def _exists(path: Path) -> None:

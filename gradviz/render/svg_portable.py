@@ -15,15 +15,23 @@ Qt's SVG is made for Qt's own renderer. Three of its habits go wrong elsewhere:
   heatmap of 24x24 pixels blown up to 340 px into a blur. CSS ``image-rendering: pixelated`` keeps
   each cell a sharp square (librsvg reads the attribute, browsers the style).
 
+librsvg smooths a stretched image whatever its ``image-rendering`` says, so small images (the
+heatmaps, the colour bars) are redrawn as rectangles when a decoder is given.
+
 The size is set in pixels (Qt writes millimetres) so every renderer draws it at the size of the
 PNG export. Standard library only: the notebook's figures use the same constants, no Qt needed.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import re
+from collections.abc import Callable
+from itertools import pairwise
 from xml.etree import ElementTree
+
+import numpy as np
 
 SANS = "'DejaVu Sans', 'Helvetica Neue', Helvetica, Arial, 'Liberation Sans', sans-serif"
 SERIF = "'DejaVu Serif', 'Times New Roman', Times, 'Liberation Serif', serif"
@@ -36,6 +44,7 @@ GENERIC = {"sans serif": SANS, "sansserif": SANS, "sans": SANS, "helvetica": SAN
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
 NON_SCALING = "non-scaling-stroke"
+MAX_CELLS = 128 * 128  # an embedded image of at most this many pixels is redrawn as rectangles
 KAPPA = 0.5522847498  # control-point distance of a cubic Bezier quarter circle
 
 Matrix = tuple[float, float, float, float, float, float]  # SVG's matrix(a, b, c, d, e, f)
@@ -54,9 +63,16 @@ def css_font_family(family: str, resolved: str | None = None) -> str:
     return stack
 
 
-def portable_svg(text: str, *, width: int, height: int, resolved_font: str | None = None) -> str:
+Decoder = Callable[[bytes], "np.ndarray | None"]  # image file bytes -> rows x cols x 4 RGBA uint8
+
+
+def portable_svg(
+    text: str, *, width: int, height: int, resolved_font: str | None = None, decode: Decoder | None = None
+) -> str:
     """Qt's SVG ``text`` rewritten to draw alike in Qt, browsers and librsvg, ``width`` x
-    ``height`` pixels."""
+    ``height`` pixels. With ``decode``, small embedded images (heatmaps, colour bars) become
+    rectangles, one per run of equal pixels: librsvg smooths a stretched image whatever its
+    ``image-rendering``, and a rectangle has sharp edges everywhere."""
     ElementTree.register_namespace("", SVG_NS)
     ElementTree.register_namespace("xlink", XLINK_NS)
     root = ElementTree.fromstring(text)
@@ -64,6 +80,8 @@ def portable_svg(text: str, *, width: int, height: int, resolved_font: str | Non
     root.set("height", str(height))
     _walk(root, IDENTITY, resolved_font)
     _unclip_text(root)
+    if decode is not None:
+        _images_as_rects(root, decode)
     return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + ElementTree.tostring(root, encoding="unicode")
 
 
@@ -83,6 +101,45 @@ def _walk(element: ElementTree.Element, ctm: Matrix, resolved_font: str | None) 
     here = multiply(ctm, own) if own else ctm
     for child in element:
         _walk(child, here, resolved_font)
+
+
+def _images_as_rects(root: ElementTree.Element, decode: Decoder) -> None:
+    for parent in list(root.iter()):
+        for index, child in enumerate(list(parent)):
+            if child.tag.rsplit("}", 1)[-1] == "image":
+                cells = _cells(child, decode)
+                if cells is not None:
+                    parent.remove(child)
+                    parent.insert(index, cells)
+
+
+def _cells(image: ElementTree.Element, decode: Decoder) -> ElementTree.Element | None:
+    """The image as a group of rectangles in its own place (None: leave it an image)."""
+    href = image.get(f"{{{XLINK_NS}}}href") or image.get("href") or ""
+    if not href.startswith("data:image/") or "base64," not in href or image.get("preserveAspectRatio") != "none":
+        return None
+    pixels = decode(base64.b64decode(href.split("base64,", 1)[1]))
+    if pixels is None or pixels.shape[0] * pixels.shape[1] > MAX_CELLS:
+        return None
+    rows, cols = pixels.shape[:2]
+    x, y = float(image.get("x", 0)), float(image.get("y", 0))
+    sx, sy = float(image.get("width", cols)) / cols, float(image.get("height", rows)) / rows
+    group = ElementTree.Element(f"{{{SVG_NS}}}g", {"stroke": "none", "shape-rendering": "crispEdges"})
+    if image.get("transform"):
+        group.set("transform", image.get("transform"))
+    for r in range(rows):
+        line = pixels[r]
+        starts = [0, *(np.nonzero(np.any(line[1:] != line[:-1], axis=1))[0] + 1).tolist(), cols]
+        for c0, c1 in pairwise(starts):
+            red, green, blue, alpha = (int(v) for v in line[c0])
+            if alpha == 0:
+                continue
+            rect = {"x": f"{x + c0 * sx:.6g}", "y": f"{y + r * sy:.6g}", "width": f"{(c1 - c0) * sx:.6g}",
+                    "height": f"{sy:.6g}", "fill": f"#{red:02x}{green:02x}{blue:02x}"}  # fmt: skip
+            if alpha < 255:
+                rect["fill-opacity"] = f"{alpha / 255:.3g}"
+            ElementTree.SubElement(group, f"{{{SVG_NS}}}rect", rect)
+    return group
 
 
 def _unclip_text(root: ElementTree.Element) -> None:

@@ -128,18 +128,28 @@ def _check_fonts(root: ElementTree.Element, name: str) -> None:
         assert "Sans Serif" not in names, f"{name}: Qt's alias 'Sans Serif' in {family!r}"
 
 
-def _image_boxes(svg: Path) -> list[tuple[float, float, float, float, int, int]]:
-    """(left, top, cell width, cell height, cols, rows) of each embedded image, in pixels."""
+def _map_boxes(svg: Path, shape: tuple[int, int]) -> list[tuple[float, float, float, float]]:
+    """(left, top, cell width, cell height) in pixels of each rows x cols heatmap: an embedded
+    image of that many pixels, or a group of rectangles covering that many units."""
+    rows, cols = shape
     boxes = []
 
     def walk(element: ElementTree.Element, ctm) -> None:
         own = parse_transform(element.get("transform"))
         ctm = multiply(ctm, own) if own else ctm
-        if element.tag == f"{SVG}image":
-            a, _, _, d, e, f = ctm
+        tag = element.tag.removeprefix(SVG)
+        extent = None
+        if tag == "image":
             x, y = float(element.get("x", 0)), float(element.get("y", 0))
-            cols, rows = int(float(element.get("width"))), int(float(element.get("height")))
-            boxes.append((a * x + e, d * y + f, a, d, cols, rows))
+            extent = (x, y, x + float(element.get("width")), y + float(element.get("height")))
+        elif tag == "g" and len(element) and all(c.tag == f"{SVG}rect" for c in element):
+            xs = [float(c.get("x")) for c in element] + [float(c.get("x")) + float(c.get("width")) for c in element]
+            ys = [float(c.get("y")) for c in element] + [float(c.get("y")) + float(c.get("height")) for c in element]
+            extent = (min(xs), min(ys), max(xs), max(ys))
+        if extent is not None and np.allclose(extent, (0, 0, cols, rows), atol=1e-3):
+            a, _, _, d, e, f = ctm
+            boxes.append((e, f, a, d))
+            return
         for child in element:
             walk(child, ctm)
 
@@ -152,14 +162,17 @@ def _check_sharp_cells(window, svg: Path, in_chrome: np.ndarray, tmp_path: Path)
     it: a smoothed image has pixels blended between two cells on every boundary."""
     block = window.jacobians.current_block()
     rows, cols = block.shape
-    maps = [b for b in _image_boxes(svg) if (b[4], b[5]) == (cols, rows)]
-    assert len(maps) == 3, f"expected the three heatmaps as {cols}x{rows} images: {_image_boxes(svg)}"
-    left, top, cell_w, cell_h, _, _ = maps[0]
+    maps = _map_boxes(svg, block.shape)
+    assert len(maps) == 3, f"expected the three {rows}x{cols} heatmaps: {maps}"
+    left, top, cell_w, cell_h = maps[0]
     assert cell_w > 8 and cell_h > 8  # each cell is many pixels wide: smoothing would show
     highlighted = (window.jacobians.highlighted_cell() or (-1, -1))[0]
-    row = next(r for r in range(rows) if abs(r - highlighted) > 1)
+    # the row with the strongest contrast between neighbouring cells, away from the highlighted cell
+    contrast = np.abs(np.diff(block.analytic, axis=1)).max(axis=1)
+    contrast[max(highlighted - 1, 0) : highlighted + 2] = -1
+    row = int(np.argmax(contrast))
     y = int(top + (row + 0.5) * cell_h)
-    for renderer, picture in (("librsvg", rsvg(svg, tmp_path / "cells.png")), ("Chromium", in_chrome)):
+    for renderer, picture in (("Chromium", in_chrome), ("librsvg", rsvg(svg, tmp_path / "cells.png"))):
         line = picture[y].astype(int)
         centres = [line[int(left + (c + 0.5) * cell_w)] for c in range(cols)]
         blended = 0
