@@ -47,24 +47,27 @@ def read_png(path: Path) -> np.ndarray:
     return rows[:, : flat.width() * 3].reshape(flat.height(), flat.width(), 3).copy()
 
 
-def rsvg(svg: Path, out: Path) -> np.ndarray:
-    subprocess.run([RSVG, "-o", str(out), str(svg)], check=True, timeout=TIMEOUT, capture_output=True)
+def rsvg(svg: Path, out: Path, *, zoom: int = 1) -> np.ndarray:
+    subprocess.run([RSVG, "-z", str(zoom), "-o", str(out), str(svg)], check=True, timeout=TIMEOUT, capture_output=True)
     return read_png(out)
 
 
-def chromium_pictures(svgs: list[Path], size: tuple[int, int], folder: Path) -> list[np.ndarray]:
-    """One Chromium screenshot of a page with every SVG at ``size``, stacked; cut per file."""
+def chromium_pictures(svgs: list[Path], size: tuple[int, int], folder: Path, *, zoom: int = 1) -> list[np.ndarray]:
+    """One Chromium screenshot of a page with every SVG at ``size``, stacked; cut per file.
+    ``zoom``: the device pixel ratio (2: a HiDPI screen, or a page zoomed in)."""
     width, height = size
     page = folder / "all_svgs.html"
     images = "".join(f'<img src="{p.as_uri()}" width="{width}" height="{height}" style="display:block">' for p in svgs)
     page.write_text(f'<!doctype html><html><body style="margin:0;background:white">{images}</body></html>')
     shot = folder / "all_svgs.png"
     command = [chromium(), "--headless", "--hide-scrollbars", "--disable-gpu", f"--screenshot={shot}",
-               f"--window-size={width},{height * len(svgs)}", page.as_uri()]  # fmt: skip
+               f"--window-size={width},{height * len(svgs)}", f"--force-device-scale-factor={zoom}",
+               page.as_uri()]  # fmt: skip
     if os.geteuid() == 0:  # Chromium's sandbox refuses root
         command.insert(1, "--no-sandbox")
     subprocess.run(command, check=True, timeout=TIMEOUT, capture_output=True)
     picture = read_png(shot)
+    height *= zoom
     return [picture[k * height : (k + 1) * height] for k in range(len(svgs))]
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from xml.etree import ElementTree
 
@@ -124,22 +124,34 @@ def _cells(image: ElementTree.Element, decode: Decoder) -> ElementTree.Element |
     rows, cols = pixels.shape[:2]
     x, y = float(image.get("x", 0)), float(image.get("y", 0))
     sx, sy = float(image.get("width", cols)) / cols, float(image.get("height", rows)) / rows
-    group = ElementTree.Element(f"{{{SVG_NS}}}g", {"stroke": "none", "shape-rendering": "crispEdges"})
+    group = ElementTree.Element(f"{{{SVG_NS}}}g", dict(CELLS_GROUP))
     if image.get("transform"):
         group.set("transform", image.get("transform"))
+    for rect in cell_rects(pixels, x, y, sx, sy):
+        ElementTree.SubElement(group, f"{{{SVG_NS}}}rect", rect)
+    return group
+
+
+CELLS_GROUP = {"stroke": "none", "shape-rendering": "crispEdges"}  # no seams, no blended edges
+
+
+def cell_rects(pixels: np.ndarray, x: float, y: float, cell_w: float, cell_h: float) -> Iterator[dict[str, str]]:
+    """The attributes of one rectangle per run of equal pixels along each row of ``pixels``
+    (rows x cols x 3 RGB or x 4 RGBA), each pixel ``cell_w`` x ``cell_h`` with (x, y) the top left."""
+    rows, cols = pixels.shape[:2]
     for r in range(rows):
         line = pixels[r]
         starts = [0, *(np.nonzero(np.any(line[1:] != line[:-1], axis=1))[0] + 1).tolist(), cols]
         for c0, c1 in pairwise(starts):
-            red, green, blue, alpha = (int(v) for v in line[c0])
+            red, green, blue = (int(v) for v in line[c0][:3])
+            alpha = int(line[c0][3]) if line.shape[1] > 3 else 255
             if alpha == 0:
                 continue
-            rect = {"x": f"{x + c0 * sx:.6g}", "y": f"{y + r * sy:.6g}", "width": f"{(c1 - c0) * sx:.6g}",
-                    "height": f"{sy:.6g}", "fill": f"#{red:02x}{green:02x}{blue:02x}"}  # fmt: skip
+            rect = {"x": f"{x + c0 * cell_w:.6g}", "y": f"{y + r * cell_h:.6g}", "width": f"{(c1 - c0) * cell_w:.6g}",
+                    "height": f"{cell_h:.6g}", "fill": f"#{red:02x}{green:02x}{blue:02x}"}  # fmt: skip
             if alpha < 255:
                 rect["fill-opacity"] = f"{alpha / 255:.3g}"
-            ElementTree.SubElement(group, f"{{{SVG_NS}}}rect", rect)
-    return group
+            yield rect
 
 
 def _unclip_text(root: ElementTree.Element) -> None:
