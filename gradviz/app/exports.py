@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 FOLDER_KEY = "folders/last"  # where the export and session dialogs start
 # a panel's items that show the UI's state, not the data: the rows the backward step-through
-# marks on the analytic map (JacobianPanel.row_band). Figures are drawn without them.
-UI_ONLY_ITEMS = ("row_band",)
+# marks on the analytic map (JacobianPanel.row_band) and the frames of the cell under the mouse
+# (JacobianPanel.highlight_rects). Figures are drawn without them.
+UI_ONLY_ITEMS = ("row_band", "highlight_rects")
 
 
 def data_paths(result: CheckResult, folder: Path, stem: str) -> list[Path]:
@@ -46,8 +47,8 @@ class Exports(QObject):
         for name in panel.figures():
             self._figure_panels[name] = panel
         for attr in UI_ONLY_ITEMS:
-            item = getattr(panel, attr, None)
-            if item is not None:
+            found = getattr(panel, attr, None)
+            for item in found if isinstance(found, list) else [found] if found is not None else []:
                 mark_ui_only(item)
 
     def last_folder(self) -> str:

@@ -52,6 +52,7 @@ def test_every_figure_opens_alike_in_browsers_and_librsvg(qtbot, main_window, tm
     # the backward step-through: one step marks a row of the analytic map (UI state, not data)
     window.graph.start_walk()  # what the step button and the clicker start with
     assert window.jacobians.marked_rows() is not None
+    window.jacobians.hover_cell(1, 1)  # the mouse over a cell: framed in all three maps (UI state too)
     names = tuple(window.exports._figures_available())
     assert {"jacobians", "graph", "memory", "why"} <= set(names)
     folder = tmp_path / "export"
@@ -78,7 +79,7 @@ def test_every_figure_opens_alike_in_browsers_and_librsvg(qtbot, main_window, tm
         _check_fonts(root, svg.name)
 
     _check_sharp_cells(window, folder / "buggy_silu_term_jacobians.svg", chrome[svgs.index(folder / "buggy_silu_term_jacobians.svg")], tmp_path)
-    _check_no_row_band(window, folder, tmp_path)
+    _check_no_ui_state(window, folder, tmp_path)
     _check_caption(folder / "buggy_silu_term_why.svg")
     _check_csv(window, folder)
     _check_markdown(window)
@@ -185,12 +186,15 @@ def _check_sharp_cells(window, svg: Path, in_chrome: np.ndarray, tmp_path: Path)
         assert blended == 0, f"{renderer}: {blended} pixels of row {row} blend two cells (blurred heatmap)"
 
 
-def _check_no_row_band(window, folder: Path, tmp_path: Path) -> None:
-    """The exported heatmaps are the same with and without the step-through's marked row."""
+def _check_no_ui_state(window, folder: Path, tmp_path: Path) -> None:
+    """The exported heatmaps are the same with the step-through's marked row and a framed cell
+    under the mouse as with no row marked and another cell framed: exports show the data."""
     marked = read_png(folder / "buggy_silu_term_jacobians.png")
+    assert window.jacobians.highlighted_cell() == (1, 1)
     window.jacobians.clear_rows()
+    window.jacobians.hover_cell(5, 9)
     clean = window.export_figures(tmp_path, names=("jacobians",), formats=("png",), size=SIZE)
-    assert np.array_equal(read_png(clean[0]), marked), "the step-through's row band is in the exported figure"
+    assert np.array_equal(read_png(clean[0]), marked), "the UI's state (marked row, framed cell) is in the figure"
 
 
 def _check_caption(svg: Path) -> None:
