@@ -504,6 +504,7 @@ class MainWindow(QMainWindow):
         self.jacobians.set_stale(reason)
         self.graph.set_stale(reason)
         self.banner.set_stale(reason)
+        self.why.set_stale(reason)
 
     def _on_document_changed(self) -> None:
         self._show_document_in_picker()
