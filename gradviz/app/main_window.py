@@ -273,7 +273,7 @@ class MainWindow(QMainWindow):
             self.layout_manager.place(
                 window_layout.size_class(self.width(), self.height()), keep_hidden=self.settings_store.contains("window/state")
             )
-        prefs.restore_values("run", self.run_settings)
+        prefs.restore_run(self.run_settings)
         self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
         prefs.restore_values("memory", self.memory_options)
         self.picker.set_recent(prefs.recent())
@@ -288,7 +288,7 @@ class MainWindow(QMainWindow):
         if not self.presentation.active:
             prefs.save_layout(self)
             self.settings_store.setValue(LAYOUT_AUTO_KEY, self.layout_manager.auto)
-        prefs.save_values("run", self.run_settings.to_dict())
+        prefs.save_run(self.run_settings)
         prefs.save_values("memory", self.memory_options.to_dict())
         prefs.save_last_source(self.document.builtin_name, self.source.last_source_path())
         prefs.sync()

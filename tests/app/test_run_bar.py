@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.state import RunSettings
+from gradviz.schema.settings import dtype_defaults
 
 DEVICES = [
     {"name": "cpu", "label": "CPU", "available": True, "reason": ""},
@@ -64,7 +65,7 @@ def test_widgets_to_state(qtbot, bar, settings):
     assert blocker.args == [1e-7] and settings.atol == 1e-7
     with qtbot.waitSignal(settings.rtol_changed):
         bar.tolerance["rtol"].stepBy(1)  # arrows step by decades
-    assert settings.rtol == pytest.approx(1e-2)
+    assert settings.rtol == pytest.approx(10 * dtype_defaults("float32").rtol)  # float32's rtol, one decade up
     bar.seed.setValue(42)
     bar.timeout.setValue(5)
     assert (settings.seed, settings.timeout) == (42, 5)
