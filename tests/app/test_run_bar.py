@@ -105,3 +105,24 @@ def test_unavailable_cuda_is_listed_disabled_with_the_reason(bar):
     k = bar.device.findData("cuda")
     assert not bar.device.model().item(k).isEnabled()
     assert "no CUDA" in bar.device.itemData(k, Qt.ItemDataRole.ToolTipRole)
+
+
+def test_number_fields_show_the_value_they_hold_whole(qtbot):
+    """0.00316 shows as 0.00316 (it was cut to "0.0031"), 1e-7 as 1e-7, in a toolbar at 1280x720."""
+    from PySide6.QtWidgets import QMainWindow
+
+    settings = RunSettings()
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    bar = RunBar(settings)
+    window.addToolBar(bar)
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    for value, text in ((0.00316, "0.00316"), (1e-7, "1e-7"), (2.5e-12, "2.5e-12"), (0.1234567, "0.1234567"), (3e-3, "0.003")):
+        for name in ("eps", "atol"):
+            box = bar.tolerance[name]
+            settings.set(name, value)
+            assert box.text() == text and float(box.text()) == value == box.value()
+            edit = box.lineEdit()
+            qtbot.waitUntil(lambda edit=edit: edit.width() >= edit.fontMetrics().horizontalAdvance(edit.text()) + 2)

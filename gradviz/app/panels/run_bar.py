@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QComboBox,
@@ -50,24 +50,25 @@ class ScientificSpinBox(QDoubleSpinBox):
         self.setDecimals(323)  # Qt rounds a value to this many decimals: keep every digit a double has
         self.setRange(minimum, maximum)
         self.setKeyboardTracking(False)
-        self.valueChanged.connect(self.updateGeometry)
+        self.valueChanged.connect(self.fit_text)  # the run bar calls it too when it sets a value with signals blocked
 
     def textFromValue(self, value: float) -> str:
         return number_text(value)
 
-    def _wider(self, hint):
-        """``hint`` (Qt's, made for the range's ends) widened for the text shown now."""
+    def fit_text(self, *_args) -> None:
+        """As wide as the text shown needs (at least "0.00316"): Qt sizes a spin box for its
+        range's ends ("1e-12", "1"), which cut "0.00316" to "0.0031"."""
         metrics = self.fontMetrics()
-        ends = max(metrics.horizontalAdvance(self.textFromValue(v)) for v in (self.minimum(), self.maximum()))
-        needed = max(metrics.horizontalAdvance(t) for t in (self.text(), "0.00316"))
-        hint.setWidth(hint.width() + max(0, needed - ends))
-        return hint
+        needed = max(metrics.horizontalAdvance(t) for t in (self.textFromValue(self.value()), "0.00316"))
+        chrome = self.sizeHint().width() - max(
+            metrics.horizontalAdvance(self.textFromValue(v)) for v in (self.minimum(), self.maximum())
+        )  # the arrows, the frame and the line edit's margins, as Qt counts them
+        self.setMinimumWidth(needed + chrome + 4)
 
-    def sizeHint(self):
-        return self._wider(super().sizeHint())
-
-    def minimumSizeHint(self):
-        return self._wider(super().minimumSizeHint())
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # presentation mode, Larger text
+            self.fit_text()
 
     def valueFromText(self, text: str) -> float:
         try:
@@ -107,6 +108,8 @@ def _show_number(box: QSpinBox | QDoubleSpinBox, settings: RunSettings, name: st
     shown = min(max(value, box.minimum()), box.maximum())
     with QSignalBlocker(box):
         box.setValue(shown)
+    if isinstance(box, ScientificSpinBox):
+        box.fit_text()
     if shown != value:
         settings.set(name, box.value())
 
