@@ -85,6 +85,8 @@ def why_dock_problems(qtbot, window) -> list[str]:
 
 
 def test_the_dock_is_not_cut_at_real_sizes_and_is_marked_stale_after_another_file(qtbot, main_window, tmp_path):
+    from pytestqt.exceptions import TimeoutError as WaitTimeout
+
     from tests.app.why_sources import SQUARE, open_and_wait, write
 
     window = main_window
@@ -107,7 +109,7 @@ def test_the_dock_is_not_cut_at_real_sizes_and_is_marked_stale_after_another_fil
 
         try:
             qtbot.waitUntil(settled, timeout=3000)
-        except Exception:
+        except WaitTimeout:
             raise AssertionError(f"{size}: {problems}") from None
         assert panel.sweep_all_button.isVisible() and panel.sweep_all_button.isEnabled()
     # another file: the sweep on screen is of the old one, and says so
