@@ -160,10 +160,13 @@ class Preferences:
     def restore_run(self, state) -> None:
         """The run settings (a RunSettings): the saved dtype, device, seed and time limit, and of
         eps, atol and rtol only those the user typed (``run/typed``); the others take the dtype's
-        defaults. A file written before ``run/typed`` existed keeps no tolerance: such files may
-        hold a suggested eps that the Why? panel once wrote into the run bar for good."""
+        defaults, whatever value was saved beside them. A file from before ``run/typed`` keeps the
+        tolerances that are not its dtype's defaults, as typed (``RunSettings.update``)."""
         typed_key = f"run/{TYPED}"
-        typed = self.store.value(typed_key, []) if self.store.contains(typed_key) else []
+        if not self.store.contains(typed_key):
+            self.restore_values("run", state)
+            return
+        typed = self.store.value(typed_key, [])
         typed = [typed] if isinstance(typed, str) else typed if isinstance(typed, list) else []
         typed = {name for name in typed if name in TOLERANCE_FIELDS}
         self.restore_values("run", state, skip=tuple(name for name in TOLERANCE_FIELDS if name not in typed))

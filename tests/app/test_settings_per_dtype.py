@@ -64,17 +64,20 @@ def test_a_suggested_eps_is_for_one_rerun_not_the_next_file_or_launch(qtbot, mai
         second.close()
 
 
-def test_a_leaked_eps_in_an_old_settings_file_is_not_restored(qtbot, settings_store, monkeypatch):
-    """A settings file written before run/typed (the suggested eps saved for good, float32)."""
+def test_a_saved_eps_the_user_did_not_type_is_not_restored(qtbot, settings_store):
+    """run/typed names what the user typed; any other saved tolerance gives way to the dtype's."""
     from gradviz.app.main_window import MainWindow
 
     settings_store.setValue("run/dtype", "float32")
     settings_store.setValue("run/eps", "0.00316")
+    settings_store.setValue("run/atol", "0.25")
+    settings_store.setValue("run/typed", ["atol"])
     settings_store.sync()
     window = MainWindow(settings_store, auto_run=False)
     qtbot.addWidget(window)
     try:
         assert window.run_settings.dtype == "float32" and window.run_settings.eps == dtype_defaults("float32").eps
+        assert window.run_settings.atol == 0.25 and window.run_settings.typed == {"atol"}
     finally:
         window.close()
 
