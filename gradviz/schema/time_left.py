@@ -14,7 +14,6 @@ from dataclasses import dataclass
 MIN_SECONDS = 0.5  # measure at least this long before estimating: the first reports come in bursts
 MIN_DONE = 1  # ... and at least this much work
 
-
 def seconds_left(
     done: int, total: int, elapsed: float, *, done_before: int = 0, elapsed_before: float = 0.0
 ) -> float | None:
@@ -27,7 +26,6 @@ def seconds_left(
     if worked < MIN_DONE or not math.isfinite(took) or took < MIN_SECONDS:
         return None
     return (total - done) * took / worked
-
 
 def time_left_text(seconds: float | None) -> str:
     """``~12 s left``, ``~2 min 05 s left``, ``~1 h 03 min left``, ``<1 s left``; '' when unknown."""
@@ -42,10 +40,6 @@ def time_left_text(seconds: float | None) -> str:
         return f"~{whole // 60} min {whole % 60:02d} s left"
     minutes = round(seconds / 60)
     return f"~{minutes // 60} h {minutes % 60:02d} min left"
-
-
-LONGEST_TEXT = "~99 h 59 min left"  # for a label's width
-
 
 @dataclass
 class RunClock:

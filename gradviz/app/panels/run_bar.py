@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 from gradviz.app.state import RunSettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
-from gradviz.schema.time_left import LONGEST_TEXT, RunClock, time_left_text
+from gradviz.schema.time_left import RunClock, time_left_text
 
+TYPICAL_LEFT = "~88 s left"  # room kept for the time left; a longer one widens the label
 TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
 
 
@@ -56,10 +57,10 @@ class ScientificSpinBox(QDoubleSpinBox):
         return number_text(value)
 
     def fit_text(self, *_args) -> None:
-        """As wide as the text shown needs (at least "0.00316"): Qt sizes a spin box for its
-        range's ends ("1e-12", "1"), which cut "0.00316" to "0.0031"."""
+        """At least as wide as the text shown needs: Qt sizes a spin box for its range's ends
+        ("1e-12", "1"), which cut "0.00316" to "0.0031"."""
         metrics = self.fontMetrics()
-        needed = max(metrics.horizontalAdvance(t) for t in (self.textFromValue(self.value()), "0.00316"))
+        needed = metrics.horizontalAdvance(self.textFromValue(self.value()))
         chrome = self.sizeHint().width() - max(
             metrics.horizontalAdvance(self.textFromValue(v)) for v in (self.minimum(), self.maximum())
         )  # the arrows, the frame and the line edit's margins, as Qt counts them
@@ -199,7 +200,7 @@ class RunBar(QToolBar):
         font.setPointSize(theme.pt(QFont().pointSize()))
         self.setFont(font)
         self.progress.setFixedWidth(round(170 * theme.scale))
-        self.time_left.setMinimumWidth(self.time_left.fontMetrics().horizontalAdvance(LONGEST_TEXT) + 4)
+        self.time_left.setMinimumWidth(self.time_left.fontMetrics().horizontalAdvance(TYPICAL_LEFT) + 4)
 
     def set_devices(self, devices: list[dict]) -> None:
         """CPU and every CUDA device the worker found; CUDA greyed out with the reason when absent."""
