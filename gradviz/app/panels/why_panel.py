@@ -47,6 +47,7 @@ from gradviz.app.panels.why_plots import (
     FIGURE_MIN_WIDTH,
     FLOOR_PEN,
     INK,
+    NO_VALLEY,
     REFERENCE_PEN,
     REMAINDER_COLOUR,
     REMAINDER_TIP,
@@ -60,6 +61,7 @@ from gradviz.app.panels.why_plots import (
     positive,
     reference_line,
     set_title,
+    slopes_text,
 )
 from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.sweep import EPS_FIXABLE, BlockSweep, SweepResult, Verdict, jitter_for
@@ -68,7 +70,6 @@ __all__ = ["EMPTY_TEXT", "VERDICT_COLOURS", "WhyPanel", "positive", "reference_l
 
 EMPTY_TEXT = "No sweep yet. Sweep the Function to see whether the backward or the finite difference is wrong."
 OVERALL = (-1, -1)
-NO_VALLEY = (Verdict.BACKWARD_WRONG, Verdict.NON_DIFFERENTIABLE, Verdict.INCONCLUSIVE)
 STALE_STYLE = "background: #fff4d6; color: #6b4a00; border: 1px solid #e0b040; padding: 4px"
 SIDE_BY_SIDE_WIDTH = 760  # narrower than this: the verdict and buttons above the plots, not beside them
 SIDE_MIN_WIDTH = 260  # the widest button's text and the block box
@@ -174,6 +175,7 @@ class WhyPanel(QWidget):
         block_row.addWidget(self.block_combo, 1)
         side = QVBoxLayout()
         side.setContentsMargins(8, 4, 4, 4)
+        side.addWidget(self.sweep_all_button)  # first: in a short dock it shows without scrolling
         side.addWidget(self.stale_label)
         side.addLayout(block_row)
         side.addWidget(self.headline)
@@ -182,7 +184,7 @@ class WhyPanel(QWidget):
         side.addWidget(self.precision_label)
         side.addWidget(self.cell_label)
         side.addSpacing(8)
-        for button in self.buttons:
+        for button in self.buttons[1:]:
             side.addWidget(button)
         side.addStretch(1)
         self.side = QWidget()
@@ -346,24 +348,8 @@ class WhyPanel(QWidget):
         self.headline.setStyleSheet(f"color: {VERDICT_COLOURS[verdict]}")
         text = sweep.message if b is sweep.overall else b.message.replace(f"{b.title}: ", "", 1)
         self.message.setText(text)
-        self.slopes.setText(self._slopes_text(b, sweep))
+        self.slopes.setText(slopes_text(b, sweep))
         self.precision_label.setText(self._precision.message if self._precision else "")
-
-    @staticmethod
-    def _slopes_text(b: BlockSweep, sweep: SweepResult) -> str:
-        def slope(value: float | None) -> str:
-            return "—" if value is None else f"{value:.2f}"
-
-        parts = [
-            f"Taylor remainder slope {slope(b.remainder_slope)} (right 2, wrong 1)",
-            f"second difference slope {slope(b.curvature_slope)} (smooth 2, kink 1)",
-        ]
-        if b.swept and b.verdict not in NO_VALLEY:
-            parts.append(f"error slopes {slope(b.truncation_slope)} above the best eps, {slope(b.roundoff_slope)} below")
-            if b.columns is not None and b.columns < b.shape[1]:
-                parts.append(f"{b.columns} of {b.shape[1]} columns swept")
-        parts.append(f"{sweep.dtype}, eps={sweep.eps:g}, {sweep.seconds:.2f} s")
-        return " · ".join(parts)
 
     def _show_buttons(self, b: BlockSweep | None) -> None:
         sweep = self._sweep

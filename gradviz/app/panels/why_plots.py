@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QPen
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from gradviz.schema.sweep import Verdict
+from gradviz.schema.sweep import BlockSweep, SweepResult, Verdict
 
 INK = "#222"
 VERDICT_COLOURS = {
@@ -137,3 +137,24 @@ def fit_range(plot: pg.PlotItem, steps: list[float], series: list[list[float] | 
         bottom, top = middle - MIN_DECADES / 2, middle + MIN_DECADES / 2
     plot.setXRange(math.log10(min(steps)), math.log10(max(steps)), padding=0.04)
     plot.setYRange(bottom, top, padding=0)
+
+
+NO_VALLEY = (Verdict.BACKWARD_WRONG, Verdict.NON_DIFFERENTIABLE, Verdict.INCONCLUSIVE)  # no eps fixes these
+
+
+def slopes_text(b: BlockSweep, sweep: SweepResult) -> str:
+    """The measured slopes behind the verdict, in one line of text."""
+
+    def slope(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    parts = [
+        f"Taylor remainder slope {slope(b.remainder_slope)} (right 2, wrong 1)",
+        f"second difference slope {slope(b.curvature_slope)} (smooth 2, kink 1)",
+    ]
+    if b.swept and b.verdict not in NO_VALLEY:
+        parts.append(f"error slopes {slope(b.truncation_slope)} above the best eps, {slope(b.roundoff_slope)} below")
+        if b.columns is not None and b.columns < b.shape[1]:
+            parts.append(f"{b.columns} of {b.shape[1]} columns swept")
+    parts.append(f"{sweep.dtype}, eps={sweep.eps:g}, {sweep.seconds:.2f} s")
+    return " · ".join(parts)
