@@ -270,7 +270,7 @@ class MainWindow(QMainWindow):
             self.layout_manager.place(
                 window_layout.size_class(self.width(), self.height()), keep_hidden=self.settings_store.contains("window/state")
             )
-        prefs.restore_values("run", self.run_settings)
+        prefs.restore_run(self.run_settings)
         self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
         prefs.restore_values("memory", self.memory_options)
         self.picker.set_recent(prefs.recent())
@@ -285,7 +285,7 @@ class MainWindow(QMainWindow):
         if not self.presentation.active:
             prefs.save_layout(self)
             self.settings_store.setValue(LAYOUT_AUTO_KEY, self.layout_manager.auto)
-        prefs.save_values("run", self.run_settings.to_dict())
+        prefs.save_run(self.run_settings)
         prefs.save_values("memory", self.memory_options.to_dict())
         prefs.save_last_source(self.document.builtin_name, self.source.last_source_path())
         prefs.sync()
@@ -501,6 +501,7 @@ class MainWindow(QMainWindow):
         self.jacobians.set_stale(reason)
         self.graph.set_stale(reason)
         self.banner.set_stale(reason)
+        self.why.set_stale(reason)
 
     def _on_document_changed(self) -> None:
         self._show_document_in_picker()
