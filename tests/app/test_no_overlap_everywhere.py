@@ -36,12 +36,7 @@ SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 FAILING = "buggy_linear_transpose"
 
 # (what, size) -> the item of issue 21 whose owner fixes it; filled from what this test found
-KNOWN: dict[tuple[str, str], str] = {
-    ("Why?", "1920x1080"): (
-        "issue 21 item 5 (why helper): the Why? dock's plot titles, tick labels and axis label lie outside "
-        "their views at 1920x1080 ('Taylor remainder along a random directio…', '0.0001', 'h')"
-    ),
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def cases(what: list[str]) -> list:
