@@ -322,7 +322,26 @@ def format_memory(data: dict) -> str:
                 f"fused {_kib(fused[name])}"
             )
     lines.append(f"  outputs match: {data['outputs_match']}, gradients match: {data['grads_match']}")
+    lines += _tensor_tables(data)
     return "\n".join(lines)
+
+
+def _tensor_tables(data: dict) -> list[str]:
+    """Each variant's saved tensors, one aligned row each: why one variant saves more."""
+    from gradviz.schema.memory import TENSOR_COLUMNS, tensor_rows
+
+    tables = {name: tensor_rows(data["variants"][name]) for name in ("unfused", "fused")}
+    widths = [max(len(row[k]) for rows in [[TENSOR_COLUMNS], *tables.values()] for row in rows) for k in range(5)]
+    right = TENSOR_COLUMNS.index("bytes")  # numbers line up on the right
+
+    def line(row) -> str:
+        cells = [cell.rjust(w) if k == right else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths))]
+        return "    " + "  ".join(cells).rstrip()
+
+    lines = []
+    for name, rows in tables.items():
+        lines += ["", f"  {name}: what it saves for backward", line(TENSOR_COLUMNS), *(line(row) for row in rows)]
+    return lines
 
 
 def _kib(n: float) -> str:

@@ -84,6 +84,10 @@ class ExportDialog(QDialog):
         size.addStretch(1)
         self.data_box = QCheckBox("the Jacobians, error map and failing mask as CSV and .npz")
         self.data_box.setChecked(data)
+        self.data_box.setToolTip(
+            "One CSV per block and array: a header row (the output and input it is, then the column "
+            "numbers), then one line per output element: its row number and one value per input element."
+        )
         self.data_box.setEnabled(data)
 
         form = QFormLayout()

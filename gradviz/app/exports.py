@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
 from gradviz.app import tables
 from gradviz.app.export_dialog import ExportDialog
+from gradviz.app.figures import mark_ui_only
 from gradviz.schema.report import verdict_line
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from gradviz.schema.results import CheckResult
 
 FOLDER_KEY = "folders/last"  # where the export and session dialogs start
+# a panel's items that show the UI's state, not the data: the rows the backward step-through
+# marks on the analytic map (JacobianPanel.row_band) and the frames of the cell under the mouse
+# (JacobianPanel.highlight_rects). Figures are drawn without them.
+UI_ONLY_ITEMS = ("row_band", "highlight_rects")
 
 
 def data_paths(result: CheckResult, folder: Path, stem: str) -> list[Path]:
@@ -41,6 +46,10 @@ class Exports(QObject):
         ``export(name, path, size=, caption=)`` (the Why? panel can join the same way)."""
         for name in panel.figures():
             self._figure_panels[name] = panel
+        for attr in UI_ONLY_ITEMS:
+            found = getattr(panel, attr, None)
+            for item in found if isinstance(found, list) else [found] if found is not None else []:
+                mark_ui_only(item)
 
     def last_folder(self) -> str:
         folder = self.w.settings_store.value(FOLDER_KEY, "")
@@ -137,13 +146,23 @@ class Exports(QObject):
         result = self.w.current.result
         if result is None:
             return ""
-        lines = [f"{result.function} ({self.w.document.title}) · {result.device}, {result.dtype}", verdict_line(result)]
+        lines = [f"{result.function} from {self.source_words()} · {result.device}, {result.dtype}", verdict_line(result)]
         block = self.w.jacobians.current_block()
         if block is not None:
             lines += [f"Hint ({result.block_title(block)}): {h}" for h in block.hints]
         if self.w.jacobians.is_stale():
             lines.append("(from an earlier run: the editor has changed since)")
         return "\n".join(lines)
+
+    def source_words(self) -> str:
+        """Where the Function came from, in words: "the built-in example buggy_silu_term.py",
+        "model.py", "unsaved editor text"."""
+        document = self.w.document
+        if document.target:
+            return document.target[0]
+        if document.builtin_name:
+            return f"the built-in example {document.builtin_name}.py"
+        return document.path.name if document.path else "unsaved editor text"
 
     def copy_worst_cells(self, style: str = "markdown") -> str:
         """The worst cells of the block on screen as a Markdown or LaTeX table, on the clipboard."""

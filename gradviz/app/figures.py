@@ -10,13 +10,28 @@ below the figure at the same scale.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPageSize, QPainter, QPdfWriter, QPixmap, QTextDocument
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontInfo,
+    QImage,
+    QPageSize,
+    QPainter,
+    QPdfWriter,
+    QPicture,
+    QPixmap,
+    QTextDocument,
+)
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QGraphicsWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
+
+from gradviz.render.svg_portable import portable_svg
 
 FORMATS = ("png", "svg", "pdf")
 DEFAULT_SIZE = (1920, 1080)
@@ -24,6 +39,7 @@ LOGICAL_WIDTH = 1280  # a figure wider than this is drawn at 1280 px and scaled:
 MIN_LOGICAL_WIDTH = 640
 CAPTION_POINTS = 11
 MARGIN = 12  # logical pixels around the caption
+UI_ONLY = 0x6776  # QGraphicsItem.data key: True on items that show the UI's state, not the data
 
 
 def save_png(image: QImage | QPixmap, path: str) -> None:
@@ -48,11 +64,30 @@ def _caption_document(caption: str, width: float) -> QTextDocument:
     return doc
 
 
-def set_export_mode(scene, export: bool, opts: dict) -> None:
-    """Tell every item that it is drawn for an export (pyqtgraph's own protocol)."""
-    for item in scene.items():
-        if hasattr(item, "setExportMode"):
-            item.setExportMode(export, opts)
+def mark_ui_only(item: QGraphicsItem) -> None:
+    """``item`` shows where the user is (a step-through's row, a selection), not the data:
+    exports leave it out."""
+    QGraphicsItem.setData(item, UI_ONLY, True)  # pyqtgraph items shadow data() and setData()
+
+
+@contextmanager
+def export_mode(scene, opts: dict) -> Iterator[None]:
+    """While drawing an export: every item knows it (pyqtgraph's ``setExportMode`` protocol, so
+    pixel-sized pens and symbols scale with the figure), and the items marked UI-only are hidden
+    (shown again after, those that were shown)."""
+    exporting = [item for item in scene.items() if hasattr(item, "setExportMode")]
+    hidden = [item for item in scene.items() if QGraphicsItem.data(item, UI_ONLY) and item.isVisible()]
+    for item in exporting:
+        item.setExportMode(True, opts)
+    for item in hidden:
+        item.hide()
+    try:
+        yield
+    finally:
+        for item in hidden:
+            item.show()
+        for item in exporting:
+            item.setExportMode(False, opts)
 
 
 def export_figure(
@@ -122,11 +157,8 @@ def _draw_part(painter: QPainter, part: dict, target: QRectF, scale: float) -> N
     try:
         source = part["region"]() if part.get("region") else root.sceneBoundingRect()
         opts = {"antialias": True, "background": QColor("white"), "painter": painter, "resolutionScale": scale}
-        set_export_mode(scene, True, opts)
-        try:
+        with export_mode(scene, opts):
             scene.render(painter, target, source, Qt.AspectRatioMode.KeepAspectRatio)
-        finally:
-            set_export_mode(scene, False, opts)
     finally:
         root.setGeometry(old)
         _activate(root)
@@ -146,17 +178,14 @@ def _open(path: Path, fmt: str, width: int, height: int, title: str):
         image.fill(QColor("white"))
         return image, QPainter(image), lambda: save_png(image, str(path))
     if fmt == "svg":
-        svg = QSvgGenerator()
-        svg.setFileName(str(path))
-        svg.setSize(QSize(width, height))
-        svg.setViewBox(QRectF(0, 0, width, height))
-        svg.setResolution(96)
-        svg.setTitle(title.splitlines()[0] if title else "gradviz figure")
-        svg.setDescription(title)
+        # Drawn into a QPicture first, then replayed into the SVG: QSvgGenerator keeps a stale clip
+        # after QPainter.restore() (scene.render's per-item clips), and a replayed picture sets each
+        # clip explicitly. SVG 1.1 for the clip paths themselves: lines stay inside their plots.
+        picture = QPicture()
         painter = QPainter()
-        if not painter.begin(svg):
-            raise OSError(f"Could not write the SVG to {path}: check that the folder is writable.")
-        return svg, painter, lambda: _exists(path)
+        if not painter.begin(picture):
+            raise OSError(f"Could not draw the SVG for {path}.")
+        return picture, painter, lambda: _write_svg(picture, path, width, height, title)
     pdf = QPdfWriter(str(path))
     pdf.setResolution(96)
     pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize.Unit.Point, "figure"))
@@ -167,6 +196,42 @@ def _open(path: Path, fmt: str, width: int, height: int, title: str):
     if not painter.begin(pdf):
         raise OSError(f"Could not write the PDF to {path}: check that the folder is writable.")
     return pdf, painter, lambda: _exists(path)
+
+
+def _write_svg(picture: QPicture, path: Path, width: int, height: int, title: str) -> None:
+    """Replay ``picture`` into Qt's SVG generator, then make the file portable
+    (``render.svg_portable``: what browsers and librsvg draw as the PNG)."""
+    svg = QSvgGenerator(QSvgGenerator.SvgVersion.Svg11)
+    svg.setFileName(str(path))
+    svg.setSize(QSize(width, height))
+    svg.setViewBox(QRectF(0, 0, width, height))
+    svg.setResolution(96)
+    svg.setTitle(title.splitlines()[0] if title else "gradviz figure")
+    svg.setDescription(title)
+    painter = QPainter()
+    if not painter.begin(svg):
+        raise OSError(f"Could not write the SVG to {path}: check that the folder is writable.")
+    try:
+        ratio = picture.logicalDpiX() / svg.logicalDpiX()  # drawPicture scales by it: undo that
+        painter.scale(1 / ratio, 1 / ratio)
+        painter.drawPicture(0, 0, picture)
+    finally:
+        painter.end()
+    _exists(path)
+    text = path.read_text(encoding="utf-8")
+    resolved = QFontInfo(QFont()).family()  # what "Sans Serif" became in the PNG
+    svg_text = portable_svg(text, width=width, height=height, resolved_font=resolved, decode=_rgba)
+    path.write_text(svg_text, encoding="utf-8")
+
+
+def _rgba(data: bytes) -> np.ndarray | None:
+    """An image file's pixels as rows x cols x 4 RGBA (None: Qt cannot read it)."""
+    image = QImage.fromData(data)
+    if image.isNull():
+        return None
+    image = image.convertToFormat(QImage.Format.Format_RGBA8888)
+    rows = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
+    return rows[:, : image.width() * 4].reshape(image.height(), image.width(), 4).copy()
 
 
 def _exists(path: Path) -> None:

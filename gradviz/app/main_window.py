@@ -19,15 +19,12 @@ from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
-    QVBoxLayout,
     QWidget,
 )
 
-from gradviz.app import window_layout
+from gradviz.app import shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
@@ -258,7 +255,7 @@ class MainWindow(QMainWindow):
             self.layout_manager.place(
                 window_layout.size_class(self.width(), self.height()), keep_hidden=self.settings_store.contains("window/state")
             )
-        prefs.restore_values("run", self.run_settings)
+        prefs.restore_run(self.run_settings)
         self.run_settings.device = "cpu"  # CUDA is chosen again once the worker has seen it
         prefs.restore_values("memory", self.memory_options)
         self.picker.set_recent(prefs.recent())
@@ -273,7 +270,7 @@ class MainWindow(QMainWindow):
         if not self.presentation.active:
             prefs.save_layout(self)
             self.settings_store.setValue(LAYOUT_AUTO_KEY, self.layout_manager.auto)
-        prefs.save_values("run", self.run_settings.to_dict())
+        prefs.save_run(self.run_settings)
         prefs.save_values("memory", self.memory_options.to_dict())
         prefs.save_last_source(self.document.builtin_name, self.source.last_source_path())
         prefs.sync()
@@ -489,6 +486,7 @@ class MainWindow(QMainWindow):
         self.jacobians.set_stale(reason)
         self.graph.set_stale(reason)
         self.banner.set_stale(reason)
+        self.why.set_stale(reason)
 
     def _on_document_changed(self) -> None:
         self._show_document_in_picker()
@@ -582,26 +580,8 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> QDialog:
         """Help → Keyboard shortcuts: every menu shortcut and the keys that are not in a menu."""
-        rows = [
-            (action.shortcut().toString(QKeySequence.SequenceFormat.NativeText), action.text().replace("&", ""))
-            for action in self.actions.values()
-            if not action.shortcut().isEmpty()
-        ]
-        rows += list(KEYS_HELP)
-        cells = "".join(f"<tr><td><b>{keys}</b></td><td>{what}</td></tr>" for keys, what in rows)
-        dialog = QDialog(self)
-        dialog.setWindowTitle("Keyboard shortcuts")
-        label = QLabel(f"<table cellspacing=4>{cells}</table>")
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        area = QScrollArea()
-        area.setWidget(label)
-        area.setWidgetResizable(True)
-        layout = QVBoxLayout(dialog)
-        layout.addWidget(area)
-        dialog.resize(640, min(720, self.height()))
-        dialog.show()
-        self.shortcuts_dialog = dialog
-        return dialog
+        self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), KEYS_HELP)
+        return self.shortcuts_dialog
 
     # --- size ---------------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:

@@ -23,12 +23,15 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 from PySide6.QtWidgets import QMainWindow
 
+from gradviz.schema.settings import TOLERANCE_FIELDS
+
 MAX_RECENT = 8
 MAX_KNOWN_RUNS = 64  # files remembered as run by the user (for run-at-launch)
 MAX_PATH_CHARS = 4096
 MAX_SETTINGS_BYTES = 2**20  # gradviz writes a few kB: anything bigger is not its settings
 RUN_KNOWN_FILES_AT_LAUNCH = "launch/run_known_files"
 KNOWN_RUNS = "launch/known_runs"
+TYPED = "typed"  # run/typed: the tolerances the user typed (the others follow the dtype)
 UNSAFE_VALUE = "@Variant("  # a serialized QVariant: PySide6 unpickles the Python ones on read
 
 
@@ -153,6 +156,28 @@ class Preferences:
     def save_values(self, group: str, values: dict[str, Any]) -> None:
         for key, value in values.items():
             self.store.setValue(f"{group}/{key}", _as_text(value))
+
+    def restore_run(self, state) -> None:
+        """The run settings (a RunSettings): the saved dtype, device, seed and time limit, and of
+        eps, atol and rtol only those the user typed (``run/typed``); the others take the dtype's
+        defaults, whatever value was saved beside them. A file from before ``run/typed`` keeps the
+        tolerances that are not its dtype's defaults, as typed (``RunSettings.update``)."""
+        typed_key = f"run/{TYPED}"
+        if not self.store.contains(typed_key):
+            self.restore_values("run", state)
+            return
+        typed = self.store.value(typed_key, [])
+        typed = [typed] if isinstance(typed, str) else typed if isinstance(typed, list) else []
+        typed = {name for name in typed if name in TOLERANCE_FIELDS}
+        self.restore_values("run", state, skip=tuple(name for name in TOLERANCE_FIELDS if name not in typed))
+        state.forget_typed(set(TOLERANCE_FIELDS) - typed)
+        for name in typed:  # a typed value equal to the dtype's default stays typed
+            state.type_value(name, state.get(name))
+
+    def save_run(self, state) -> None:
+        """The run settings, with which tolerances the user typed (``restore_run``)."""
+        self.save_values("run", state.to_dict())
+        self.store.setValue(f"run/{TYPED}", sorted(state.typed))
 
     def run_values(self, names: tuple[str, ...]) -> dict[str, Any]:
         """The saved run settings among ``names``, unchecked (``restore_values`` checks them)."""

@@ -17,7 +17,13 @@ from PySide6.QtCore import QObject, Signal
 
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.results import CheckResult
-from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings, MemoryOptions
+from gradviz.schema.settings import (
+    RUN_TIMEOUT_S,
+    TOLERANCE_FIELDS,
+    CheckSettings,
+    MemoryOptions,
+    dtype_defaults,
+)
 
 
 def _field(name: str) -> property:
@@ -83,7 +89,14 @@ class SchemaState(QObject):
 
 
 class RunSettings(SchemaState):
-    """The run bar's state: the CheckSettings a run is sent with, and the window's time limit."""
+    """The run bar's state: the CheckSettings a run is sent with, and the window's time limit.
+
+    eps, atol and rtol follow the dtype (``dtype_defaults``, as the CLI's do) unless the user
+    typed one: a typed value stays, per field, when the dtype changes (``typed``). Values set by
+    the program (``set``) are not typed; ``type_value`` is the user's own, and ``update`` (a
+    session, the saved settings, a target's settings) counts a value as typed when it is not the
+    dtype's default.
+    """
 
     schema = CheckSettings
     FIELDS = ("device", "dtype", "eps", "atol", "rtol", "seed", "timeout")
@@ -109,6 +122,46 @@ class RunSettings(SchemaState):
         super().__init__(values, parent)
         self._types["timeout"] = int
         self._timeout = check_run_timeout(timeout)
+        own = dtype_defaults(self._values.dtype)
+        self._typed = {name for name in TOLERANCE_FIELDS if getattr(self._values, name) != getattr(own, name)}
+
+    @property
+    def typed(self) -> frozenset[str]:
+        """The tolerances the user typed: they stay when the dtype changes."""
+        return frozenset(self._typed)
+
+    def type_value(self, name: str, value: Any) -> None:
+        """The user typed ``value`` for ``name``: it stays through dtype changes."""
+        self.set(name, value)
+        if name in TOLERANCE_FIELDS:
+            self._typed.add(name)
+
+    def forget_typed(self, names: Any = TOLERANCE_FIELDS) -> None:
+        """``names`` follow the dtype again, taking its defaults now."""
+        self._typed -= set(names)
+        self._follow_dtype()
+
+    def _follow_dtype(self) -> None:
+        own = dtype_defaults(self._values.dtype)
+        for name in TOLERANCE_FIELDS:
+            if name not in self._typed:
+                super().set(name, getattr(own, name))
+
+    def update(self, values: Mapping[str, Any], *, from_text: bool = False) -> list[str]:
+        """As ``SchemaState.update``, the dtype first; a tolerance that is not the dtype's default
+        counts as typed, one that is follows the dtype."""
+        problems = {}  # the dtype goes first (it brings its tolerances); the sentences keep the given order
+        for name in sorted(values, key=lambda name: name != "dtype"):
+            problems[name] = super().update({name: values[name]}, from_text=from_text)
+        dropped = [sentence for name in values for sentence in problems[name]]
+        own = dtype_defaults(self._values.dtype)
+        for name in TOLERANCE_FIELDS:
+            if name in values:
+                if getattr(self._values, name) != getattr(own, name):
+                    self._typed.add(name)
+                else:
+                    self._typed.discard(name)
+        return dropped
 
     def check_settings(self) -> CheckSettings:
         """A copy of what the next run is asked to do."""
@@ -118,7 +171,12 @@ class RunSettings(SchemaState):
         return self._timeout if name == "timeout" else super().get(name)
 
     def set(self, name: str, value: Any) -> None:
-        if name != "timeout":
+        if name == "dtype":
+            changed = value != self._values.dtype
+            super().set(name, value)
+            if changed:
+                self._follow_dtype()
+        elif name != "timeout":
             super().set(name, value)
         elif check_run_timeout(value) != self._timeout:
             self._timeout = value

@@ -1,9 +1,12 @@
 """The Why? dock in the main window: after a failing check, the eps sweep of the same code runs in
 the background (it never holds a Run back) and the Why? panel draws it for the block on screen.
 
-Its buttons ask for the next run: at the suggested eps, in float64 (both change the run bar's
-settings, so the user sees what runs), or with the inputs moved off a kink (this run only). The
-window owns the settings and the runs; this module only connects the two.
+Its buttons ask for the next run: in float64 (this changes the run bar's dtype, so the user sees
+what runs), at the suggested eps or with the inputs moved off a kink (both for this run only: a
+suggestion never becomes the eps of the next file or the next launch). "Sweep eps" sweeps the
+Function in the editor whether its check passed or failed. A sweep made for other code, another
+file or other settings is marked stale with the window's own reason (``MainWindow.stale_reason``).
+The window owns the settings and the runs; this module only connects the two.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
 
 TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
+SWEEPING_ASKED_TEXT = "Sweeping eps for this Function… (a Run goes first)"
+CHANGED_SINCE = "the code, the file or the settings changed since this sweep. Sweep again to update."
 
 
 class _WhyFigure:
@@ -54,6 +59,8 @@ class WhyLink(QObject):
         self.dock = window.add_panel(TITLE, self.panel)
         window.exports.register_figures(_WhyFigure(self.panel))
         self._request: CheckRequest | None = None  # the check the sweep on screen (or in flight) is of
+        self._asked: tuple | None = None  # what a sweep asked for with the button was made of (window._snapshot())
+        self._asked_in_flight: tuple | None = None
         controller = window.controller
         controller.sweep_finished.connect(self._on_sweep_finished)
         controller.sweep_failed.connect(self._on_sweep_failed)
@@ -61,36 +68,77 @@ class WhyLink(QObject):
         self.panel.use_float64_requested.connect(self._on_use_float64)
         self.panel.redraw_requested.connect(self._on_redraw)
         self.panel.sweep_requested.connect(self._on_sweep_block)
+        self.panel.sweep_all_requested.connect(self._on_sweep_all)
         self.panel.block_changed.connect(self._on_panel_block_changed)
         window.jacobians.block_changed.connect(self._on_block_changed)
 
     def on_result(self, request: CheckRequest | None, result: CheckResult) -> None:
         """A check's result is on screen: a failing one gets its sweep, a passing one none."""
         self._request = None
+        self._asked = self._asked_in_flight = None
         if result.sweep is not None:
             self.panel.set_result(result.sweep, result.precision)
             self._on_block_changed()
+            self._update()
             self.shown.emit()
             return
         self.panel.set_result(None)
-        if result.passed or request is None or request.target:
+        if not (result.passed or request is None or request.target):
+            self._request = request
+            self.panel.show_message(SWEEPING_TEXT)
+            self.window.controller.run_sweep(request)
+        self._update()
+
+    def set_stale(self, reason: str | None) -> None:
+        """The window's reason why the result on screen is stale (None: it is current)."""
+        self._update(reason)
+
+    def _update(self, reason: str | None = None) -> None:
+        """The stale mark and the Sweep button, after any change of code, file, settings or runs."""
+        window = self.window
+        if self._asked is not None:  # swept with the button: stale when what it swept changed
+            reason = None if self._asked == window._snapshot() else (reason or CHANGED_SINCE[:1].upper() + CHANGED_SINCE[1:])
+        else:
+            reason = window.stale_reason() if reason is None else reason
+        self.panel.set_stale(reason)
+        if window.document.target:
+            self.panel.set_sweep_allowed(False, "Sweep: open the Function's file to sweep it")
+        elif self.sweep_in_flight():
+            self.panel.set_sweep_allowed(False, "Sweeping…")
+        else:
+            self.panel.set_sweep_allowed(bool(window.editor.text().strip()))
+
+    def sweep_in_flight(self) -> bool:
+        return self._request is not None and self.window.controller.sweep_running
+
+    def _on_sweep_all(self) -> None:
+        """Sweep the Function in the editor with the run bar's settings, passing or failing."""
+        request = self.window.check_request()
+        if request.target:
             return
         self._request = request
-        self.panel.message.setText(SWEEPING_TEXT)
+        self._asked_in_flight = self.window._snapshot()
+        self.panel.show_message(SWEEPING_ASKED_TEXT)
         self.window.controller.run_sweep(request)
+        self._update()
 
     def _on_sweep_finished(self, payload: dict) -> None:
         result = self.window.current.result
-        if self._request is None or result is None:
+        if self._request is None or (result is None and self._asked_in_flight is None):
             return
-        self.panel.set_result(SweepResult.from_dict(payload["sweep"]), result.precision)
+        self._request = None
+        self._asked, self._asked_in_flight = self._asked_in_flight, None
+        self.panel.set_result(SweepResult.from_dict(payload["sweep"]), result.precision if result else None)
         self._on_block_changed()
+        self._update()
         self.shown.emit()
 
     def _on_sweep_failed(self, message: str) -> None:
         if self._request is not None:
+            self._request = self._asked = self._asked_in_flight = None
             self.panel.set_result(None)
-            self.panel.message.setText(f"The eps sweep could not run: {message}")
+            self.panel.show_message(f"The eps sweep could not run: {message}")
+            self._update()
 
     def _on_block_changed(self, *_args) -> None:
         block = self.window.jacobians.current_block()
@@ -106,8 +154,12 @@ class WhyLink(QObject):
             self.window.jacobians.set_block(index)
 
     def _on_rerun_at_eps(self, eps: float) -> None:
-        self.window.run_settings.eps = eps
-        self.window.request_run()
+        """This run only: the run bar keeps its eps, so the next file (and launch) is not affected."""
+        request = self.window.check_request()
+        self.window.run_request(replace(request, settings=replace(request.settings, eps=eps)))
+        self.window.statusBar().showMessage(
+            f"Re-running at eps={eps:g} for this run only; the run bar keeps eps={request.settings.eps:g}.", 8000
+        )
 
     def _on_use_float64(self) -> None:
         self.window.run_settings.dtype = "float64"
@@ -122,5 +174,6 @@ class WhyLink(QObject):
         if self._request is not None or self.window.current.result is not None:
             request = self._request or self.window.check_request()
             self._request = request
-            self.panel.message.setText(SWEEPING_TEXT)
+            self.panel.show_message(SWEEPING_TEXT)
             self.window.controller.run_sweep(request, {"block": list(block)})
+            self._update()

@@ -1,10 +1,9 @@
 """What autograd keeps for backward, and the fused conv-BN study built on it.
 
-``saved_bytes`` runs one forward under ``torch.autograd.graph.saved_tensors_hooks`` and adds up
-the storages the pack hook sees, each storage once (counted by ``gradviz.core.saved``, the same
-accountant the graph uses). Tensors a custom Function keeps as ``ctx`` attributes
-(``ctx.sum = ...``) never reach the pack hook; they are found by walking the output's graph and
-are reported separately. The result types are the torch-free ``gradviz.schema.memory``.
+``saved_bytes`` (in ``gradviz.core.saved_list``) runs one forward under
+``torch.autograd.graph.saved_tensors_hooks`` and lists every tensor the pack hook sees, with the
+graph node that saved it, each storage charged once. The result types are the torch-free
+``gradviz.schema.memory``.
 
 ``conv_bn_study`` measures the seed tutorial's claim: a stack of Conv2d + BatchNorm2d layers
 against the same stack of ``FusedConvBN2DFunction`` (the built-in library file, loaded through the
@@ -16,84 +15,25 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradviz.core.saved import Storages, ctx_attribute_tensors, dtype_name, tensors_in
+from gradviz.core.saved_list import measure_saved, saved_bytes
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import SettingsError
-from gradviz.schema.memory import Comparison, ConvBNStudy, SavedBytes, SavedTensor, SweepRow, VariantMemory
+from gradviz.schema.memory import Comparison, ConvBNStudy, SweepRow, VariantMemory
+
+__all__ = ["conv_bn_study", "expected_saved_difference", "memory_sweep", "saved_bytes"]
 
 EPS = 1e-3  # the tutorial's batch-norm eps, used by both variants
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 # Fused vs. the same formula written with plain autograd ops: only rounding differs, and it
 # compounds layer by layer. Normwise: max|a - b| <= layers * rtol * max|b|.
 REFERENCE_RTOL = {torch.float32: 1e-4, torch.float64: 1e-11}
-
-
-# --------------------------------------------------------------------------- saved bytes
-
-
-def saved_bytes(fn_or_callable: Callable | type[torch.autograd.Function], inputs) -> SavedBytes:
-    """Bytes saved for backward when ``fn_or_callable(*inputs)`` runs once.
-
-    A ``torch.autograd.Function`` subclass is called through ``.apply``; anything else is called
-    as is (an ``nn.Module``, a lambda). ``inputs`` is a tuple of arguments (a lone tensor is fine).
-    """
-    return _measure_saved(fn_or_callable, inputs)[0]
-
-
-def _measure_saved(fn_or_callable, inputs) -> tuple[SavedBytes, object]:
-    """saved_bytes, and the forward's output so the caller can run backward on it."""
-    fn = _as_callable(fn_or_callable)
-    args = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-    packed: list[torch.Tensor] = []
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        # Keep a reference so no saved storage is freed (and its address reused) mid-forward;
-        # detach so the hook holds no graph and makes no reference cycle through grad_fn.
-        packed.append(t.detach())
-        return packed[-1]
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        output = fn(*args)
-
-    storages = Storages()
-    ids = [storages.add(t) for t in packed]
-    tensors, counted = [], set()
-    for t, i in zip(packed, ids):
-        tensors.append(_describe(t, storages.bytes_of(i), shared=i in counted))
-        counted.add(i)
-
-    stop = {id(a.grad_fn) for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None}
-    ctx_tensors = []
-    for t in ctx_attribute_tensors([t for _, t in tensors_in("output", output)], stop):
-        if t not in storages:
-            ctx_tensors.append(_describe(t, storages.bytes_of(storages.add(t)), shared=False))
-    result = SavedBytes(
-        saved_bytes=storages.total(ids),
-        count=len(set(ids)),
-        tensors=tensors,
-        ctx_attribute_bytes=sum(t.bytes for t in ctx_tensors),
-        ctx_tensors=ctx_tensors,
-    )
-    return result, output
-
-
-def _as_callable(fn_or_callable) -> Callable:
-    if isinstance(fn_or_callable, type) and issubclass(fn_or_callable, torch.autograd.Function):
-        return fn_or_callable.apply
-    if not callable(fn_or_callable):
-        raise SettingsError(f"saved_bytes needs a Function subclass or a callable, got {fn_or_callable!r}.")
-    return fn_or_callable
-
-
-def _describe(t: torch.Tensor, nbytes: int, *, shared: bool) -> SavedTensor:
-    return SavedTensor(tuple(t.shape), dtype_name(t), nbytes, shared)
 
 
 # --------------------------------------------------------------------------- the conv-BN study
@@ -282,7 +222,8 @@ def _study(layers, shape, out_channels, kernel, device, dtype, *, seed: int, che
     results = {}
     for name, (forward, params) in variants.items():
         leaf = x.clone().requires_grad_()
-        saved, out = _measure_saved(forward, (leaf,))
+        labels = {"x (the input)": leaf, **{f"conv {k} weight": w for k, w in enumerate(params, start=1)}}
+        saved, out = measure_saved(forward, (leaf,), labels)
         grads = _backward(out, leaf, params, grad_out) if check else None
         peak, end = memory.get(name, (None, None))
         results[name] = (VariantMemory(saved, peak, end), out.detach(), grads)

@@ -1,7 +1,8 @@
 """One block as the window shows it: analytic | numerical | error, failing cells outlined in red.
 
-An SVG (text, outlines, colour bars) around PNG heatmaps: it renders inline in Jupyter, Colab
-and browsers, and scales without blurring the cells. Analytic and numerical share one colour
+An SVG (text, outlines, colour bars) around the heatmaps: one rectangle per run of equal cells
+(a PNG for maps of more than 64x64 pooled cells). It renders inline in Jupyter, Colab, browsers
+and librsvg, and scales without blurring the cells. Analytic and numerical share one colour
 scale, symmetric about zero, so equal colours are equal values; the error map has its own.
 """
 
@@ -15,6 +16,7 @@ from html import escape
 import numpy as np
 
 from gradviz.render.png import DIVERGING, SEQUENTIAL, colorize, encode_png, enlarge
+from gradviz.render.svg_portable import CELLS_GROUP, FONT_STACK, IMAGE_STYLE, cell_rects
 from gradviz.schema.results import BlockComparison, CheckResult
 
 TITLES = {
@@ -27,6 +29,7 @@ PANEL = 240  # pixels: the longer side of a heatmap at most
 MAX_CELL = 24  # pixels: a cell at most this big (a 2x2 block stays small)
 MIN_SIDE = 24  # pixels: a 1 x 300 block is still a visible strip
 SLOT = 170  # pixels: a panel's column is at least this wide (room for its title)
+RECT_CELLS = 64 * 64  # a map of at most this many (pooled) cells is drawn as rectangles, not a PNG
 OUTLINE_LIMIT = 300  # failing (pooled) cells outlined one by one; more are ticked beside the map
 MIN_OUTLINED = 4  # pixels: smaller cells get ticks too (an outline would hide them)
 TICK = 4  # pixels: the red ticks beside a map at its failing rows and columns
@@ -91,12 +94,17 @@ def levels(block: BlockComparison, atol: float) -> dict[str, tuple[float, float]
 
 def heatmap(block: BlockComparison, kind: str, layout: Layout, level: tuple[float, float]) -> np.ndarray:
     """The enlarged RGB image of one map (an infinite error shows as the top colour)."""
+    return enlarge(cell_colours(block, kind, layout, level), layout.cell_h, layout.cell_w)
+
+
+def cell_colours(block: BlockComparison, kind: str, layout: Layout, level: tuple[float, float]) -> np.ndarray:
+    """One RGB colour per (pooled) cell of one map."""
     source = getattr(block, kind).astype(np.float64)
     if kind == "error":
         source = np.where(np.isfinite(source) | np.isnan(source), source, level[1])
     pooled = layout.pool(source, mean=kind != "error")
     table = SEQUENTIAL if kind == "error" else DIVERGING
-    return enlarge(colorize(pooled, level, table), layout.cell_h, layout.cell_w)
+    return colorize(pooled, level, table)
 
 
 def heatmap_png(result: CheckResult, block: BlockComparison, kind: str) -> bytes:
@@ -117,16 +125,15 @@ def block_svg(result: CheckResult, block: BlockComparison) -> str:
     title, detail = _caption(result, block)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONT_STACK}" '
         f'font-size="12" fill="{INK}">',
         f'<text x="10" y="14" font-weight="bold">{escape(title)}</text>',
         f'<text x="10" y="29" font-size="11" fill="#666">{escape(detail)}</text>',
     ]
     for k, kind in enumerate(KINDS):
         x = 10 + k * slot
-        png = encode_png(heatmap(block, kind, layout, level[kind]))
         parts.append(f'<text x="{x}" y="{top - 8}">{TITLES[kind]}</text>')
-        parts.append(_image(png, x, top, layout.width, layout.height))
+        parts.append(_map(cell_colours(block, kind, layout, level[kind]), layout, x, top))
         parts.append(
             f'<rect x="{x}" y="{top}" width="{layout.width}" height="{layout.height}" fill="none" stroke="#999"/>'
         )
@@ -187,11 +194,25 @@ def _shift(marks: str, x: int) -> str:
     return f'<g transform="translate({x},0)">{marks}</g>' if marks else ""
 
 
+def _map(colours: np.ndarray, layout: Layout, x: int, y: int) -> str:
+    """A map as rectangles (sharp in every renderer and at any zoom: librsvg smooths a scaled
+    image whatever its image-rendering), or as a PNG when it has too many cells for that."""
+    if colours.shape[0] * colours.shape[1] > RECT_CELLS:
+        png = encode_png(enlarge(colours, layout.cell_h, layout.cell_w))
+        return _image(png, x, y, layout.width, layout.height)
+    attributes = " ".join(f'{k}="{v}"' for k, v in CELLS_GROUP.items())
+    rects = (
+        "<rect " + " ".join(f'{k}="{v}"' for k, v in rect.items()) + "/>"
+        for rect in cell_rects(colours, x, y, layout.cell_w, layout.cell_h)
+    )
+    return f"<g {attributes}>{''.join(rects)}</g>"
+
+
 def _image(png: bytes, x: int, y: int, width: int, height: int) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (
         f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none" '
-        f'style="image-rendering:pixelated" xlink:href="data:image/png;base64,{data}"/>'
+        f'image-rendering="optimizeSpeed" style="{IMAGE_STYLE}" xlink:href="data:image/png;base64,{data}"/>'
     )
 
 

@@ -11,24 +11,73 @@ from dataclasses import dataclass, field
 
 from gradviz.schema.strict_json import finite, number
 
-__all__ = ["Comparison", "ConvBNStudy", "SavedBytes", "SavedTensor", "SweepRow", "VariantMemory"]
+__all__ = [
+    "TENSOR_COLUMNS",
+    "Comparison",
+    "ConvBNStudy",
+    "SavedBytes",
+    "SavedTensor",
+    "SweepRow",
+    "VariantMemory",
+    "tensor_rows",
+]
 
 
 @dataclass
 class SavedTensor:
-    """One tensor autograd kept: its shape and dtype, and the bytes of the storage it lives in."""
+    """One tensor autograd kept: what it is, which graph node kept it, its shape and dtype, and the
+    bytes of the storage it lives in.
+
+    Tensors that live in one storage are charged once: the first one seen carries the bytes
+    (``shared`` False), every later one has ``shared`` True and the same ``storage`` number, so
+    the bytes of the entries with ``shared`` False add up to the variant's ``saved_bytes``.
+    """
 
     shape: tuple[int, ...]
     dtype: str
     bytes: int  # the whole storage, not just this (possibly view) tensor
     shared: bool  # its storage was already counted for an earlier tensor
+    name: str = ""  # what it is: "x (the input)", "conv 2 weight", "output of ConvolutionBackward0 #1"
+    op: str = ""  # the graph node that saved it ("ConvolutionBackward0"); "" where unknown
+    op_number: int = 0  # 2: the forward's second node of that name; 0 where unknown
+    attribute: str = ""  # where that node keeps it: "input", "result1", "saved_tensors[0]", "ctx.sum"
+    storage: int = -1  # which storage, numbered in order of first sight; -1 where unknown
+
+    @property
+    def saved_by(self) -> str:
+        """``ConvolutionBackward0 #1 · input``, or '' where the node is unknown."""
+        if not self.op:
+            return ""
+        where = f" · {self.attribute}" if self.attribute else ""
+        return f"{self.op} #{self.op_number}{where}"
 
     def to_dict(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype, "bytes": self.bytes, "shared": self.shared}
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "bytes": self.bytes,
+            "shared": self.shared,
+            "name": self.name,
+            "op": self.op,
+            "op_number": self.op_number,
+            "attribute": self.attribute,
+            "storage": self.storage,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> SavedTensor:
-        return cls(tuple(d["shape"]), d["dtype"], d["bytes"], d["shared"])
+        """Also reads an entry written before tensors were named (then name, op, attribute are '')."""
+        return cls(
+            tuple(d["shape"]),
+            d["dtype"],
+            d["bytes"],
+            d["shared"],
+            d.get("name", ""),
+            d.get("op", ""),
+            d.get("op_number", 0),
+            d.get("attribute", ""),
+            d.get("storage", -1),
+        )
 
 
 @dataclass
@@ -210,6 +259,29 @@ class SweepRow:
     @classmethod
     def from_dict(cls, d: dict) -> SweepRow:
         return cls(**d)
+
+
+# --------------------------------------------------------------------------- the saved-tensor table
+
+TENSOR_COLUMNS = ("tensor", "bytes", "shape", "dtype", "saved by")  # what and how much first: a narrow dock shows those
+
+
+def tensor_rows(variant: dict) -> list[tuple[str, str, str, str, str]]:
+    """One row of text per saved tensor of a variant dict (``ConvBNStudy.to_dict()['variants'][v]``),
+    the ctx attributes after the saved tensors; the CLI's table and the memory panel's list.
+
+    A tensor whose storage an earlier row already counted says so in its bytes column and is
+    not charged again, so the bytes a reader adds up are the variant's total.
+    """
+    from gradviz.schema.units import format_bytes
+
+    rows = []
+    for d in [*variant.get("tensors", []), *variant.get("ctx_tensors", [])]:
+        t = SavedTensor.from_dict(d)
+        size = f"{format_bytes(t.bytes)}" if not t.shared else f"shared (storage {t.storage}, counted once)"
+        shape = "x".join(str(s) for s in t.shape) or "scalar"
+        rows.append((t.name or "?", size, shape, t.dtype, t.saved_by or "?"))
+    return rows
 
 
 # --------------------------------------------------------------------------- what a study needs

@@ -22,7 +22,8 @@ SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.manual_seed accepts
 
 @dataclass
 class Tolerance:
-    """gradcheck's rule: a cell passes when ``|a - n| <= atol + rtol * |n|``."""
+    """gradcheck's rule: a cell passes when ``|a - n| <= atol + rtol * |n|``; the defaults are
+    gradcheck's (float64's in ``DTYPE_DEFAULTS``)."""
 
     eps: float = 1e-6
     atol: float = 1e-5
@@ -44,11 +45,12 @@ class Tolerance:
 # one (LinearFunction's 20-term sums pass only at steps of 1 or more there; the float64
 # re-check explains such failures).
 DTYPE_DEFAULTS = {
-    "float64": Tolerance(eps=1e-6, atol=1e-5, rtol=1e-3),
+    "float64": Tolerance(),  # gradcheck's: eps=1e-6, atol=1e-5, rtol=1e-3
     "float32": Tolerance(eps=3e-3, atol=2e-3, rtol=2e-3),
     "float16": Tolerance(eps=1e-1, atol=1e-2, rtol=1e-2),
     "bfloat16": Tolerance(eps=1e-1, atol=1e-1, rtol=1e-1),
 }
+TOLERANCE_FIELDS = ("eps", "atol", "rtol")  # the settings each dtype has its own defaults for
 MACHINE_EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
@@ -65,9 +67,9 @@ class CheckSettings:
 
     device: str = "cpu"
     dtype: str = "float64"
-    eps: float = 1e-6
-    atol: float = 1e-5
-    rtol: float = 1e-3
+    eps: float = DTYPE_DEFAULTS["float64"].eps  # the dtype's tolerances: ``for_dtype`` for another dtype
+    atol: float = DTYPE_DEFAULTS["float64"].atol
+    rtol: float = DTYPE_DEFAULTS["float64"].rtol
     seed: int = 0
     max_jacobian_bytes: int | None = None  # None: the two Jacobians may take a quarter of RAM
     jacobian_only: bool = False  # skip gradcheck's other default checks (reentrancy, grad_output, undefined)

@@ -8,10 +8,17 @@ and text items (the tick labels as the axis itself lays them out for painting). 
 - no two text boxes overlap;
 - no text is cut off: a label shows all its lines, a graphics text lies inside its view;
 - no dock's content (nor the centre) is smaller than its minimum size (a scrolling dock may be).
+
+The same checks run on one dock's content (``dock_problems``, after ``each_dock_raised`` has put
+each tabbed dock on top in turn, and ``each_inner_tab`` each tab inside it) and on a dialog
+(``dialog_problems``), where two more apply: the dialog lies inside the screen's available
+geometry, and no scroll area needs scrolling sideways to show its text (a dialog that cuts its
+text on the right, as the F1 shortcuts list did at 1280x720).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyqtgraph as pg
@@ -20,12 +27,14 @@ from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractScrollArea,
+    QApplication,
     QComboBox,
     QDockWidget,
     QLabel,
     QMainWindow,
     QScrollArea,
     QTabBar,
+    QTabWidget,
     QWidget,
 )
 
@@ -226,3 +235,85 @@ def text_at(window: QWidget, point: QPoint) -> list[str]:
     """The texts drawn at a point (for a failing test's message)."""
     graphics, _ = graphics_texts(window)
     return [str(b) for b in widget_texts(window) + graphics if b.rect.contains(point)]
+
+
+# --------------------------------------------------------------------------- docks, tabs, dialogs
+
+
+def each_dock_raised(window: QMainWindow) -> Iterator[QDockWidget]:
+    """Every dock that is open, each brought to the top of its tab group in turn (a tabbed dock
+    behind another shows nothing to check), the layout settled before it is yielded."""
+    for dock in window.findChildren(QDockWidget):
+        if dock.isHidden() and not window.tabifiedDockWidgets(dock):
+            continue  # closed by the user or the layout: not on screen at all
+        dock.show()
+        dock.raise_()
+        QApplication.processEvents()
+        yield dock
+
+
+def each_inner_tab(root: QWidget) -> Iterator[str]:
+    """Every page of every tab widget inside ``root`` made current in turn (its label yielded);
+    the first page is current again afterwards."""
+    for tabs in root.findChildren(QTabWidget):
+        if not _shown(tabs, root):
+            continue
+        for index in range(tabs.count()):
+            tabs.setCurrentIndex(index)
+            QApplication.processEvents()
+            yield f"{tabs.objectName() or type(tabs.parentWidget()).__name__} tab {tabs.tabText(index)!r}"
+        tabs.setCurrentIndex(0)
+    yield "first tabs"
+
+
+def region_problems(root: QWidget) -> list[str]:
+    """Overlapping, cut-off and clipped texts inside one widget (a dock's content, a dialog)."""
+    graphics, cut = graphics_texts(root)
+    return overlapping(widget_texts(root) + graphics) + cut + clipped_labels(root)
+
+
+def dock_problems(window: QMainWindow, dock: QDockWidget) -> list[str]:
+    """``region_problems`` of one dock's content, and whether the dock squeezes it."""
+    content = dock.widget()
+    if content is None or not _shown(dock, window):
+        return []
+    problems = [f"{dock.windowTitle()}: {p}" for p in region_problems(content)]
+    if not isinstance(content, QScrollArea) and content.isVisible():
+        least = content.minimumSizeHint().expandedTo(content.minimumSize())
+        size = content.size()
+        if size.width() + SLACK < least.width() or size.height() + SLACK < least.height():
+            problems.append(f"{dock.windowTitle()}: {size.width()}x{size.height()}, its content needs {least.width()}x{least.height()}")
+    return problems
+
+
+def sideways_scrolling(root: QWidget) -> list[str]:
+    """Scroll areas whose content is wider than what they show: text cut on the right."""
+    problems = []
+    for area in root.findChildren(QScrollArea):
+        content = area.widget()
+        if content is None or not _shown(area, root):
+            continue
+        needed = max(content.width(), content.minimumSizeHint().width())
+        shown = area.viewport().width()
+        if needed > shown + SLACK:
+            problems.append(f"{type(root).__name__} scroll area shows {shown} px of {needed}: cut on the right")
+    return problems
+
+
+def dialog_problems(dialog: QWidget, available: QRect | None = None) -> list[str]:
+    """Everything cramped, clipped or overlapping in a dialog as it is on screen now, and whether
+    it sticks out of ``available`` (the screen's available geometry; the dialog's own screen's
+    when None). Its frame counts where a window manager drew one."""
+    if available is None:
+        available = dialog.screen().availableGeometry()
+    problems = region_problems(dialog) + sideways_scrolling(dialog)
+    frame = dialog.frameGeometry()
+    if not available.adjusted(-SLACK, -SLACK, SLACK, SLACK).contains(frame):
+        problems.append(
+            f"{dialog.windowTitle()!r} at ({frame.x()},{frame.y()} {frame.width()}x{frame.height()}) sticks out of "
+            f"the screen's ({available.x()},{available.y()} {available.width()}x{available.height()})"
+        )
+    least = dialog.minimumSizeHint()
+    if dialog.width() + SLACK < least.width() or dialog.height() + SLACK < least.height():
+        problems.append(f"{dialog.windowTitle()!r}: {dialog.width()}x{dialog.height()}, its content needs {least.width()}x{least.height()}")
+    return problems

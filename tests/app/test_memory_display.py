@@ -90,3 +90,18 @@ def test_memory_display_imports_without_qt():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_node_summary_adds_up_to_each_variants_saved_bytes(payload):
+    from gradviz.app.memory_display import node_summary, why_text
+
+    study = payload["study"]
+    for name in ("unfused", "fused"):
+        variant = study["variants"][name]
+        kinds = node_summary(variant)
+        assert sum(b for *_, b in kinds) == variant["saved_bytes"]
+        assert sum(count for _, _, count, _ in kinds) == len(variant["tensors"])
+    unfused = dict((op, (nodes, count)) for op, nodes, count, _ in node_summary(study["variants"]["unfused"]))
+    assert unfused == {"ConvolutionBackward0": (3, 6), "NativeBatchNormBackward0": (3, 9)}  # 3 layers
+    text = why_text(study, choose_unit(bar_top(study)))
+    assert "NativeBatchNormBackward0 ×3 keep 9 tensors" in text and "FusedConvBN2DFunctionBackward ×3 keep 6" in text

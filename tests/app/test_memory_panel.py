@@ -281,8 +281,21 @@ def test_state_to_controls(qtbot):
     panel = MemoryPanel(state)
     qtbot.addWidget(panel)
     panel.set_devices(["cpu", "cuda"])
-    state.update({"layers": 6, "shape": [2, 1, 40, 36], "out_channels": 4, "kernel": 5, "dtype": "float64", "device": "cuda"})
-    assert panel.layers_spin.value() == 6 and panel.out_channels_spin.value() == 4 and panel.kernel_spin.value() == 5
+    state.update(
+        {
+            "layers": 6,
+            "shape": [2, 1, 40, 36],
+            "out_channels": 4,
+            "kernel": 5,
+            "dtype": "float64",
+            "device": "cuda",
+        }
+    )
+    assert (
+        panel.layers_spin.value() == 6
+        and panel.out_channels_spin.value() == 4
+        and panel.kernel_spin.value() == 5
+    )
     assert [box.value() for box in panel.shape_spins] == [2, 1, 40, 36]
     assert panel.dtype_combo.currentText() == "float64" and panel.device_combo.currentText() == "cuda"
 
@@ -305,3 +318,44 @@ def test_a_value_the_controls_cannot_show_is_clamped_and_written_back(panel):
     assert panel.state.shape == (1, 3, panel.height_spin.maximum(), 32)
     panel.state.device = "cuda"  # not offered here: what is measured is what the panel shows
     assert panel.state.device == panel.device_combo.currentText() == "cpu"
+
+
+def test_saved_tensors_tab_lists_what_each_variant_keeps(qtbot, panel, cpu_payload):
+    """Item 21.10: the panel says why, one row per saved tensor (from the worker's real payload)."""
+    from gradviz.app.panels.memory_panel import TENSORS_TAB
+    from gradviz.schema.memory import SavedTensor, tensor_rows
+
+    panel.set_result(cpu_payload)
+    variants = cpu_payload["study"]["variants"]
+    counts = f"{variants['unfused']['count']} vs {variants['fused']['count']}"
+    assert panel.views.tabText(panel.views.indexOf(panel.tensors)) == f"{TENSORS_TAB} ({counts})"
+    panel.views.setCurrentWidget(panel.tensors)
+    qtbot.waitUntil(lambda: panel.tensors.tree.isVisible())
+    for name in ("unfused", "fused"):
+        assert panel.tensors.rows(name) == tensor_rows(variants[name])
+        tensors = [SavedTensor.from_dict(t) for t in variants[name]["tensors"]]
+        assert sum(t.bytes for t in tensors if not t.shared) == variants[name]["saved_bytes"]
+        assert panel.tensors.title(name).startswith(
+            f"{name} ("
+        ) and f"{variants[name]['count']} tensors" in panel.tensors.title(name)
+    # the reason, said in one line: unfused batch norms keep what the fused Function does not
+    why = panel.tensors.why.text()
+    for op in ("ConvolutionBackward0", "NativeBatchNormBackward0", "FusedConvBN2DFunctionBackward"):
+        assert op in why
+    # every row is on screen with its text whole: the columns fit their contents
+    tree = panel.tensors.tree
+    first = tree.topLevelItem(0).child(0)
+    for column in range(tree.columnCount()):
+        needed = tree.fontMetrics().horizontalAdvance(first.text(column))
+        assert tree.columnWidth(column) >= needed
+    panel.set_result(None)
+    assert panel.tensors.rows("unfused") == [] and panel.views.tabText(1) == TENSORS_TAB
+
+
+def test_a_shared_storage_row_says_so_instead_of_charging_again(qtbot, panel, cpu_payload):
+    payload = copy.deepcopy(cpu_payload)
+    tensors = payload["study"]["variants"]["unfused"]["tensors"]
+    tensors.append(dict(tensors[0], shared=True, name="view of x (the input)"))
+    panel.set_result(payload)
+    last = panel.tensors.rows("unfused")[-1]
+    assert last[0] == "view of x (the input)" and last[1].startswith("shared (storage 0")

@@ -170,7 +170,7 @@ def test_unsaved_changes_prompt_on_open_and_on_close(qtbot, main_window, monkeyp
 
 
 def test_a_bad_value_in_a_session_is_dropped_and_named(qtbot, main_window, tmp_path):
-    from gradviz.schema.settings import CheckSettings, MemoryOptions
+    from gradviz.schema.settings import MemoryOptions, dtype_defaults
 
     window = main_window
     path = tmp_path / "odd.gradviz"
@@ -184,7 +184,7 @@ def test_a_bad_value_in_a_session_is_dropped_and_named(qtbot, main_window, tmp_p
     with qtbot.waitSignal(window.source.loaded, timeout=10_000):
         window.open_session(path)
     assert window.run_settings.dtype == "float32" and window.run_bar.dtype.currentText() == "float32"
-    assert window.run_settings.eps == CheckSettings().eps
+    assert window.run_settings.eps == dtype_defaults("float32").eps  # a bad eps gives way to the dtype's
     assert window.memory.kernel_spin.value() == 5 and window.memory_options.layers == MemoryOptions().layers
     message = window.statusBar().currentMessage()
     assert "eps must be positive" in message and "layers must be a positive whole number" in message
@@ -199,11 +199,11 @@ def odd_preferences(settings_store):
 
 
 def test_bad_saved_preferences_are_dropped_at_startup(odd_preferences, main_window, settings_store):
-    from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings
+    from gradviz.schema.settings import RUN_TIMEOUT_S, dtype_defaults
 
     settings = main_window.run_settings
     assert (settings.dtype, settings.atol) == ("float32", 1e-7)
-    assert settings.eps == CheckSettings().eps and settings.timeout == RUN_TIMEOUT_S
+    assert settings.eps == dtype_defaults("float32").eps and settings.timeout == RUN_TIMEOUT_S
     assert main_window.run_bar.tolerance["atol"].value() == 1e-7
     [notice] = main_window.source.notices  # named once, and gone from the file: never read again
     assert "run/eps" in notice and "run/timeout" in notice

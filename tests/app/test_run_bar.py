@@ -8,6 +8,8 @@ from PySide6.QtCore import Qt
 
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.state import RunSettings
+from gradviz.schema.settings import dtype_defaults
+from gradviz.schema.time_left import time_left_text
 
 DEVICES = [
     {"name": "cpu", "label": "CPU", "available": True, "reason": ""},
@@ -64,7 +66,7 @@ def test_widgets_to_state(qtbot, bar, settings):
     assert blocker.args == [1e-7] and settings.atol == 1e-7
     with qtbot.waitSignal(settings.rtol_changed):
         bar.tolerance["rtol"].stepBy(1)  # arrows step by decades
-    assert settings.rtol == pytest.approx(1e-2)
+    assert settings.rtol == pytest.approx(10 * dtype_defaults("float32").rtol)  # float32's rtol, one decade up
     bar.seed.setValue(42)
     bar.timeout.setValue(5)
     assert (settings.seed, settings.timeout) == (42, 5)
@@ -104,3 +106,37 @@ def test_unavailable_cuda_is_listed_disabled_with_the_reason(bar):
     k = bar.device.findData("cuda")
     assert not bar.device.model().item(k).isEnabled()
     assert "no CUDA" in bar.device.itemData(k, Qt.ItemDataRole.ToolTipRole)
+
+
+def test_number_fields_show_the_value_they_hold_whole(qtbot):
+    """0.00316 shows as 0.00316 (it was cut to "0.0031"), 1e-7 as 1e-7, in a toolbar at 1280x720."""
+    from PySide6.QtWidgets import QMainWindow
+
+    settings = RunSettings()
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    bar = RunBar(settings)
+    window.addToolBar(bar)
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    for value, text in ((0.00316, "0.00316"), (1e-7, "1e-7"), (2.5e-12, "2.5e-12"), (0.1234567, "0.1234567"), (3e-3, "0.003")):
+        for name in ("eps", "atol"):
+            box = bar.tolerance[name]
+            settings.set(name, value)
+            assert box.text() == text and float(box.text()) == value == box.value()
+            edit = box.lineEdit()
+            qtbot.waitUntil(lambda edit=edit: edit.width() >= edit.fontMetrics().horizontalAdvance(edit.text()) + 2)
+
+
+def test_progress_shows_the_time_left_from_the_rate_since_the_first_report(bar):
+    """The worker's start-up before the first report is not counted: 200 per second since it,
+    700 left: 3.5 s (counted from Run, 300 in 4 s, it would read ~9 s)."""
+    bar.set_running(True)
+    bar.set_progress(100, 1000, elapsed=3.0)
+    assert bar.progress.format() == "100 / 1,000" and bar.time_left.text() == ""
+    bar.set_progress(300, 1000, elapsed=4.0)
+    assert bar.time_left.text() == time_left_text(3.5) == "~4 s left"
+    assert bar.cancel_button.isEnabled()
+    bar.set_running(False, "done")
+    assert bar.time_left.text() == ""

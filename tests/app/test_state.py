@@ -10,7 +10,13 @@ import pytest
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.session import Session, load_session, save_session
-from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings, MemoryOptions
+from gradviz.schema.settings import (
+    RUN_TIMEOUT_S,
+    TOLERANCE_FIELDS,
+    CheckSettings,
+    MemoryOptions,
+    dtype_defaults,
+)
 
 
 class Recorder:
@@ -40,10 +46,12 @@ def test_each_run_setting_has_its_own_signal(name, value):
     settings = RunSettings()
     seen = Recorder(settings).seen
     setattr(settings, name, value)
-    assert seen == [(name, value)]
+    # a new dtype brings its own eps, atol and rtol (each with its signal), as in the CLI
+    follows = [(t, getattr(dtype_defaults(value), t)) for t in TOLERANCE_FIELDS] if name == "dtype" else []
+    assert seen == [(name, value), *follows]
     assert settings.get(name) == value and settings.to_dict()[name] == value
     setattr(settings, name, value)  # the same value again: no signal
-    assert seen == [(name, value)]
+    assert seen == [(name, value), *follows]
 
 
 def test_check_settings_is_a_copy_with_every_run_setting():

@@ -41,3 +41,98 @@ def test_a_passing_check_sends_no_sweep(qtbot, main_window):
     run_and_wait(qtbot, window)
     assert window.current.result.passed
     assert window.why.panel.result() is None and not window.controller.sweep_running
+
+
+# --- issue 21, item 5: nothing cut at real window sizes, a Sweep button for any Function, stale marks ---
+
+SIZES = [(1280, 720), (1366, 768), (1682, 1045), (1920, 1080)]  # 1682x1045: the default window on 1920x1080
+
+
+def why_dock_problems(qtbot, window) -> list[str]:
+    """What a user would see cut in the Why? dock as it is laid out now: a sideways scroll, a
+    label showing fewer lines than its text, a button narrower than its text, a plot title, axis
+    label or tick outside its plot, a plot too short to read."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QAbstractButton, QLabel
+
+    from gradviz.app.panels.why_plots import FIGURE_MIN_HEIGHT
+    from tests.app.layout_check import graphics_texts
+
+    panel, area = window.why.panel, window.why.dock.widget()
+    problems = []
+    if area.horizontalScrollBar().maximum() > 0:
+        problems.append(f"the dock scrolls sideways: panel {panel.width()} px in a {area.viewport().width()} px dock")
+    for label in panel.findChildren(QLabel):
+        if not label.isVisibleTo(panel) or not label.text().strip():
+            continue
+        if label.wordWrap():
+            if label.heightForWidth(label.width()) > label.height() + 2:
+                problems.append(f"label {label.text()[:40]!r}: {label.height()} px tall, needs {label.heightForWidth(label.width())}")
+        elif label.minimumSizeHint().width() > label.contentsRect().width() + 2:
+            problems.append(f"label {label.text()[:40]!r}: {label.width()} px wide, needs {label.minimumSizeHint().width()}")
+    for button in panel.findChildren(QAbstractButton):
+        if button.isVisibleTo(panel) and button.sizeHint().width() > button.width() + 1:
+            problems.append(f"button {button.text()!r}: {button.width()} px wide, needs {button.sizeHint().width()}")
+    for figure in (panel.error_figure, panel.remainder_figure):
+        area.ensureWidgetVisible(figure, 0, 0)
+        qtbot.wait(1)  # let the scroll repaint before the texts are measured
+        problems += graphics_texts(panel)[1]
+    for view in panel.findChildren(pg.PlotWidget):
+        box = view.getPlotItem().getViewBox().sceneBoundingRect()
+        if view.height() < FIGURE_MIN_HEIGHT or box.height() < 150:
+            problems.append(f"plot {view.getPlotItem().titleLabel.text!r}: {view.height()} px, data area {box.height():.0f} px")
+    return problems
+
+
+def test_the_dock_is_not_cut_at_real_sizes_and_is_marked_stale_after_another_file(qtbot, main_window, tmp_path):
+    from pytestqt.exceptions import TimeoutError as WaitTimeout
+
+    from tests.app.why_sources import SQUARE, open_and_wait, write
+
+    window = main_window
+    window.load_builtin("buggy_linear_transpose")
+    with qtbot.waitSignal(window.why.shown, timeout=RUN_TIMEOUT):
+        run_and_wait(qtbot, window)
+    panel = window.why.panel
+    assert panel.result().verdict == Verdict.BACKWARD_WRONG and panel.stale_text() is None
+    assert not panel.stale_label.isVisible()
+    for size in SIZES:
+        window.resize(*size)
+        window.why.dock.show()
+        window.why.dock.raise_()
+        qtbot.waitUntil(lambda: panel.isVisible() and window.why.dock.width() > 0)
+        problems: list[str] = []
+
+        def settled(problems=problems) -> bool:
+            problems[:] = why_dock_problems(qtbot, window)
+            return not problems
+
+        try:
+            qtbot.waitUntil(settled, timeout=3000)
+        except WaitTimeout:
+            raise AssertionError(f"{size}: {problems}") from None
+        assert panel.sweep_all_button.isVisible() and panel.sweep_all_button.isEnabled()
+    # another file: the sweep on screen is of the old one, and says so
+    open_and_wait(qtbot, window, write(tmp_path, "square.py", SQUARE))
+    assert panel.stale_label.isVisible() and "another file" in panel.stale_text()
+    assert panel.headline_text() == "Backward wrong"  # still shown, but marked
+
+
+def test_a_passing_function_can_be_swept_and_goes_stale_when_code_or_settings_change(qtbot, main_window):
+    window = main_window
+    window.load_builtin("mul_constant")
+    panel = window.why.panel
+    assert panel.sweep_all_button.isVisibleTo(window.why.dock) and panel.sweep_all_button.isEnabled()  # before a run
+    run_and_wait(qtbot, window)
+    assert window.current.result.passed and panel.result() is None
+    window.why.dock.raise_()
+    with qtbot.waitSignal(window.why.shown, timeout=RUN_TIMEOUT):
+        qtbot.mouseClick(panel.sweep_all_button, Qt.MouseButton.LeftButton)
+    assert panel.result().verdict == Verdict.BACKWARD_RIGHT and panel.stale_text() is None
+    swept_atol = window.run_settings.atol
+    window.run_bar.tolerance["atol"].setValue(0.5)  # the user changes a setting
+    assert panel.stale_text() and panel.stale_label.isVisible()
+    window.run_bar.tolerance["atol"].setValue(swept_atol)
+    assert panel.stale_text() is None  # back to what was swept
+    window.editor.editor.insertPlainText("# an edit\n")
+    qtbot.waitUntil(lambda: bool(panel.stale_text()))

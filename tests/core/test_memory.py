@@ -12,6 +12,7 @@ from torch import nn
 
 from gradviz.core import memory
 from gradviz.core.memory import conv_bn_study, expected_saved_difference, memory_sweep, saved_bytes
+from gradviz.core.saved_list import measure_saved
 from gradviz.schema.errors import SettingsError
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -129,7 +130,7 @@ def test_hooked_forward_still_gives_the_right_gradients():
     x, w = _inputs()
     fn = lambda x, w: torch.tanh(x @ w).sum()  # noqa: E731
     expected = torch.autograd.grad(fn(x, w), (x, w))
-    _, out = memory._measure_saved(fn, (x, w))
+    _, out = measure_saved(fn, (x, w))
     got = torch.autograd.grad(out, (x, w))
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b, rtol=0, atol=0)

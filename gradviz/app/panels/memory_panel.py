@@ -15,29 +15,17 @@ how far it is.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, QSizeF, Qt, QTimer, Signal
+from PySide6.QtCore import QSizeF, Qt, Signal
 from PySide6.QtGui import QFontMetricsF, QTextDocument
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QAbstractScrollArea,
     QApplication,
     QBoxLayout,
-    QComboBox,
-    QGridLayout,
-    QHBoxLayout,
-    QHeaderView,
     QLabel,
-    QProgressBar,
-    QPushButton,
-    QSizePolicy,
-    QSpinBox,
     QStackedWidget,
-    QTableWidget,
-    QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -54,10 +42,11 @@ from gradviz.app.memory_display import (
     measured_points,
     sweep_curves,
 )
+from gradviz.app.panels.memory_controls import MeasureProgress, MemoryControls
+from gradviz.app.panels.memory_tensors import PeakTable, SavedTensorsView
 from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
 from gradviz.app.state import MemorySettings
 from gradviz.app.theme import ViewSettings
-from gradviz.schema.settings import DTYPES
 from gradviz.schema.units import UNITS, format_bytes
 
 BAR_LABELS = {"unfused": "unfused\nconv + BN", "fused": "fused\nFunction"}
@@ -65,6 +54,11 @@ UNFUSED_COLOUR = "#4c72b0"
 FUSED_COLOUR = "#dd8452"
 CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
 BATCH_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
+TENSORS_TAB = "Saved tensors"
+CONTROL_NAMES = (
+    "layers_spin", "batch_spin", "channels_spin", "height_spin", "width_spin", "shape_spins", "out_channels_spin",
+    "kernel_spin", "count_spins", "dtype_combo", "device_combo", "measure_button",
+)  # fmt: skip
 EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
 CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
 BAR_WIDTH = 0.6
@@ -83,13 +77,6 @@ def _style_plot(plot: pg.PlotItem) -> None:
     plot.showGrid(y=True, alpha=0.2)
 
 
-def _spin(low: int, high: int, tip: str) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(low, high)
-    box.setToolTip(tip)
-    return box
-
-
 class MemoryPanel(QWidget):
     """Bars, headline and sweep for one memory measurement; controls that ask for the next one."""
 
@@ -104,17 +91,20 @@ class MemoryPanel(QWidget):
         self._payload: dict[str, Any] | None = None
         self._unit: tuple[str, int] = UNITS[0]
         self._devices: list[str] = ["cpu"]
-        self._measuring_since = 0.0
         self._wide: bool | None = None
-        self._build_controls()
+        self.controls = MemoryControls(self.state)
+        for name in CONTROL_NAMES:  # the controls as the panel's own attributes, as before the split
+            setattr(self, name, getattr(self.controls, name))
+        self.measuring = MeasureProgress(self.view)
+        self.progress, self.status = self.measuring.progress, self.measuring.status
         self._build_results()
         self.set_devices(["cpu"])
 
         self.info = QWidget()
         info = QVBoxLayout(self.info)
         info.setContentsMargins(0, 0, 0, 0)
-        info.addLayout(self._controls)
-        info.addLayout(self._status)
+        info.addWidget(self.controls)
+        info.addWidget(self.measuring)
         info.addWidget(self.headline)
         info.addWidget(self.checks_label)
         info.addWidget(self.cpu_note)
@@ -124,73 +114,13 @@ class MemoryPanel(QWidget):
         self.body.setContentsMargins(6, 4, 6, 4)
         self.body.addWidget(self.info)
         self.body.addWidget(self.stack, 1)
-        self._connect_state()
         self.measure_button.clicked.connect(self._on_measure_clicked)
-        self._clock = QTimer(self, interval=100)
-        self._clock.timeout.connect(self._show_elapsed)
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
         self._arrange()
         self.set_result(None)
 
     # building ---------------------------------------------------------------------------------
-
-    def _build_controls(self) -> None:
-        self.layers_spin = _spin(1, 8, "Conv2d + BatchNorm2d pairs in the stack")
-        self.batch_spin = _spin(1, 1024, "N: batch size")
-        self.channels_spin = _spin(1, 256, "C: input channels")
-        self.height_spin = _spin(1, 1024, "H: input height")
-        self.width_spin = _spin(1, 1024, "W: input width")
-        self.shape_spins = (self.batch_spin, self.channels_spin, self.height_spin, self.width_spin)
-        for box, prefix in zip(self.shape_spins, "NCHW"):
-            box.setPrefix(f"{prefix} ")
-        self.out_channels_spin = _spin(1, 1024, "Output channels of every conv")
-        self.kernel_spin = _spin(1, 15, "Kernel size (k x k, stride 1, no padding)")
-        self.count_spins = {"layers": self.layers_spin, "out_channels": self.out_channels_spin, "kernel": self.kernel_spin}
-        self.dtype_combo = QComboBox()
-        self.dtype_combo.addItems(sorted(DTYPES))  # float32 first: the study's default
-        self.device_combo = QComboBox()
-        self.device_combo.setToolTip("Where to measure; peak memory is measured on CUDA")
-        self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.measure_button = QPushButton("Measure")
-        self.measure_button.setToolTip("Run both variants in the worker and measure what they save")
-
-        shape = QHBoxLayout()
-        shape.setSpacing(2)
-        for box in self.shape_spins:
-            shape.addWidget(box)
-        # a grid three rows high: the panel fits a narrow dock beside the Jacobians
-        grid = QGridLayout()
-        grid.setHorizontalSpacing(6)
-        grid.setVerticalSpacing(3)
-        grid.addWidget(QLabel("layers"), 0, 0)
-        grid.addWidget(self.layers_spin, 0, 1)
-        grid.addWidget(QLabel("out ch."), 0, 2)
-        grid.addWidget(self.out_channels_spin, 0, 3)
-        grid.addWidget(QLabel("kernel"), 0, 4)
-        grid.addWidget(self.kernel_spin, 0, 5)
-        grid.addWidget(QLabel("input"), 1, 0)
-        grid.addLayout(shape, 1, 1, 1, 5)
-        grid.addWidget(QLabel("dtype"), 2, 0)
-        grid.addWidget(self.dtype_combo, 2, 1)
-        grid.addWidget(QLabel("device"), 2, 2)
-        grid.addWidget(self.device_combo, 2, 3)
-        grid.addWidget(self.measure_button, 2, 4, 1, 2)
-        self._controls = QHBoxLayout()
-        self._controls.addLayout(grid)
-        self._controls.addStretch(1)
-
-        self.progress = QProgressBar()
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("")
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        self._status = QVBoxLayout()
-        self._status.setSpacing(2)
-        self._status.addWidget(self.progress)
-        self._status.addWidget(self.status)
-        self.progress.hide()
-        self.status.hide()
 
     def _build_results(self) -> None:
         self.headline = QLabel()
@@ -229,28 +159,10 @@ class MemoryPanel(QWidget):
         self.bar_plot.setMinimumSize(200, 170)
         bars.getViewBox().sigResized.connect(self._fit_bar_range)
 
-        self.peak_table = QTableWidget(2, 3)
-        self.peak_table.setHorizontalHeaderLabels(["saved", "end of forward", "peak"])
-        self.peak_table.setVerticalHeaderLabels(["unfused", "fused"])
-        self.peak_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.peak_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.peak_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.peak_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.peak_table.setToolTip(
-            "CUDA memory above the starting allocation: after forward, and the peak over forward + backward"
-        )
-        self.peak_table.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
-        self.peak_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.peak_table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.peak_table.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Maximum)
-        self.peak_title = QLabel("CUDA memory")
         self.cpu_note = QLabel(CPU_NOTE)
         self.cpu_note.setWordWrap(True)
-        self.peak_box = QWidget()  # beside the texts, on CUDA results only
-        side = QVBoxLayout(self.peak_box)
-        side.setContentsMargins(0, 4, 0, 0)
-        side.addWidget(self.peak_title)
-        side.addWidget(self.peak_table)
+        self.peak_box = PeakTable(self.view)  # beside the texts, on CUDA results only
+        self.peak_table, self.peak_title = self.peak_box.table, self.peak_box.title
 
         self.sweep_plot = pg.GraphicsLayoutWidget()  # the plot, and its legend below it, off the curves
         self.sweep_plot.setBackground("w")
@@ -287,8 +199,14 @@ class MemoryPanel(QWidget):
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
+        # the plots, and beside them in a tab the saved tensors that explain the bars
+        self.tensors = SavedTensorsView(self.view)
+        self.views = QTabWidget()
+        self.views.setDocumentMode(True)
+        self.views.addTab(self.plots_area, "Plots")
+        self.views.addTab(self.tensors, TENSORS_TAB)
         self.stack = QStackedWidget()
-        self.stack.addWidget(self.plots_area)
+        self.stack.addWidget(self.views)
         self.stack.addWidget(self.message)
 
     # public API -------------------------------------------------------------------------------
@@ -300,10 +218,7 @@ class MemoryPanel(QWidget):
     def set_devices(self, names: list[str]) -> None:
         """Offer these devices, keeping the current one if it is still there."""
         self._devices = list(names)
-        with QSignalBlocker(self.device_combo):
-            self.device_combo.clear()
-            self.device_combo.addItems(list(names))
-        self._on_device_changed()
+        self.controls.set_devices(names)
         self._show_cpu_note()
 
     def set_result(self, payload: dict | None) -> None:
@@ -319,7 +234,11 @@ class MemoryPanel(QWidget):
         self._draw_headline(study)
         self._draw_peaks(study)
         self._draw_sweep(study, sweep)
-        self.stack.setCurrentWidget(self.plots_area)
+        self.tensors.set_study(study, self._unit)
+        variants = study["variants"]
+        counts = " vs ".join(str(variants[name]["count"]) for name in VARIANTS)
+        self.views.setTabText(self.views.indexOf(self.tensors), f"{TENSORS_TAB} ({counts})")
+        self.stack.setCurrentWidget(self.views)
 
     def set_error(self, message: str) -> None:
         """Show why the measurement failed, in place of the plots."""
@@ -331,27 +250,14 @@ class MemoryPanel(QWidget):
     def set_measuring(self, measuring: bool, text: str = "") -> None:
         """A measurement runs (Measure disabled, a progress bar) or not; ``text`` says what waits."""
         self.measure_button.setEnabled(not measuring)
-        self.progress.setVisible(measuring)
-        self.status.setVisible(bool(measuring or text))
-        if measuring:
-            if not self._clock.isActive():
-                self._measuring_since = time.monotonic()
-                self.progress.setRange(0, 0)  # busy until the first progress report
-                self._clock.start()
-            self._status_text = text or "Measuring both variants"
-            self._show_elapsed()
-        else:
-            self._clock.stop()
-            self.status.setText(text)
+        self.measuring.set_measuring(measuring, text)
 
     def set_progress(self, done: int, total: int) -> None:
         """Stacks measured so far (the study, then each row of the sweep)."""
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
-        self.progress.setFormat(f"{done} / {total} stacks")
+        self.measuring.set_progress(done, total)
 
     def is_measuring(self) -> bool:
-        return self._clock.isActive()
+        return self.measuring.is_measuring()
 
     def result(self) -> dict | None:
         """The payload on screen, or None."""
@@ -442,23 +348,8 @@ class MemoryPanel(QWidget):
         self.checks_label.setText(checks_html(study))
 
     def _draw_peaks(self, study: dict) -> None:
-        variants = study["variants"]
-        cuda = all("peak_bytes" in variants[name] for name in VARIANTS)
-        self.peak_box.setVisible(cuda)
+        self.peak_box.set_study(study)
         self._show_cpu_note()
-        if not cuda:
-            self.peak_table.clearContents()
-            return
-        font = self.view.theme.font(12)
-        for row, name in enumerate(VARIANTS):
-            v = variants[name]
-            for col, value in enumerate((v["saved_bytes"], v.get("end_of_forward_bytes"), v["peak_bytes"])):
-                item = QTableWidgetItem("—" if value is None else format_bytes(value))
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setFont(font)
-                self.peak_table.setItem(row, col, item)
-        self.peak_table.resizeColumnsToContents()
-        self.peak_table.resizeRowsToContents()
 
     def _show_cpu_note(self) -> None:
         """Where peaks come from, after a CPU measurement on a machine that has CUDA to offer."""
@@ -535,12 +426,13 @@ class MemoryPanel(QWidget):
             text.setText("")
             text.hide()
         self._clear_sweep()
+        self.tensors.set_study(None, UNITS[0])
+        self.views.setTabText(self.views.indexOf(self.tensors), TENSORS_TAB)
         self.measured_line.hide()
         self.measured_points.clear()
         self.headline.setText("")
         self.checks_label.setText("")
-        self.peak_table.clearContents()
-        self.peak_box.hide()
+        self.peak_box.set_study(None)
         self.cpu_note.hide()
         self._unit = UNITS[0]
 
@@ -548,10 +440,6 @@ class MemoryPanel(QWidget):
         self.message.setText(text)
         self.message.setStyleSheet(f"color: {FAIL_COLOUR if error else self.view.theme.muted}")
         self.stack.setCurrentWidget(self.message)
-
-    def _show_elapsed(self) -> None:
-        seconds = time.monotonic() - self._measuring_since
-        self.status.setText(f"{self._status_text}… {seconds:.1f} s")
 
     # layout and theme -----------------------------------------------------------------------------
 
@@ -581,14 +469,9 @@ class MemoryPanel(QWidget):
         self.measure_button.setFont(theme.font(QApplication.font().pointSizeF(), bold=True))
         self.headline.setFont(theme.font(15, bold=True))
         self.checks_label.setFont(theme.font(12))
-        self.status.setFont(theme.font(11))
-        self.peak_title.setFont(theme.font(13, bold=True))
         self.cpu_note.setFont(theme.font(11))
         self.cpu_note.setStyleSheet(f"color: {theme.muted}; font-style: italic")
         self.message.setFont(theme.font(15))
-        table_font = theme.font(12)
-        for widget in (self.peak_table, self.peak_table.horizontalHeader(), self.peak_table.verticalHeader()):
-            widget.setFont(table_font)
         for plot, title in ((self.bar_item, "Saved for backward"), (self.sweep_item, "Saved vs. layers")):
             plot.setTitle(title, size=f"{theme.pt(14)}pt", color=theme.ink, bold=True)
             for name in ("left", "bottom"):
@@ -604,60 +487,6 @@ class MemoryPanel(QWidget):
             self.info.setFixedWidth(round(INFO_WIDTH * theme.scale))
         if self._payload is not None:
             self.set_result(self._payload)
-
-    # state <-> controls -------------------------------------------------------------------------
-
-    def _connect_state(self) -> None:
-        state = self.state
-        for name, spin in self.count_spins.items():
-            getattr(state, f"{name}_changed").connect(lambda _value, name=name: self._on_count_changed(name))
-            spin.valueChanged.connect(lambda value, name=name: state.set(name, value))
-        state.shape_changed.connect(self._on_shape_changed)
-        for box in self.shape_spins:
-            box.valueChanged.connect(self._on_shape_edited)
-        state.dtype_changed.connect(self._on_dtype_changed)
-        self.dtype_combo.currentTextChanged.connect(lambda text: setattr(state, "dtype", text))
-        state.device_changed.connect(self._on_device_changed)
-        self.device_combo.currentTextChanged.connect(lambda text: setattr(state, "device", text))
-        for name in self.count_spins:
-            self._on_count_changed(name)
-        self._on_shape_changed()
-        self._on_dtype_changed()
-        self._on_device_changed()
-
-    # A control that cannot show a value (out of its range, a device not offered) shows the
-    # nearest it can and writes that back: what is measured is what the panel shows.
-
-    def _on_count_changed(self, name: str) -> None:
-        spin, value = self.count_spins[name], self.state.get(name)
-        with QSignalBlocker(spin):
-            spin.setValue(min(max(value, spin.minimum()), spin.maximum()))
-        if spin.value() != value:
-            self.state.set(name, spin.value())
-
-    def _on_shape_changed(self, *_args) -> None:
-        for box, value in zip(self.shape_spins, self.state.shape):
-            with QSignalBlocker(box):
-                box.setValue(min(max(value, box.minimum()), box.maximum()))
-        if self._shown_shape() != self.state.shape:
-            self.state.shape = self._shown_shape()
-
-    def _on_shape_edited(self, _value: int) -> None:
-        self.state.shape = self._shown_shape()
-
-    def _shown_shape(self) -> tuple[int, int, int, int]:
-        return tuple(box.value() for box in self.shape_spins)
-
-    def _on_dtype_changed(self, *_args) -> None:
-        with QSignalBlocker(self.dtype_combo):
-            self.dtype_combo.setCurrentText(self.state.dtype)
-
-    def _on_device_changed(self, *_args) -> None:
-        combo = self.device_combo
-        with QSignalBlocker(combo):
-            combo.setCurrentIndex(max(combo.findText(self.state.device), 0))
-        if combo.count() and combo.currentText() != self.state.device:
-            self.state.device = combo.currentText()
 
     def _on_measure_clicked(self) -> None:
         self.measure_requested.emit(self.options())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,21 +26,50 @@ from PySide6.QtWidgets import (
 from gradviz.app.state import RunSettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
+from gradviz.schema.time_left import RunClock, time_left_text
 
+TYPICAL_LEFT = "~88 s left"  # room kept for the time left; a longer one widens the label
 TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
 
 
+def number_text(value: float) -> str:
+    """The shortest text that reads back as exactly ``value``: 0.00316, 1e-7, 3, 2.5e-12."""
+    text = repr(float(value))
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
+        return f"{mantissa}e{int(exponent)}"
+    return text[:-2] if text.endswith(".0") else text
+
+
 class ScientificSpinBox(QDoubleSpinBox):
-    """A spin box that shows and accepts 1e-06-style numbers; arrows step by decades."""
+    """A spin box that shows and accepts 1e-7-style numbers exactly as it holds them, as wide as
+    its text needs; arrows step by decades."""
 
     def __init__(self, minimum: float, maximum: float) -> None:
         super().__init__()
-        self.setDecimals(20)
+        self.setDecimals(323)  # Qt rounds a value to this many decimals: keep every digit a double has
         self.setRange(minimum, maximum)
         self.setKeyboardTracking(False)
+        self.valueChanged.connect(self.fit_text)  # the run bar calls it too when it sets a value with signals blocked
 
     def textFromValue(self, value: float) -> str:
-        return f"{value:g}"
+        return number_text(value)
+
+    def fit_text(self, *_args) -> None:
+        """At least as wide as the text shown needs: Qt sizes a spin box for its range's ends
+        ("1e-12", "1"), which cut "0.00316" to "0.0031"."""
+        metrics = self.fontMetrics()
+        needed = metrics.horizontalAdvance(self.textFromValue(self.value()))
+        chrome = self.sizeHint().width() - max(
+            metrics.horizontalAdvance(self.textFromValue(v)) for v in (self.minimum(), self.maximum())
+        )  # the arrows, the frame and the line edit's margins, as Qt counts them
+        self.setMinimumWidth(needed + chrome + 4)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # presentation mode, Larger text
+            self.fit_text()
 
     def valueFromText(self, text: str) -> float:
         try:
@@ -80,6 +109,8 @@ def _show_number(box: QSpinBox | QDoubleSpinBox, settings: RunSettings, name: st
     shown = min(max(value, box.minimum()), box.maximum())
     with QSignalBlocker(box):
         box.setValue(shown)
+    if isinstance(box, ScientificSpinBox):
+        box.fit_text()
     if shown != value:
         settings.set(name, box.value())
 
@@ -97,6 +128,7 @@ class RunBar(QToolBar):
         self.settings = settings
         self.view = view if view is not None else ViewSettings(self)
         self._started = 0.0
+        self._clock = RunClock()
 
         self.device = QComboBox()
         self.device.setToolTip("Where forward and backward run")
@@ -105,9 +137,10 @@ class RunBar(QToolBar):
         self.dtype.addItems(list(DTYPES))
         self.dtype.setToolTip("float64 is what gradcheck advises: finite differences need the digits")
         self.tolerance = {name: ScientificSpinBox(*bounds) for name, bounds in TOLERANCES.items()}
-        self.tolerance["eps"].setToolTip("finite-difference step")
-        self.tolerance["atol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|")
-        self.tolerance["rtol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|")
+        follows = "; the dtype's default unless you type a value (a typed value stays when the dtype changes)"
+        self.tolerance["eps"].setToolTip("finite-difference step" + follows)
+        self.tolerance["atol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|" + follows)
+        self.tolerance["rtol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|" + follows)
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("seed for example_inputs")
@@ -126,7 +159,7 @@ class RunBar(QToolBar):
         self.progress.setFormat("idle")
         self.progress.setValue(0)
         self.time_left = QLabel("")
-        self.time_left.setMinimumWidth(70)
+        self.time_left.setToolTip("Estimated from the rate of the Jacobian rows and columns computed so far")
 
         run_group = _group(self.run_button, self.cancel_button, self.progress, self.time_left)
         self.addWidget(run_group)
@@ -153,7 +186,7 @@ class RunBar(QToolBar):
         self.device.currentIndexChanged.connect(lambda _: setattr(settings, "device", self.device.currentData()))
         self.dtype.currentTextChanged.connect(lambda text: setattr(settings, "dtype", text))
         for name, box in self.tolerance.items():
-            box.valueChanged.connect(lambda value, name=name: settings.set(name, value))
+            box.valueChanged.connect(lambda value, name=name: settings.type_value(name, value))
         self.seed.valueChanged.connect(lambda value: setattr(settings, "seed", value))
         self.timeout.valueChanged.connect(lambda value: setattr(settings, "timeout", value))
         self.run_button.clicked.connect(self.run_requested)
@@ -167,6 +200,7 @@ class RunBar(QToolBar):
         font.setPointSize(theme.pt(QFont().pointSize()))
         self.setFont(font)
         self.progress.setFixedWidth(round(170 * theme.scale))
+        self.time_left.setMinimumWidth(self.time_left.fontMetrics().horizontalAdvance(TYPICAL_LEFT) + 4)
 
     def set_devices(self, devices: list[dict]) -> None:
         """CPU and every CUDA device the worker found; CUDA greyed out with the reason when absent."""
@@ -219,6 +253,7 @@ class RunBar(QToolBar):
         self.cancel_button.setEnabled(running)
         if running:
             self._started = time.monotonic()
+            self._clock = RunClock()
             self.progress.setRange(0, 0)  # busy until the first progress report
             self.progress.setFormat("starting…")
             self.time_left.setText("")
@@ -231,15 +266,12 @@ class RunBar(QToolBar):
     def set_progress_text(self, text: str) -> None:
         self.progress.setFormat(text)
 
-    def set_progress(self, done: int, total: int) -> None:
-        """Elements done / total, and time left extrapolated from the rate so far."""
+    def set_progress(self, done: int, total: int, elapsed: float | None = None) -> None:
+        """Elements done / total, and the time left at the rate so far (``gradviz.schema.time_left``);
+        ``elapsed``: seconds since the run started (default: measured here)."""
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
         self.progress.setFormat(f"{done:,} / {total:,}")
         self.progress.setToolTip(f"{done:,} of {total:,} Jacobian rows and columns computed")
-        elapsed = time.monotonic() - self._started
-        if 0 < done < total and elapsed > 0.5:
-            left = elapsed * (total - done) / done
-            self.time_left.setText(f"~{left:.0f} s left" if left >= 1 else "<1 s left")
-        else:
-            self.time_left.setText("")
+        elapsed = time.monotonic() - self._started if elapsed is None else elapsed
+        self.time_left.setText(time_left_text(self._clock.report(done, total, elapsed)))

@@ -8,127 +8,72 @@ slope-1 (wrong backward) references. On the right, the verdict in words and the 
 on it: re-run at the suggested eps, re-draw the inputs away from a kink, re-check in float64.
 The buttons only emit signals; the window owns the settings and the runs. All the panel
 computes is display prep: where to anchor a reference line.
+
+It lives in a dock that may be a narrow tab (about 440 px at 1920x1080) or a short strip along
+the bottom (1280x720), so it lays itself out for its width (``_arrange``): text and buttons
+above the plots when narrow, beside them when wide; the dock scrolls for the height. A sweep
+made for other code, file or settings is marked stale, with the window's own reason.
 """
 
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QPen
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QComboBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.figures import save_png
+from gradviz.app.panels.why_plots import (
+    BEST_PEN,
+    BLOCK_COLOUR,
+    CELL_COLOURS,
+    CURVATURE_COLOUR,
+    EPS_PEN,
+    ERROR_TITLE,
+    ERROR_Y,
+    FIGURE_MIN_HEIGHT,
+    FIGURE_MIN_WIDTH,
+    FLOOR_PEN,
+    INK,
+    NO_VALLEY,
+    REFERENCE_PEN,
+    REMAINDER_COLOUR,
+    REMAINDER_TIP,
+    REMAINDER_TITLE,
+    REMAINDER_Y,
+    VERDICT_COLOURS,
+    WRONG_REFERENCE_PEN,
+    fit_range,
+    legend_html,
+    plot_with_legend_below,
+    positive,
+    reference_line,
+    set_title,
+    slopes_text,
+)
 from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.sweep import EPS_FIXABLE, BlockSweep, SweepResult, Verdict, jitter_for
 
-INK = "#222"
+__all__ = ["EMPTY_TEXT", "VERDICT_COLOURS", "WhyPanel", "positive", "reference_line"]
+
 EMPTY_TEXT = "No sweep yet. Sweep the Function to see whether the backward or the finite difference is wrong."
-VERDICT_COLOURS = {
-    Verdict.BACKWARD_WRONG: "#c62828",
-    Verdict.NON_DIFFERENTIABLE: "#6a1b9a",
-    Verdict.PRECISION: "#1565c0",
-    Verdict.EPS_TOO_SMALL: "#b26a00",
-    Verdict.EPS_TOO_LARGE: "#b26a00",
-    Verdict.INCONCLUSIVE: "#555555",
-    Verdict.BACKWARD_RIGHT: "#1a7f37",
-}
-BLOCK_COLOUR = "#1f4e9c"
-CELL_COLOURS = ("#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e")
-REMAINDER_COLOUR = "#1f4e9c"
-CURVATURE_COLOUR = "#8c6d31"
-REFERENCE_PEN = pg.mkPen("#888888", width=1.5, style=Qt.PenStyle.DashLine)
-EPS_PEN = pg.mkPen("#c62828", width=1.5, style=Qt.PenStyle.DashLine)
-BEST_PEN = pg.mkPen("#1a7f37", width=1.5, style=Qt.PenStyle.DashLine)
-FLOOR_PEN = pg.mkPen("#aaaaaa", width=1, style=Qt.PenStyle.DotLine)
-WRONG_REFERENCE_PEN = pg.mkPen("#c62828", width=1.2, style=Qt.PenStyle.DotLine)
 OVERALL = (-1, -1)
-NO_VALLEY = (Verdict.BACKWARD_WRONG, Verdict.NON_DIFFERENTIABLE, Verdict.INCONCLUSIVE)
-MIN_DECADES = 4  # a y range never narrower than this: a flat curve stays a flat line, with decade labels
-
-
-def reference_line(steps: list[float], values: list[float | None], slope: float, at: int) -> tuple[list, list]:
-    """Two points of a line of ``slope`` on log-log axes through ``(steps[at], values[at])``,
-    spanning the steps: ``y = values[at] · (h / steps[at])^slope``."""
-    h0, y0 = steps[at], values[at]
-    xs = [min(steps), max(steps)]
-    return xs, [y0 * (x / h0) ** slope for x in xs]
-
-
-def positive(values: list[float] | None) -> np.ndarray:
-    """Values ready for a log axis: non-positive and non-finite ones become gaps (NaN)."""
-    array = np.asarray(values if values is not None else [], dtype=float)
-    return np.where(np.isfinite(array) & (array > 0), array, np.nan)
-
-
-def _style(plot: pg.PlotItem, title: str, x_label: str, y_label: str, font: QFont) -> None:
-    plot.setTitle(title, size="13pt", color=INK, bold=True)
-    plot.setLogMode(x=True, y=True)
-    plot.showGrid(x=True, y=True, alpha=0.15)
-    plot.setMenuEnabled(False)
-    plot.hideButtons()
-    plot.setMouseEnabled(x=False, y=False)
-    for name, label in (("left", y_label), ("bottom", x_label)):
-        axis = plot.getAxis(name)
-        axis.setPen(INK)
-        axis.setTextPen(INK)
-        axis.setTickFont(font)
-        axis.enableAutoSIPrefix(False)  # log axes: a "(x0.001)" would misread every tick
-        axis.setLabel(label, color=INK, size="11pt")
-    plot.getAxis("left").setStyle(maxTextLevel=0)  # label the decades only: minor labels pile up
-    plot.getAxis("left").setWidth(76)  # tick labels such as 0.0001 and the axis title side by side
-
-
-def _plot_with_legend_below(title: str, x_label: str, y_label: str, font: QFont):
-    """A white plot with its legend under it (a line of text), where it never hides a curve."""
-    plot = pg.PlotWidget(background="w")
-    _style(plot.getPlotItem(), title, x_label, y_label, font)
-    legend = QLabel()
-    legend.setWordWrap(True)
-    legend.setTextFormat(Qt.TextFormat.RichText)
-    legend.setStyleSheet(f"background: white; color: {INK}; padding: 0 6px 4px 6px")
-    legend.setMinimumHeight(2 * legend.fontMetrics().lineSpacing() + 6)  # room to wrap onto a second line
-    legend.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-    figure = QWidget()
-    figure.setStyleSheet("background: white")
-    layout = QVBoxLayout(figure)
-    layout.setContentsMargins(0, 0, 0, 0)
-    layout.setSpacing(0)
-    layout.addWidget(plot, 1)
-    layout.addWidget(legend)
-    return figure, plot.getPlotItem(), legend
-
-
-LINE_GLYPHS = {
-    Qt.PenStyle.SolidLine: "━━",
-    Qt.PenStyle.DashLine: "╍╍",
-    Qt.PenStyle.DotLine: "┅┅",
-}
-
-
-def legend_html(entries: list[tuple[QPen, str]]) -> str:
-    """``━━ name`` for every curve, in its colour and line style."""
-    parts = []
-    for pen, name in entries:
-        glyph = LINE_GLYPHS.get(pen.style(), "━━")
-        colour = pen.color().name()
-        weight = "bold" if pen.widthF() >= 2.5 else "normal"
-        parts.append(
-            f'<span style="color:{colour}; font-weight:{weight}">{glyph}</span>&nbsp;{html.escape(name)}'
-        )
-    return "&nbsp;&nbsp;&nbsp; ".join(parts)
+STALE_STYLE = "background: #fff4d6; color: #6b4a00; border: 1px solid #e0b040; padding: 4px"
+SIDE_BY_SIDE_WIDTH = 760  # narrower than this: the verdict and buttons above the plots, not beside them
+SIDE_MIN_WIDTH = 260  # the widest button's text and the block box
+PLOTS_IN_A_ROW_WIDTH = 1300  # wider than this: the two plots side by side, whatever the height
 
 
 class WhyPanel(QWidget):
@@ -138,6 +83,7 @@ class WhyPanel(QWidget):
     redraw_requested = Signal(float)  # re-run with the inputs moved off kinks by this jitter
     use_float64_requested = Signal()  # re-run the check in float64
     sweep_requested = Signal(object)  # (output, input): sweep this block cell by cell
+    sweep_all_requested = Signal()  # sweep the Function on screen, passing or failing
     block_changed = Signal(int, int)  # the user picked another block (-1, -1: the whole Function)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -146,6 +92,7 @@ class WhyPanel(QWidget):
         self._precision: PrecisionCheck | None = None
         self._block: tuple[int, int] = OVERALL
         self._cell: tuple[int, int] | None = None
+        self._stale: str | None = None
         self.error_curves: dict[str, pg.PlotDataItem] = {}
         self.remainder_curves: dict[str, pg.PlotDataItem] = {}
         self._build()
@@ -156,23 +103,27 @@ class WhyPanel(QWidget):
     def _build(self) -> None:
         tick_font = QFont()
         tick_font.setPointSize(10)
-        self.error_figure, self.error_plot, self.error_legend = _plot_with_legend_below(
-            "Jacobian error against eps", "eps", "max |numerical − analytic|", tick_font
+        self.error_figure, self.error_plot, self.error_legend = plot_with_legend_below(
+            ERROR_TITLE, "eps", ERROR_Y, tick_font
         )
-        self.remainder_figure, self.remainder_plot, self.remainder_legend = _plot_with_legend_below(
-            "Taylor remainder along a random direction", "h", "|w·(f(x+hv) − f(x)) − h wᵀJv|", tick_font
+        self.remainder_figure, self.remainder_plot, self.remainder_legend = plot_with_legend_below(
+            REMAINDER_TITLE, "h", REMAINDER_Y, tick_font
         )
-        for figure in (self.error_figure, self.remainder_figure):
-            figure.setMinimumSize(260, 200)
-        plots = QSplitter(Qt.Orientation.Vertical)
-        plots.addWidget(self.error_figure)
-        plots.addWidget(self.remainder_figure)
-        plots.setChildrenCollapsible(False)
-        self.plots_area = plots
+        self.remainder_figure.setToolTip(REMAINDER_TIP)
+        self.plots_area = QWidget()
+        self._plots_layout = QBoxLayout(QBoxLayout.Direction.TopToBottom, self.plots_area)
+        self._plots_layout.setContentsMargins(0, 0, 0, 0)
+        self._plots_layout.addWidget(self.error_figure, 1)
+        self._plots_layout.addWidget(self.remainder_figure, 1)
 
+        self.stale_label = QLabel()
+        self.stale_label.setWordWrap(True)
+        self.stale_label.setStyleSheet(STALE_STYLE)
+        self.stale_label.hide()
         self.block_combo = QComboBox()
         self.block_combo.setToolTip("The block whose curves are drawn")
-        self.block_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.block_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.block_combo.setMinimumContentsLength(12)
         self.block_combo.currentIndexChanged.connect(self._on_block_combo_changed)
         self.headline = QLabel()
         font = self.headline.font()
@@ -194,16 +145,26 @@ class WhyPanel(QWidget):
         self.cell_label.setWordWrap(True)
         self.cell_label.setStyleSheet("color: #555")
 
+        self.sweep_all_button = QPushButton("Sweep eps for this Function")
+        self.sweep_all_button.setToolTip(
+            "Measure the Jacobian error at eps from 0.1 to 1e-10, passing or failing (in the background)"
+        )
         self.rerun_button = QPushButton("Re-run at the suggested eps")
-        self.rerun_button.setToolTip("Run the check again with the eps at the bottom of the error valley")
+        self.rerun_button.setToolTip(
+            "Run the check once more with the eps at the bottom of the error valley (the run bar keeps its eps)"
+        )
         self.redraw_button = QPushButton("Re-draw inputs away from the kink")
         self.redraw_button.setToolTip("Run the check again with every input element moved a little (jitter)")
         self.float64_button = QPushButton("Re-check in float64")
         self.float64_button.setToolTip("Run the same check in float64, where eps and tolerance are not the problem")
         self.sweep_button = QPushButton("Sweep this block cell by cell")
         self.sweep_button.setToolTip("Only one direction was measured for this block; sweep every cell")
-        for button in (self.rerun_button, self.redraw_button, self.float64_button, self.sweep_button):
+        self.buttons = (
+            self.sweep_all_button, self.rerun_button, self.redraw_button, self.float64_button, self.sweep_button,
+        )  # fmt: skip
+        for button in self.buttons:
             button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.sweep_all_button.clicked.connect(self.sweep_all_requested.emit)
         self.rerun_button.clicked.connect(self._on_rerun_clicked)
         self.redraw_button.clicked.connect(self._on_redraw_clicked)
         self.float64_button.clicked.connect(self.use_float64_requested.emit)
@@ -214,6 +175,8 @@ class WhyPanel(QWidget):
         block_row.addWidget(self.block_combo, 1)
         side = QVBoxLayout()
         side.setContentsMargins(8, 4, 4, 4)
+        side.addWidget(self.sweep_all_button)  # first: in a short dock it shows without scrolling
+        side.addWidget(self.stale_label)
         side.addLayout(block_row)
         side.addWidget(self.headline)
         side.addWidget(self.message)
@@ -221,18 +184,60 @@ class WhyPanel(QWidget):
         side.addWidget(self.precision_label)
         side.addWidget(self.cell_label)
         side.addSpacing(8)
-        for button in (self.rerun_button, self.redraw_button, self.float64_button, self.sweep_button):
+        for button in self.buttons[1:]:
             side.addWidget(button)
         side.addStretch(1)
         self.side = QWidget()
         self.side.setLayout(side)
-        self.side.setMinimumWidth(280)
-        self.side.setMaximumWidth(460)
+        self.side.setMinimumWidth(SIDE_MIN_WIDTH)
 
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(plots, 3)
-        layout.addWidget(self.side, 2)
+        self._layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self._layout.setContentsMargins(4, 4, 4, 4)
+        self._layout.addWidget(self.plots_area, 3)
+        self._layout.addWidget(self.side, 2)
+        self._arrange()
+
+    def _arrange(self, width: int | None = None) -> None:
+        """Lay out for the room the dock gives: narrow (a tab beside the memory study), the verdict
+        and its buttons above the plots, full width, so no text is cut; wider, beside them. The
+        two plots go side by side when they fit and the dock is short (a strip along the bottom)
+        or very wide, so a plot keeps a usable height; what is left over, the dock scrolls."""
+        width = self.width() if width is None else width
+        viewport = self.parentWidget()
+        height = viewport.height() if viewport is not None else self.height()
+        short = height < 2 * FIGURE_MIN_HEIGHT + 200
+        row = width >= 2 * FIGURE_MIN_WIDTH + 40 and (short or width >= PLOTS_IN_A_ROW_WIDTH)
+        beside = width >= (SIDE_BY_SIDE_WIDTH if not row else 2 * FIGURE_MIN_WIDTH + SIDE_MIN_WIDTH + 40)
+        if beside == (self._layout.direction() == QBoxLayout.Direction.TopToBottom):
+            self._layout.removeWidget(self.plots_area)
+            self._layout.removeWidget(self.side)
+            if beside:
+                self._layout.setDirection(QBoxLayout.Direction.LeftToRight)
+                self._layout.addWidget(self.plots_area, 3)
+                self._layout.addWidget(self.side, 2)
+                self.side.setMaximumWidth(460)
+            else:
+                self._layout.setDirection(QBoxLayout.Direction.TopToBottom)
+                self._layout.addWidget(self.side, 0)
+                self._layout.addWidget(self.plots_area, 1)
+                self.side.setMaximumWidth(16777215)
+        self._plots_layout.setDirection(
+            QBoxLayout.Direction.LeftToRight if row else QBoxLayout.Direction.TopToBottom
+        )
+
+    def resizeEvent(self, event) -> None:
+        self._arrange(event.size().width())
+        super().resizeEvent(event)
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ParentChange and self.parentWidget() is not None:
+            self.parentWidget().installEventFilter(self)  # the scroll area's viewport: its height counts
+        return super().event(event)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:
+            self._arrange()
+        return super().eventFilter(watched, event)
 
     # the model in -------------------------------------------------------------------------------
 
@@ -248,6 +253,7 @@ class WhyPanel(QWidget):
         if sweep is not None and sweep.block(*self._block) is None and self._block != OVERALL:
             self._block = OVERALL
         self._cell = None
+        self.set_stale(None)
         self._show()
 
     def select_block(self, output: int, input: int) -> None:
@@ -261,6 +267,27 @@ class WhyPanel(QWidget):
         self._cell = None if row is None or col is None else (row, col)
         self._draw_errors(self._current())
         self._show_cell(self._current())
+        self._hide_empty()
+
+    def set_stale(self, reason: str | None) -> None:
+        """Mark the sweep on screen as made for other code, file or settings (``reason``, the
+        window's words, as for every other view), or clear the mark with None."""
+        self._stale = reason if self._sweep is not None else None
+        self.stale_label.setText(f"Stale: {self._stale}" if self._stale else "")
+        self.stale_label.setVisible(bool(self._stale))
+
+    def stale_text(self) -> str | None:
+        return self._stale
+
+    def show_message(self, text: str) -> None:
+        """A line about the sweep in flight or why it could not run, in place of the verdict's."""
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    def set_sweep_allowed(self, allowed: bool, why: str = "") -> None:
+        """Whether the Function on screen can be swept now; ``why`` not, as the button's text."""
+        self.sweep_all_button.setEnabled(allowed)
+        self.sweep_all_button.setText("Sweep eps for this Function" if allowed or not why else why)
 
     def result(self) -> SweepResult | None:
         return self._sweep
@@ -300,6 +327,12 @@ class WhyPanel(QWidget):
         self._show_text(b)
         self._show_buttons(b)
         self._show_cell(b)
+        self._hide_empty()
+
+    def _hide_empty(self) -> None:
+        """An empty text takes no line: the buttons stay right under the verdict."""
+        for label in (self.message, self.slopes, self.precision_label, self.cell_label):
+            label.setVisible(bool(label.text()))
 
     def _show_text(self, b: BlockSweep | None) -> None:
         sweep = self._sweep
@@ -315,24 +348,8 @@ class WhyPanel(QWidget):
         self.headline.setStyleSheet(f"color: {VERDICT_COLOURS[verdict]}")
         text = sweep.message if b is sweep.overall else b.message.replace(f"{b.title}: ", "", 1)
         self.message.setText(text)
-        self.slopes.setText(self._slopes_text(b, sweep))
+        self.slopes.setText(slopes_text(b, sweep))
         self.precision_label.setText(self._precision.message if self._precision else "")
-
-    @staticmethod
-    def _slopes_text(b: BlockSweep, sweep: SweepResult) -> str:
-        def slope(value: float | None) -> str:
-            return "—" if value is None else f"{value:.2f}"
-
-        parts = [
-            f"Taylor remainder slope {slope(b.remainder_slope)} (right 2, wrong 1)",
-            f"second difference slope {slope(b.curvature_slope)} (smooth 2, kink 1)",
-        ]
-        if b.swept and b.verdict not in NO_VALLEY:
-            parts.append(f"error slopes {slope(b.truncation_slope)} above the best eps, {slope(b.roundoff_slope)} below")
-            if b.columns is not None and b.columns < b.shape[1]:
-                parts.append(f"{b.columns} of {b.shape[1]} columns swept")
-        parts.append(f"{sweep.dtype}, eps={sweep.eps:g}, {sweep.seconds:.2f} s")
-        return " · ".join(parts)
 
     def _show_buttons(self, b: BlockSweep | None) -> None:
         sweep = self._sweep
@@ -371,9 +388,9 @@ class WhyPanel(QWidget):
         sweep = self._sweep
         if sweep is None or b is None or not b.swept:
             if sweep is not None and b is not None:
-                plot.setTitle("Jacobian error against eps (not swept for this block)", size="13pt", color=INK)
+                set_title(plot, "Not swept for this block")
             return
-        plot.setTitle("Jacobian error against eps", size="13pt", color=INK, bold=True)
+        set_title(plot, ERROR_TITLE)
         steps = sweep.steps
         curve = plot.plot(
             steps,
@@ -407,7 +424,7 @@ class WhyPanel(QWidget):
         if best is not None:
             entries.append((BEST_PEN, f"best eps {b.best_eps:g}"))
         self.error_legend.setText(legend_html(entries))
-        self._fit_range(plot, steps, [b.errors, *[c.errors for c in b.cells]])
+        fit_range(plot, steps, [b.errors, *[c.errors for c in b.cells]])
 
     def _draw_remainder(self, b: BlockSweep | None) -> None:
         plot = self.remainder_plot
@@ -451,20 +468,7 @@ class WhyPanel(QWidget):
         self.remainder_legend.setText(
             legend_html([(item.opts["pen"], item.name() or label) for label, item in self.remainder_curves.items()])
         )
-        self._fit_range(plot, steps, [b.remainder, b.curvature, [b.floor]])
-
-    @staticmethod
-    def _fit_range(plot: pg.PlotItem, steps: list[float], series: list[list[float] | None]) -> None:
-        """Explicit ranges (log10 units): every step, and the curves' values with a margin."""
-        values = np.concatenate([positive(s) for s in series if s is not None] or [np.array([1.0])])
-        values = values[np.isfinite(values)]
-        low, high = (float(values.min()), float(values.max())) if values.size else (1e-16, 1.0)
-        bottom, top = math.log10(low) - 0.5, math.log10(high) + 0.5
-        if top - bottom < MIN_DECADES:
-            middle = (top + bottom) / 2
-            bottom, top = middle - MIN_DECADES / 2, middle + MIN_DECADES / 2
-        plot.setXRange(math.log10(min(steps)), math.log10(max(steps)), padding=0.04)
-        plot.setYRange(bottom, top, padding=0)
+        fit_range(plot, steps, [b.remainder, b.curvature, [b.floor]])
 
     # the user's actions out ---------------------------------------------------------------------
 
