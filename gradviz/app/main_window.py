@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QMainWindow,
     QMessageBox,
-    QToolBar,
     QWidget,
 )
 
@@ -64,7 +63,7 @@ KEYS_HELP = (  # keys that are not menu items, for Help → Keyboard shortcuts
     ("mouse wheel / drag", "zoom / pan the heatmaps and the graph"),
     (
         "Presentation: Page Down, →, ↓, Space",
-        "next: run, go to the worst cell, step through the backward, next example",
+        "next: run, the worst cell, the backward steps, the memory study, the next example",
     ),
     ("Presentation: Page Up, ←, ↑", "back: the previous backward step, the previous example"),
     ("Presentation: Esc", "leave presentation mode (when nothing runs)"),
@@ -163,8 +162,8 @@ class MainWindow(QMainWindow):
             ("copy_markdown", "Copy worst cells as &Markdown", ["Ctrl+Shift+M"], lambda: self.copy_worst_cells("markdown"), "edit"),
             ("copy_latex", "Copy worst cells as &LaTeX", ["Ctrl+Shift+L"], lambda: self.copy_worst_cells("latex"), "edit"),
             ("presentation", "&Presentation mode", ["F11"], self.toggle_presentation, "view"),
-            ("bigger", "&Larger text", ["Ctrl+=", "Ctrl++", standard.ZoomIn], lambda: self.view.step_scale(1), "view"),
-            ("smaller", "&Smaller text", ["Ctrl+-", standard.ZoomOut], lambda: self.view.step_scale(-1), "view"),
+            ("bigger", "&Larger text", ["Ctrl+=", "Ctrl++", standard.ZoomIn], lambda: self.presentation.step_text(1), "view"),
+            ("smaller", "&Smaller text", ["Ctrl+-", standard.ZoomOut], lambda: self.presentation.step_text(-1), "view"),
             ("reset_text", "&Normal text size", ["Ctrl+0"], lambda: setattr(self.view, "scale", 1.0), "view"),
             ("contrast", "&High contrast", ["Ctrl+Shift+H"], self._toggle_contrast, "view"),
             ("quiz", "&Quiz: hide the bug comments", ["Ctrl+Shift+Q"], self._toggle_quiz, "view"),
@@ -194,27 +193,12 @@ class MainWindow(QMainWindow):
         self._view_menu = menus["view"]
         for dock in self.docks.values():
             menus["view"].addAction(dock.toggleViewAction())
-        # the presentation button on the run bar, and the slim bar presentation mode keeps
+        # the presentation button on the run bar (presentation mode has its own bar: presentation_views)
         present = QAction("Present", self)
         present.setToolTip(self.actions["presentation"].toolTip())
         present.triggered.connect(self.toggle_presentation)
         self.run_bar.addSeparator()
         self.run_bar.addAction(present)
-        self.present_bar = QToolBar("Presentation")
-        self.present_bar.setObjectName("presentation_toolbar")
-        self.present_bar.setMovable(False)
-        for text, tip, slot in (
-            ("◀", "Back (Page Up)", self.presenter.retreat),
-            ("▶", "Next: run, worst cell, backward steps, next example (Page Down)", self.presenter.advance),
-            ("A−", "Smaller text (Ctrl+-)", lambda: self.view.step_scale(-1)),
-            ("A+", "Larger text (Ctrl+=)", lambda: self.view.step_scale(1)),
-        ):
-            action = self.present_bar.addAction(text, slot)
-            action.setToolTip(tip)
-        self.present_bar.addAction(self.actions["quiz"])
-        self.present_bar.addAction("✕ Leave", self.toggle_presentation).setToolTip("Leave presentation mode (F11)")
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.present_bar)
-        self.present_bar.hide()
 
     def _connect(self) -> None:
         self.source.title_changed.connect(self.setWindowTitle)
@@ -251,6 +235,7 @@ class MainWindow(QMainWindow):
         self.picker.builtin_chosen.connect(self._show_document_in_picker)
         self.picker.file_chosen.connect(self._show_document_in_picker)
         self.view.high_contrast_changed.connect(self._on_contrast_changed)
+        self.view.subscribe(lambda: self.setStyleSheet(style_sheet(self.view.theme)))  # controls' text size
         self.view.quiz_changed.connect(self.actions["quiz"].setChecked)
         self.presenter.acted.connect(lambda what: self.statusBar().showMessage(f"▶ {what}", 3000))
         QApplication.instance().installEventFilter(self.presentation)
@@ -569,7 +554,7 @@ class MainWindow(QMainWindow):
 
     def _on_contrast_changed(self, on: bool) -> None:
         self.actions["contrast"].setChecked(on)
-        self.setStyleSheet(style_sheet(on))
+        self.setStyleSheet(style_sheet(self.view.theme))
 
     def _on_escape(self) -> None:
         """Esc cancels a run; with nothing running, it leaves presentation mode."""

@@ -59,7 +59,7 @@ def checks_html(study: dict) -> str:
         f"difference = formula {_mark(difference == formula)} &nbsp;({difference:,} B measured, {formula:,} B by formula)"
         f" &nbsp;&nbsp; outputs match {_mark(bool(study['outputs_match']))}"
         f" &nbsp; gradients match {_mark(bool(study['grads_match']))}<br>"
-        f'<span style="color:#555; font-size:12pt">{study["layers"]} layers, input {n}x{c}x{h}x{w}'
+        f'<span style="color:#555">{study["layers"]} layers, input {n}x{c}x{h}x{w}'
         f"{dtype} on {study['device']}</span>"
     )
 

@@ -1,18 +1,21 @@
-"""Presentation mode (F11): full screen, the controls hidden, one larger text scale and the
-high-contrast theme; a clicker's keys (Page Down/Up, the arrows, Space) step through a lecture
-with the ``Presenter``. Leaving it puts the window, its docks and its text back as they were.
+"""Presentation mode (F11): full screen, one view at a time (``PresentationStage``: the code, the
+Jacobians, the backward step-through, the memory study), the high-contrast theme and no text
+under PRESENTATION_MIN_PX; a clicker's keys (Page Down/Up, the arrows, Space) step through a
+lecture with the ``Presenter``. Leaving it puts the window, its docks, its panels and its text
+back as they were.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
 from gradviz.app import window_layout
-from gradviz.app.presenter import Presenter
-from gradviz.app.theme import PRESENTATION_SCALE
+from gradviz.app.presentation_views import PresentationStage
+from gradviz.app.presenter import VIEWS, Presenter
+from gradviz.app.theme import PRESENTATION_MIN_PX, PRESENTATION_SCALE, points_for_pixels
 from gradviz.schema.library import builtin_functions
 
 if TYPE_CHECKING:
@@ -20,8 +23,8 @@ if TYPE_CHECKING:
 
 FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
-# the Why? dock too: beside the heatmaps it would squeeze them on a 1280x720 projector
-PRESENTATION_HIDES = ("Functions", "Output", window_layout.MEMORY_DOCK, "Why?")
+DOCK_VIEWS = {"code": "Code", "backward": "Autograd graph", "memory": window_layout.MEMORY_DOCK}  # view: dock lent
+MIN_HEATMAP_PX = 300  # the Jacobians view's maps are never shorter (A+ stops before that)
 
 
 class PresentationMode(QObject):
@@ -31,13 +34,21 @@ class PresentationMode(QObject):
         super().__init__(window)
         self.w = window
         self._saved: dict | None = None
-        self.presenter = Presenter(_PresenterAdapter(window), self)
+        self.stage: PresentationStage | None = None
+        self._centre: QWidget | None = None
+        self.presenter = Presenter(_PresenterAdapter(window, self), self)
+        # a moment after the text size, the view or the screen changes: does the view still fit?
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(60)
+        self._fit_timer.timeout.connect(self._keep_view_fitting)
+        window.view.subscribe(self._check_fit_soon)
 
     def toggle(self) -> None:
         self.set(self._saved is None)
 
     def set(self, on: bool) -> None:
-        """Full screen, controls hidden, large high-contrast text; off puts everything back."""
+        """Full screen, one view at a time, large high-contrast text; off puts everything back."""
         w = self.w
         if on == (self._saved is not None):
             return
@@ -49,26 +60,31 @@ class PresentationMode(QObject):
                 "geometry": w.saveGeometry(),
                 "scale": w.view.scale,
                 "contrast": w.view.high_contrast,
+                "min_points": w.view.min_points,
                 "auto": w.layout_manager.auto,
             }
-            w.layout_manager.presenting = True  # the docks stay where they are, sized for the room
+            w.layout_manager.presenting = True
             w.menuBar().hide()
             w.statusBar().hide()
             w.run_bar.hide()
-            w.present_bar.show()
-            for title in PRESENTATION_HIDES:
-                w.docks[title].hide()
+            for dock in w.docks.values():
+                dock.hide()
+            w.view.min_points = points_for_pixels(PRESENTATION_MIN_PX)
             w.view.scale = max(w.view.scale, PRESENTATION_SCALE)
             w.view.high_contrast = True
             w.banner.set_compact(True)
+            self._build_stage()
+            w.setCentralWidget(self.stage)
+            self.stage.show()
             w.showFullScreen()
-            w.jacobians.setFocus()  # the clicker's arrows step, not the editor's cursor
+            self.show_view(VIEWS[0])
         else:
             saved, self._saved = self._saved, None
-            w.present_bar.hide()
+            self._return_panels()
             w.menuBar().show()
             w.statusBar().show()
             w.run_bar.show()
+            w.view.min_points = saved["min_points"]
             w.view.scale = saved["scale"]
             w.view.high_contrast = saved["contrast"]
             w.banner.set_compact(False)
@@ -83,6 +99,106 @@ class PresentationMode(QObject):
             w.restoreState(saved["state"])
             w.layout_manager.auto = saved["auto"]
         w.actions["presentation"].setChecked(on)
+
+    def _build_stage(self) -> None:
+        """The stage with the panels lent to it: the docks' contents and the window's centre."""
+        w = self.w
+        self._centre = w.takeCentralWidget()
+        self.stage = stage = PresentationStage(w.view)
+        stage.hold("jacobians", self._centre)
+        for name, title in DOCK_VIEWS.items():
+            stage.hold(name, w.docks[title].widget())
+        for name, text, tip, slot in (
+            ("back", "◀", "Back (Page Up, ←)", self.presenter.retreat),
+            ("next", "▶", "Next: run, worst cell, backward steps, memory, next example (Page Down, →, Space)", self.presenter.advance),
+            ("smaller", "A−", "Smaller text (Ctrl+-)", lambda: self.step_text(-1)),
+            ("bigger", "A+", "Larger text (Ctrl+=)", lambda: self.step_text(1)),
+        ):
+            stage.add_control(name, text, tip, slot)
+        quiz = stage.add_control("quiz", "", "Quiz: hide the bug comments (Ctrl+Shift+Q)", self._toggle_quiz, checkable=True)
+        self._show_quiz(w.view.quiz)
+        w.view.quiz_changed.connect(self._show_quiz)
+        quiz.setObjectName("presentation_quiz")
+        stage.add_control("leave", "✕ Leave", "Leave presentation mode (F11, Esc)", lambda: self.set(False))
+        stage.view_requested.connect(self.show_view)
+        stage.resized.connect(self._fit_timer.start)
+
+    def _return_panels(self) -> None:
+        """Every lent panel back in its dock, the centre back in the window."""
+        w, stage = self.w, self.stage
+        w.view.quiz_changed.disconnect(self._show_quiz)
+        for name, title in DOCK_VIEWS.items():
+            widget = stage.release(name)
+            w.docks[title].setWidget(widget)
+            widget.show()  # a widget given a new parent stays hidden until shown
+        stage.release("jacobians")
+        w.takeCentralWidget()
+        w.setCentralWidget(self._centre)
+        self._centre.show()
+        self._centre = None
+        stage.deleteLater()
+        self.stage = None
+
+    def _toggle_quiz(self) -> None:
+        self.w.view.quiz = not self.w.view.quiz
+
+    def _show_quiz(self, on: bool) -> None:
+        """The quiz button says whether quiz is on, in words and by being pressed."""
+        button = self.stage.controls["quiz"]
+        button.setChecked(on)
+        button.setText("Quiz: on" if on else "Quiz: off")
+
+    def show_view(self, name: str) -> None:
+        """Show view ``name`` alone (the presenter and the bar's buttons call this)."""
+        if self.stage is None:
+            return
+        self.stage.show_view(name)
+        self._fit_timer.start()
+        self.stage.setFocus()  # the clicker's keys step (a Space typed into the code would change it)
+
+    def current_view(self) -> str:
+        return self.stage.current if self.stage is not None else VIEWS[0]
+
+    def step_text(self, delta: int) -> None:
+        """A+ / A−: larger or smaller text; never below PRESENTATION_MIN_PX (the theme's floor)
+        and, while presenting, never past what the view on screen holds (``_keep_view_fitting``)."""
+        self.w.view.step_scale(delta)
+
+    def _check_fit_soon(self) -> None:
+        if self.stage is not None:
+            self._fit_timer.start()
+
+    def _keep_view_fitting(self) -> None:
+        """A view that no longer fits (A+, another view, a smaller screen) gets its text a step
+        smaller, down to PRESENTATION_SCALE; each step is measured again once laid out."""
+        view = self.w.view
+        if self.stage is None or view.scale <= PRESENTATION_SCALE or self.view_fits():
+            return
+        view.step_scale(-1)  # the theme change checks again
+        self.presenter.acted.emit("text a size smaller: the view must fit the screen")
+
+    def settled(self) -> bool:
+        """No fit check is waiting (tests wait for this after A+ or a resize)."""
+        return not self._fit_timer.isActive()
+
+    def view_fits(self, name: str | None = None) -> bool:
+        """The view's panel is not squeezed below its minimum, and the Jacobians' maps are at
+        least MIN_HEATMAP_PX tall (measured after laying out)."""
+        if self.stage is None:
+            return True
+        name = name or self.stage.current
+        page = self.stage.page(name)
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        least = page.minimumSizeHint()
+        if least.height() > page.height() or least.width() > page.width():
+            return False
+        if name == "jacobians" and self.w.jacobians.current_block() is not None:
+            return self.heatmap_height() >= MIN_HEATMAP_PX
+        return True
+
+    def heatmap_height(self) -> float:
+        """Height in pixels of the Jacobians' heatmap views."""
+        return min(plot.getViewBox().height() for plot in self.w.jacobians.plot_items)
 
     @property
     def active(self) -> bool:
@@ -114,8 +230,15 @@ class PresentationMode(QObject):
 class _PresenterAdapter:
     """The window as the presenter sees it (``presenter.PresenterWindow``)."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: MainWindow, mode: PresentationMode) -> None:
         self.w = window
+        self.mode = mode
+
+    def current_view(self) -> str:
+        return self.mode.current_view()
+
+    def show_view(self, name: str) -> None:
+        self.mode.show_view(name)
 
     def examples(self) -> list[str]:
         return [entry.name for entry in builtin_functions()]

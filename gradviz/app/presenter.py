@@ -1,8 +1,10 @@
-"""What a presenter's clicker does: one key forward, one key back through a lecture.
+"""What a presenter's clicker does: one key forward, one key back through a lecture, one view at
+a time (presentation mode shows one of VIEWS full screen: the code, the Jacobians, the backward
+step-through, the memory study).
 
-Forward: run the example in the editor; then go to its worst cell (when it fails); then walk the
-recorded backward one node at a time; after the last node, load the next built-in example.
-Back: step the backward walk back; before its first step, load the previous example.
+Forward: from the code, run it and show the Jacobians; there, go to the worst cell (when it
+fails); then the backward step-through, one node a key; then the memory study; then the next
+built-in example's code. Back walks the same way back; from the code, the previous example.
 
 The presenter only decides; the window acts (``PresenterWindow``), so the sequence is tested
 with a small fake window.
@@ -13,6 +15,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
+
+VIEWS = ("code", "jacobians", "backward", "memory")  # the order a lecture goes through them
+VIEW_TITLES = {"code": "Code", "jacobians": "Jacobians", "backward": "Backward", "memory": "Memory"}
 
 
 class PresenterWindow(Protocol):
@@ -26,6 +31,8 @@ class PresenterWindow(Protocol):
     def go_to_worst(self) -> None: ...
     def backward_step(self) -> tuple[int, int]: ...  # (step shown, steps); step -1 before the walk
     def step_backward(self, delta: int) -> None: ...  # delta 0: the first step
+    def current_view(self) -> str: ...  # one of VIEWS
+    def show_view(self, name: str) -> None: ...
 
 
 class Presenter(QObject):
@@ -46,34 +53,59 @@ class Presenter(QObject):
         w = self.window
         if w.running():
             return self._say("running: wait for the result")
-        if not w.result_current():
-            self.reset()
-            w.run()
-            return self._say("run")
-        if w.result_failed() and not self._worst_shown:
-            self._worst_shown = True
-            w.go_to_worst()
-            return self._say("worst cell")
-        step, steps = w.backward_step()
-        if not self._walking and steps:
-            self._walking = True
-            w.step_backward(0)
-            return self._say("backward step 1")
-        if self._walking and step + 1 < steps:
-            w.step_backward(1)
-            return self._say(f"backward step {step + 2}")
+        view = w.current_view()
+        if view == "code":
+            w.show_view("jacobians")
+            if not w.result_current():
+                self.reset()
+                w.run()
+                return self._say("run")
+            return self._say("Jacobians")
+        if view == "jacobians":
+            if not w.result_current():
+                self.reset()
+                w.run()
+                return self._say("run")
+            if w.result_failed() and not self._worst_shown:
+                self._worst_shown = True
+                w.go_to_worst()
+                return self._say("worst cell")
+            w.show_view("backward")
+            _step, steps = w.backward_step()
+            if steps:
+                self._walking = True
+                w.step_backward(0)
+                return self._say("backward step 1")
+            return self._say("backward")
+        if view == "backward":
+            step, steps = w.backward_step()
+            if not self._walking and steps:
+                self._walking = True
+                w.step_backward(0)
+                return self._say("backward step 1")
+            if self._walking and step + 1 < steps:
+                w.step_backward(1)
+                return self._say(f"backward step {step + 2}")
+            w.show_view("memory")
+            return self._say("memory")
         return self.change_example(+1)
 
     def retreat(self) -> str:
         w = self.window
-        step, _steps = w.backward_step()
-        if self._walking and step > 0 and not w.running():
-            w.step_backward(-1)
-            return self._say(f"backward step {step}")
-        return self.change_example(-1)
+        view = w.current_view()
+        if view == "backward":
+            step, _steps = w.backward_step()
+            if self._walking and step > 0 and not w.running():
+                w.step_backward(-1)
+                return self._say(f"backward step {step}")
+        if view == "code":
+            return self.change_example(-1)
+        previous = VIEWS[max(VIEWS.index(view) - 1, 0)] if view in VIEWS else "code"
+        w.show_view(previous)
+        return self._say(VIEW_TITLES[previous])
 
     def change_example(self, delta: int) -> str:
-        """The next (1) or previous (-1) built-in example, wrapping around."""
+        """The next (1) or previous (-1) built-in example, wrapping around, from its code."""
         w = self.window
         names = w.examples()
         if not names:
@@ -83,6 +115,7 @@ class Presenter(QObject):
         name = names[k % len(names)]
         self.reset()
         w.load_example(name)
+        w.show_view("code")
         return self._say(f"example {name}")
 
     def _say(self, what: str) -> str:

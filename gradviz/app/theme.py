@@ -8,23 +8,34 @@ never know which mode they are in, only the theme.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
+from PySide6.QtGui import QFont, QGuiApplication
 
 SCALES = (0.8, 0.9, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.4)  # Ctrl+= / Ctrl+- step along these
-PRESENTATION_SCALE = 1.3
+PRESENTATION_SCALE = 1.3  # with the 24 px floor: most texts 24 px, headings above, the maps 300 px tall at 720 lines
+PRESENTATION_MIN_PX = 24  # the smallest text a class of 100 reads from the back of a room (720-line screen)
+
+
+def points_for_pixels(pixels: float) -> int:
+    """The whole point size whose glyphs are at least ``pixels`` tall on the primary screen
+    (96 dpi: 24 px is 18 pt)."""
+    screen = QGuiApplication.primaryScreen()
+    dpi = screen.logicalDotsPerInchY() if screen is not None else 96.0
+    return math.ceil(pixels * 72.0 / dpi - 1e-9)
 
 
 @dataclass(frozen=True)
 class Theme:
     scale: float = 1.0
     high_contrast: bool = False
+    min_points: int = 6  # no text smaller than this (presentation mode raises it: PRESENTATION_MIN_PX)
 
     def pt(self, base: float) -> int:
-        """A base point size (as drawn at scale 1) at this theme's scale."""
-        return max(6, round(base * self.scale))
+        """A base point size (as drawn at scale 1) at this theme's scale, never below the floor."""
+        return max(6, self.min_points, round(base * self.scale))
 
     def font(self, base: float, *, bold: bool = False, family: QFont | None = None) -> QFont:
         font = QFont(family) if family is not None else QFont()
@@ -49,21 +60,35 @@ class Theme:
 
 
 class ViewSettings(QObject):
-    """Text scale, high contrast and quiz mode (the buggy twins' answers hidden in the editor)."""
+    """Text scale, high contrast, the smallest text allowed (presentation mode's floor) and quiz
+    mode (the buggy twins' answers hidden in the editor)."""
 
     scale_changed = Signal(float)
     high_contrast_changed = Signal(bool)
+    min_points_changed = Signal(int)
     quiz_changed = Signal(bool)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._scale = 1.0
         self._high_contrast = False
+        self._min_points = Theme.min_points
         self._quiz = False
 
     @property
     def theme(self) -> Theme:
-        return Theme(self._scale, self._high_contrast)
+        return Theme(self._scale, self._high_contrast, self._min_points)
+
+    @property
+    def min_points(self) -> int:
+        return self._min_points
+
+    @min_points.setter
+    def min_points(self, value: int) -> None:
+        value = max(int(value), Theme.min_points)
+        if value != self._min_points:
+            self._min_points = value
+            self.min_points_changed.emit(value)
 
     @property
     def scale(self) -> float:
@@ -106,9 +131,10 @@ class ViewSettings(QObject):
             self.quiz_changed.emit(self._quiz)
 
     def subscribe(self, slot) -> None:
-        """Call ``slot()`` whenever the theme (scale or contrast) changes."""
+        """Call ``slot()`` whenever the theme (scale, contrast or the smallest size) changes."""
         self.scale_changed.connect(lambda _value: slot())
         self.high_contrast_changed.connect(lambda _value: slot())
+        self.min_points_changed.connect(lambda _value: slot())
 
 
 HIGH_CONTRAST_QSS = """
@@ -116,10 +142,21 @@ QWidget { color: #000000; }
 QMainWindow, QDockWidget > QWidget, QWidget#centre { background: #ffffff; }
 QPushButton, QToolButton { border: 2px solid #000000; border-radius: 3px; padding: 2px 8px; background: #ffffff; }
 QPushButton:disabled, QToolButton:disabled { color: #6b6b6b; border-color: #8c8c8c; }
+QPushButton:checked, QToolButton:checked { background: #000000; color: #ffffff; }
 QTabBar::tab:selected { font-weight: bold; }
 """  # black on white, framed controls: readable from the back of a lecture room
 
 
-def style_sheet(high_contrast: bool) -> str:
-    """The window's style sheet: none normally, HIGH_CONTRAST_QSS in high contrast."""
-    return HIGH_CONTRAST_QSS if high_contrast else ""
+def style_sheet(theme: Theme | bool) -> str:
+    """The window's style sheet: none normally, HIGH_CONTRAST_QSS in high contrast.
+
+    Under a style sheet Qt resolves each widget's font once, when it polishes it, and then takes
+    it for the widget's own: a panel's larger font no longer reaches its plain labels, buttons and
+    boxes (they stayed at the application's 9 pt in presentation mode). The application attribute
+    that keeps fonts propagating is set with the first style sheet."""
+    if isinstance(theme, bool):
+        theme = Theme(high_contrast=theme)
+    if not theme.high_contrast:
+        return ""
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_UseStyleSheetPropagationInWidgetStyles, True)
+    return HIGH_CONTRAST_QSS

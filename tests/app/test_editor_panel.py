@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QStyle, QStyleOptionFrame, QToolButton
 
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.theme import ViewSettings
@@ -126,3 +127,50 @@ def test_the_text_scale_grows_the_editor_font(qtbot, panel):
     before = panel.editor.font().pointSize()
     panel.view_settings.scale = 2.0
     assert panel.editor.font().pointSize() == 2 * before
+
+
+def test_quiz_numbers_the_shown_lines_without_gaps(qtbot, panel):
+    """A gap in the line numbers would say where the answer was hidden."""
+    panel.set_text(find_builtin("buggy_linear_transpose").read_text(encoding="utf-8"))
+    panel.view_settings.quiz = True
+    editor = panel.editor
+    assert editor.quiz_hidden_lines()
+    labels = editor.line_labels()
+    assert labels == [str(k) for k in range(1, len(labels) + 1)]
+    assert len(labels) == editor.blockCount() - len(editor.quiz_hidden_lines())
+    editor.repaint()
+    panel.view_settings.quiz = False  # and back to the file's own numbers
+    assert editor.line_labels() == [str(k) for k in range(1, editor.blockCount() + 1)]
+
+
+def text_room(field) -> int:
+    """Pixels a QLineEdit has for its text, from the style: its contents rectangle less the text
+    margins, the clear button inside it and the 2 px QLineEdit keeps on each side."""
+    option = QStyleOptionFrame()
+    field.initStyleOption(option)
+    rect = field.style().subElementRect(QStyle.SubElement.SE_LineEditContents, option, field)
+    right = rect.right() - field.textMargins().right()
+    for button in field.findChildren(QToolButton):
+        right = min(right, button.geometry().left())
+    return right - rect.left() - field.textMargins().left() - 4
+
+
+@pytest.mark.parametrize("width", [300, 420, 600, 900])
+def test_the_find_fields_hint_is_never_cut(qtbot, panel, width):
+    """The placeholder shown fits the field's text area, at every width a dock gives it, and at
+    presentation scale; the full wording is the tooltip."""
+    bar = panel.find_bar
+    for scale in (1.0, 1.3):
+        panel.view_settings.scale = scale
+        panel.resize(width, 400)
+        panel.find()
+        qtbot.waitUntil(lambda: bar.field.width() > 0 and bar.isVisible())
+        qtbot.wait(0)
+        field = bar.field
+        room = text_room(field)
+        shown = field.placeholderText()
+        assert shown.startswith("Find")
+        assert field.fontMetrics().horizontalAdvance(shown) <= room, (width, scale, shown, room)
+        assert "Shift+Enter" in field.toolTip()
+    panel.resize(1400, 400)
+    qtbot.waitUntil(lambda: "Shift+Enter" in bar.field.placeholderText())  # room for all of it: all of it

@@ -20,16 +20,20 @@ def test_presentation_mode_and_the_clicker_walk_a_lecture(qtbot, main_window):
     assert not window.menuBar().isVisible() and not window.run_bar.isVisible()
     assert window.view.scale >= 1.3 and window.view.high_contrast
     assert "#000000" in window.styleSheet()  # black on white, framed controls
+    stage = window.presentation.stage
+    assert stage.current == "code" and window.editor.isVisible() and not window.jacobians.isVisible()
     banner_points = window.banner.headline.font().pointSize()
     qtbot.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)  # Ctrl+= : one scale for all
     assert window.banner.headline.font().pointSize() > banner_points
-    # the clicker: run, then the worst cell, then the backward one node at a time
+    # the clicker: run (the Jacobians alone), the worst cell, the backward one node at a time
     with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
-        qtbot.keyClick(window.jacobians, Qt.Key.Key_PageDown)
+        qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+    assert stage.current == "jacobians" and window.jacobians.isVisible() and not window.editor.isVisible()
     block = window.jacobians.current_block()
-    qtbot.keyClick(window.jacobians, Qt.Key.Key_PageDown)
+    qtbot.keyClick(stage, Qt.Key.Key_PageDown)
     assert window.jacobians.highlighted_cell() == block.worst
-    qtbot.keyClick(window.jacobians, Qt.Key.Key_PageDown)
+    qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+    assert stage.current == "backward" and window.graph.isVisible()
     step, steps = window.graph.step_position()
     assert step == 0 and steps == 3
     # your Function's node: one backward call with a one-hot grad_output fills one row of J
@@ -39,16 +43,21 @@ def test_presentation_mode_and_the_clicker_walk_a_lecture(qtbot, main_window):
     info = window.graph.node_info.text()  # what flows: the gradient in, the gradients out
     assert "gradient in:" in info and "gradients out:" in info
     assert not window.graph.prev_button.isEnabled() and window.graph.next_button.isEnabled()
-    qtbot.keyClick(window.jacobians, Qt.Key.Key_PageUp)  # before the first step: the previous example
-    assert window.document.builtin_name != "buggy_linear_transpose"
+    qtbot.keyClick(stage, Qt.Key.Key_PageUp)  # before the first step: back to the Jacobians
+    assert stage.current == "jacobians"
+    qtbot.keyClick(stage, Qt.Key.Key_PageUp)
+    qtbot.keyClick(stage, Qt.Key.Key_PageUp)  # before the code: the previous example
+    assert stage.current == "code" and window.document.builtin_name != "buggy_linear_transpose"
     # the quiz hides the answer; Esc (nothing running) leaves and puts everything back
     window.load_builtin("buggy_linear_transpose")
     window.actions["quiz"].trigger()
-    assert window.editor.editor.quiz_hidden_lines()
+    assert window.editor.editor.quiz_hidden_lines() and stage.controls["quiz"].isChecked()
     window.actions["quiz"].trigger()
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     assert not window.in_presentation() and window.menuBar().isVisible()
     assert window.view.scale == 1.0 and not window.view.high_contrast and window.styleSheet() == ""
+    assert window.docks["Autograd graph"].widget() is window.graph and window.jacobians.isVisible()
+    assert window.editor.isVisible()  # every lent panel back in its dock, shown
 
 
 def test_stale_results_are_marked_and_the_banner_counts_a_run(qtbot, main_window):

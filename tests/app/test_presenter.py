@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradviz.app.presenter import Presenter
+from gradviz.app.presenter import VIEWS, Presenter
 from gradviz.app.theme import SCALES, Theme, ViewSettings
 
 
@@ -15,6 +15,7 @@ class FakeWindow:
         self.failing = failing
         self.steps = steps
         self.step = -1
+        self.view = "code"
         self.log: list[str] = []
 
     def examples(self):
@@ -50,28 +51,42 @@ class FakeWindow:
         self.step = 0 if delta == 0 else self.step + delta
         self.log.append(f"step {self.step}")
 
+    def current_view(self):
+        return self.view
 
-def test_forward_runs_then_worst_cell_then_each_backward_step_then_next_example(qtbot):
+    def show_view(self, name):
+        if name != self.view:
+            self.view = name
+            self.log.append(f"view {name}")
+
+
+def test_forward_goes_code_jacobians_worst_cell_backward_steps_memory_next_example(qtbot):
     window = FakeWindow()
     presenter = Presenter(window)
     said = []
     presenter.acted.connect(said.append)
     for _ in range(7):
         presenter.advance()
-    assert window.log == ["run", "worst", "step 0", "step 1", "step 2", "load b", "run"]
-    assert said[:3] == ["run", "worst cell", "backward step 1"] and said[5] == "example b"
+    assert window.log == [
+        "view jacobians", "run",  # from the code: run it, on the Jacobians
+        "worst",
+        "view backward", "step 0", "step 1", "step 2",
+        "view memory",
+        "load b", "view code",
+    ]  # fmt: skip
+    assert said == ["run", "worst cell", "backward step 1", "backward step 2", "backward step 3", "memory", "example b"]
+    assert [window.view] == [VIEWS[0]]
 
 
-def test_a_passing_example_skips_the_worst_cell_and_back_steps_then_changes_example(qtbot):
+def test_back_walks_the_views_back_and_before_the_code_the_previous_example(qtbot):
     window = FakeWindow(failing=False, steps=2)
     presenter = Presenter(window)
-    for _ in range(3):
+    for _ in range(4):
         presenter.advance()
-    assert window.log == ["run", "step 0", "step 1"]
-    presenter.retreat()
-    assert window.log[-1] == "step 0"
-    presenter.retreat()  # before the first step: the previous example, wrapping around
-    assert window.log[-1] == "load c"
+    assert window.log == ["view jacobians", "run", "view backward", "step 0", "step 1", "view memory"]
+    for _ in range(5):
+        presenter.retreat()
+    assert window.log[6:] == ["view backward", "step 0", "view jacobians", "view code", "load c"]
 
 
 def test_nothing_happens_while_a_run_is_in_flight(qtbot):

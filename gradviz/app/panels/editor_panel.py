@@ -20,15 +20,11 @@ from PySide6.QtGui import (
     QFontDatabase,
     QPainter,
     QTextCursor,
-    QTextDocument,
     QTextFormat,
 )
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPlainTextEdit,
-    QPushButton,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -36,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.editor_limits import MAX_HIGHLIGHT_LINES, QUIZ_MAX_LINES
 from gradviz.app.highlighter import PythonHighlighter
+from gradviz.app.panels.find_bar import FindBar
 from gradviz.app.theme import ViewSettings
 
 ERROR_BACKGROUND = QColor("#ffd7d7")
@@ -206,18 +203,44 @@ class CodeEditor(QPlainTextEdit):
         block = self.firstVisibleBlock()
         top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
         height = self.fontMetrics().height()
+        shown = self._shown_before(block)
         while block.isValid() and top <= event.rect().bottom():
             number = block.blockNumber() + 1
             if block.isVisible():
+                shown += 1
                 is_error = number == self.error_line
                 painter.setPen(ERROR_MARK if is_error else GUTTER_TEXT)
                 font = painter.font()
                 font.setBold(is_error)
                 painter.setFont(font)
-                label = f"● {number}" if is_error else str(number)
-                painter.drawText(0, top, self._gutter.width() - 6, height, Qt.AlignmentFlag.AlignRight, label)
+                painter.drawText(0, top, self._gutter.width() - 6, height, Qt.AlignmentFlag.AlignRight, self._line_label(shown, is_error))
             top += round(self.blockBoundingRect(block).height())
             block = block.next()
+
+    def _shown_before(self, block) -> int:
+        """How many shown lines come before ``block``: in quiz mode the gutter counts only the
+        lines on screen, so no gap in the numbers gives a hidden line away."""
+        if not self._quiz_active:
+            return block.blockNumber()
+        count, other = 0, self.document().firstBlock()
+        while other.isValid() and other != block:
+            count += other.isVisible()
+            other = other.next()
+        return count
+
+    @staticmethod
+    def _line_label(shown: int, is_error: bool) -> str:
+        return f"● {shown}" if is_error else str(shown)
+
+    def line_labels(self) -> list[str]:
+        """The numbers the gutter writes, top to bottom, one per shown line (as painted)."""
+        labels, shown, block = [], 0, self.document().firstBlock()
+        while block.isValid():
+            if block.isVisible():
+                shown += 1
+                labels.append(self._line_label(shown, block.blockNumber() + 1 == self.error_line))
+            block = block.next()
+        return labels
 
     # --- error line ------------------------------------------------------------------------
     def mark_error(self, line: int | None, *, scroll: bool = True) -> None:
@@ -282,86 +305,6 @@ class CodeEditor(QPlainTextEdit):
                 hidden.append(block.blockNumber() + 1)
             block = block.next()
         return hidden
-
-
-class FindBar(QWidget):
-    """Ctrl+F: a line to type in; Enter finds the next match, Shift+Enter the previous, Esc closes."""
-
-    def __init__(self, editor: CodeEditor, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.editor = editor
-        self.field = QLineEdit()
-        self.field.setPlaceholderText("Find (Enter: next, Shift+Enter: previous, Esc: close)")
-        self.field.setClearButtonEnabled(True)
-        self.status = QLabel("")
-        self.next_button = QPushButton("Next")
-        self.prev_button = QPushButton("Previous")
-        close = QPushButton("✕")
-        close.setFlat(True)
-        close.setToolTip("Close (Esc)")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(self.field, 1)
-        layout.addWidget(self.status)
-        layout.addWidget(self.prev_button)
-        layout.addWidget(self.next_button)
-        layout.addWidget(close)
-        self.field.textChanged.connect(lambda _text: self.find(from_start=True))
-        self.field.returnPressed.connect(self.find)
-        self.next_button.clicked.connect(self.find)
-        self.prev_button.clicked.connect(lambda: self.find(backward=True))
-        close.clicked.connect(self.close_bar)
-        self.field.installEventFilter(self)
-        self.hide()
-
-    def open(self) -> None:
-        selected = self.editor.textCursor().selectedText()
-        if selected and "\u2029" not in selected:
-            self.field.setText(selected)
-        self.show()
-        self.field.setFocus()
-        self.field.selectAll()
-
-    def close_bar(self) -> None:
-        self.hide()
-        self.editor.setFocus()
-
-    def find(self, *, backward: bool = False, from_start: bool = False) -> bool:
-        """Select the next (or previous) match, wrapping around; False when there is none."""
-        text = self.field.text()
-        if not text:
-            self.status.setText("")
-            return False
-        flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
-        start = self.editor.textCursor()
-        if from_start:
-            start.setPosition(start.selectionStart())
-        found = self.editor.document().find(text, start, flags)
-        if found.isNull():  # wrap around
-            wrap = QTextCursor(self.editor.document())
-            if backward:
-                wrap.movePosition(QTextCursor.MoveOperation.End)
-            found = self.editor.document().find(text, wrap, flags)
-        if found.isNull():
-            self.status.setText("not found")
-            return False
-        self.status.setText("")
-        self.editor.setTextCursor(found)
-        self.editor.ensureCursorVisible()
-        return True
-
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
-            event.accept()  # Esc closes the bar here; elsewhere it cancels the run
-            return True
-        if event.type() == QEvent.Type.KeyPress:
-            if event.key() == Qt.Key.Key_Escape:
-                self.close_bar()
-                return True
-            if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-                self.find(backward=True)
-                return True
-        return super().eventFilter(watched, event)
 
 
 class EditorPanel(QWidget):

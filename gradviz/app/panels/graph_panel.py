@@ -17,111 +17,61 @@ curves and text.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF
+from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
-    QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QStackedWidget,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.figures import export_figure, save_png
+from gradviz.app.panels.graph_details import (
+    CTX_MARK,
+    EMPTY_TEXT,
+    ERROR_COLOUR,
+    KINDS,
+    NodeDetails,
+    format_shape,
+    node_label,
+    short_label,
+    summary_text,
+    tip_text,
+)
+from gradviz.app.panels.graph_labels import (
+    LABEL_MARGIN,
+    PRIORITY,
+    RING_GAP,
+    clear_of_neighbours,
+    edge_curves,
+    fit_labels,
+)
+from gradviz.app.plot_style import text_width
 from gradviz.app.theme import ViewSettings
-from gradviz.schema.units import format_bytes
 
-KINDS = {  # kind: (symbol, size in px, fill, legend words)
-    "custom": ("s", 28, "#e8710a", "your Function"),
-    "builtin": ("o", 16, "#4a86c8", "built-in op"),
-    "leaf": ("d", 22, "#2e9e44", "input (leaf)"),
-}
-PRIORITY = {"custom": 0, "leaf": 1, "builtin": 2}  # who gets a label first when space is short
+__all__ = ["CTX_MARK", "EMPTY_TEXT", "EXPORT_WIDTH", "GraphPanel", "format_shape", "node_label"]  # the tests' names
+
 INK = "#222"
 EDGE_COLOUR = "#9a9a9a"
 RING_COLOUR = "#d0021b"
-ERROR_COLOUR = "#b00020"
-CTX_TINT = QColor(255, 226, 168)
 LABEL_FILL = (255, 255, 255, 215)  # labels sit on a white patch so crossing edges do not hide them
 LABEL_POINTS = 12
 MIN_SYMBOL_SCALE = 0.35  # symbols shrink with the zoom down to this fraction of their size
-GRID = 2  # px per cell of the label occupancy grid
-LABEL_MARGIN = 1  # px around a label's text
-RING_GAP = 8  # px between a selected node's symbol and its ring
-OVERLAY_GAP = 4  # px between the view's edge and the zoom hint
-MIN_CLEARANCE = 12  # px: a node closer than this to another gets no label
 EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
-COLUMNS = ("name", "shape", "dtype", "bytes", "via", "role")
-CTX_MARK = " ⚠"
-CTX_TIP = (
-    "Kept as a plain ctx attribute (ctx.name = tensor), not with save_for_backward: it bypasses "
-    "saved_tensors_hooks (so memory tools and activation offloading never see it) and the version "
-    "check (an in-place change after forward goes unnoticed and backward silently uses the new values)."
+HINT_POINTS = 11
+HINTS = (  # below the graph, never over it: the longest wording that fits
+    "{m} of {n} nodes labelled · zoom in (mouse wheel) to label the rest",
+    "{m} of {n} labelled · zoom in",
+    "{m}/{n} labelled",
 )
-FLAG_NOTES = {
-    "once_differentiable": "backward itself cannot be differentiated (no double backward)",
-    "mark_dirty": "forward modifies an input in place",
-    "mark_non_differentiable": "some outputs get no gradient",
-    "materialize_grads_off": "set_materialize_grads(False): backward may receive None gradients",
-}
-EMPTY_TEXT = "No graph yet: run a check to see the backward graph."
-_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
-
-
-def format_shape(shape: list | tuple | None) -> str:
-    if shape is None:
-        return "?"
-    return "×".join(str(d) for d in shape) or "scalar"
-
-
-def node_label(node: dict) -> str:
-    """The label under a node: PyTorch's node name, or for a leaf the argument it belongs to."""
-    if node["kind"] == "leaf":
-        name = node.get("input_name") or "leaf"
-        return f"{name} ({format_shape(node.get('shape'))})" if node.get("shape") is not None else name
-    return node["name"]
-
-
-def short_label(node: dict) -> str:
-    """What a label shrinks to when the full one does not fit: MulBackward0 -> Mul, a leaf's name."""
-    if node["kind"] == "leaf":
-        return node.get("input_name") or "leaf"
-    if node["kind"] == "custom" and node.get("class"):
-        return node["class"]
-    return _BACKWARD_SUFFIX.sub("", node["name"]) or node["name"]
-
-
-def _grad_text(g: dict | None) -> str:
-    if g is None:
-        return "None"
-    norm = "non-finite" if g.get("norm") is None else f"{g['norm']:.4g}"
-    return f"{format_shape(g.get('shape'))} (norm {norm})"
-
-
-VALUES_SHOWN = 6
-
-
-def values_text(g: dict | None) -> str:
-    """The first few numbers of a small gradient: ``[0.12, -1.3, 0.4, …]`` ('' when not recorded)."""
-    values = (g or {}).get("values")
-    if not values:
-        return ""
-    shown = ", ".join("nan" if v is None else f"{v + 0.0:.3g}" for v in values[:VALUES_SHOWN])
-    return f"[{shown}{', …' if len(values) > VALUES_SHOWN else ''}]"
-
 
 STEP_KEYS = {
     Qt.Key.Key_Right: 1,
@@ -136,6 +86,24 @@ LEGEND = (
     ("yours", "built-in", "input", "grads ↓"),
     ("yours", "op", "leaf", "↓"),
 )
+
+
+class _Note(pg.LabelItem):
+    """A one-line note whose row never follows its text: as tall as a line, as wide as the view."""
+
+    line_height = 20.0
+
+    def updateMin(self) -> None:
+        h = self.line_height
+        self.setMinimumSize(0, h)
+        self.setMaximumHeight(h)
+        self._sizeHint = {
+            Qt.SizeHint.MinimumSize: (0, h),
+            Qt.SizeHint.PreferredSize: (0, h),
+            Qt.SizeHint.MaximumSize: (-1, h),
+            Qt.SizeHint.MinimumDescent: (0, 0),
+        }
+        self.updateGeometry()
 
 
 class GraphPanel(QWidget):
@@ -201,37 +169,14 @@ class GraphPanel(QWidget):
         for item, z in ((self.edge_item, 0), (self.node_item, 2), (self.ring_item, 3)):
             item.setZValue(z)
             self.plot.addItem(item)
-        # The legend is the plot's title and the zoom hint sits in the view's corner, so exports carry them.
-        self.label_hint = pg.TextItem("", color="#555", anchor=(0, 1), fill=pg.mkBrush(*LABEL_FILL))
-        self.label_hint.setParentItem(self.plot.getViewBox())
-        self.label_hint.setZValue(10)
+        # The legend is the plot's title and the zoom hint a row below the view, so exports carry them.
+        self.label_hint = _Note("", justify="left")
+        self.plot.getPlotItem().layout.addItem(self.label_hint, 4, 1)
         self._label_fonts = {kind: QFont(self.font()) for kind in KINDS}
         self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
 
-        self.node_info = QLabel("")
-        self.node_info.setWordWrap(True)
-        self.node_info.setTextFormat(Qt.TextFormat.RichText)
-        self.node_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.node_info.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.details = QTableWidget(0, len(COLUMNS))
-        self.details.setHorizontalHeaderLabels(list(COLUMNS))
-        self.details.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.details.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.details.verticalHeader().hide()
-        self.details.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.details.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
-
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(4, 0, 0, 0)
-        side_layout.addWidget(self.node_info)
-        side_layout.addWidget(self.details, 1)
-        # the node's story and its tensors scroll when the dock is short
-        self.side = QScrollArea()
-        self.side.setWidgetResizable(True)
-        self.side.setFrameShape(QFrame.Shape.NoFrame)
-        self.side.setWidget(side)
-        self.details.setMinimumHeight(90)
+        self.side = NodeDetails()  # the node's story and its tensors; scrolls when the dock is short
+        self.node_info, self.details = self.side.info, self.side.table
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.plot)
         self.splitter.addWidget(self.side)
@@ -282,8 +227,7 @@ class GraphPanel(QWidget):
         self._flows = {f["node"]: f for f in (graph or {}).get("flows") or []}
         self._selected = None
         self._stepping = False
-        self.details.setRowCount(0)
-        self.node_info.setText("")
+        self.side.clear()
         self.ring_item.setData([])
         has_graph = bool(self._nodes)
         for button in (self.prev_button, self.next_button, self.fit_button):
@@ -296,8 +240,7 @@ class GraphPanel(QWidget):
             self.edge_item.setData([], [])
             self._shown = {}
             self._show_labels([])
-            self.label_hint.setText("")
-            self.label_hint.hide()
+            self._set_hint(0, 0)
             if error:
                 self.summary.setText("Graph not available (details below).")
                 self.message.setText(f"Graph not available\n\n{error}")
@@ -310,7 +253,7 @@ class GraphPanel(QWidget):
             self.stack.setCurrentWidget(self.message)
             return
         self.summary.setStyleSheet("")
-        self.summary.setText(self._summary_text(graph))
+        self.summary.setText(summary_text(graph))
         self.stack.setCurrentWidget(self.splitter)
         self._prepare(graph)
         # the first custom Function: its saved tensors are what a user came to see
@@ -339,8 +282,7 @@ class GraphPanel(QWidget):
             self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
         self.prev_button.setEnabled(bool(order) and (flow is None or flow["step"] > 0))
         self.next_button.setEnabled(bool(order) and (flow is None or flow["step"] < len(order) - 1))
-        self.node_info.setText(self._info_html(node))
-        self._fill_table(node)
+        self.side.show_node(self._graph, node)
         self._restyle_nodes()
 
     def selected_node(self) -> int | None:
@@ -501,29 +443,8 @@ class GraphPanel(QWidget):
             self.edge_item.setData([], [])
             return
         rows = np.array([[self._index[a], self._index[b]] for a, b in edges.tolist()])
-        layers = np.unique(np.round(positions[:, 1], 9), return_inverse=True)[1].ravel()
-        gaps = np.diff(np.sort(positions[:, 0]))
-        gaps = gaps[gaps > 1e-9]
-        bow_unit = 0.5 * float(np.median(gaps)) if len(gaps) else 0.12
-        t = np.linspace(0.0, 1.0, 13)[:, None]
-        xs, ys, connect = [], [], []
-        for a, b in rows.tolist():
-            p, q = positions[a], positions[b]
-            span = abs(int(layers[a]) - int(layers[b]))
-            if span <= 1:
-                xs.append([p[0], q[0]])
-                ys.append([p[1], q[1]])
-                connect.append([True, False])
-                continue
-            side = np.sign(q[0] - p[0]) or (1.0 if (a + b) % 2 == 0 else -1.0)
-            mid = (p + q) / 2 + np.array([side * bow_unit * (0.6 + 0.2 * min(span, 5)), 0.0])
-            curve = (1 - t) ** 2 * p + 2 * (1 - t) * t * mid + t**2 * q  # quadratic Bezier
-            xs.append(curve[:, 0])
-            ys.append(curve[:, 1])
-            connect.append([True] * (len(t) - 1) + [False])
-        self.edge_item.setData(
-            np.concatenate(xs), np.concatenate(ys), connect=np.concatenate(connect).astype(bool)
-        )
+        xs, ys, connect = edge_curves(rows, positions)
+        self.edge_item.setData(xs, ys, connect=connect)
 
     def _restyle_nodes(self) -> None:
         """Ring the selected node; while stepping, fade the nodes backward has not reached yet."""
@@ -549,7 +470,8 @@ class GraphPanel(QWidget):
 
     def _place_labels(self) -> None:
         """Label each node that stands clear of its neighbours, where the label overlaps no node and
-        no other label, in order of importance (the selected node, your Functions, leaves, built-ins):
+        no other label, in order of importance (your Functions, leaves, built-ins; the selected node
+        last, so stepping never moves a label):
         full text, else the short one; below, right, left or above the node; else no label until
         the user zooms in. A label beside a clump of nodes would name the wrong one."""
         n = len(self._nodes)
@@ -573,86 +495,36 @@ class GraphPanel(QWidget):
         inside = (px > -radius) & (px < width + radius) & (py > -radius) & (py < height + radius)
         rows = np.flatnonzero(inside)
 
-        # clear of its neighbours: the nearest other node at least a symbol and a bit away
-        clear = np.zeros(n, dtype=bool)
-        if len(rows) == 1:
-            clear[rows] = True
-        elif len(rows) > 1:
-            p = np.stack([px[rows], py[rows]], axis=1)
-            d = np.hypot(*(p[:, None, :] - p[None, :, :]).transpose(2, 0, 1))
-            np.fill_diagonal(d, np.inf)
-            clear[rows] = d.min(axis=1) >= np.maximum(2 * radius[rows] + 2, MIN_CLEARANCE)
-
-        order = self._priority
-        if self._selected is not None:
-            chosen = self._index[self._selected]
-            order = [chosen, *(k for k in order if k != chosen)]
-        order = [k for k in order if clear[k]]
-        reserved: list[tuple[float, float, float, float]] = []
-        fits = True
-        placed = self._fit_labels(order, rows, px, py, radius, width, height, reserved)
-        if len(placed) < n:  # the hint is needed: keep its corner free too, in a wording that fits
-            wordings = (
-                "{m} of {n} nodes labelled · zoom in (mouse wheel) to label the rest",
-                "{m} of {n} labelled · zoom in",
-                "{m}/{n} labelled",
-            )
-            for wording in wordings:
-                self.label_hint.setText(wording.format(m=n, n=n))  # m <= n: no wider than this
-                hint = self.label_hint.boundingRect()
-                if hint.width() <= width - 2 * OVERLAY_GAP:
-                    break
-            self.label_hint.setPos(OVERLAY_GAP, height - OVERLAY_GAP)
-            reserved.append((OVERLAY_GAP, height - OVERLAY_GAP - hint.height(), hint.width(), hint.height()))
-            placed = self._fit_labels(order, rows, px, py, radius, width, height, reserved)
-            self.label_hint.setText(wording.format(m=len(placed), n=n))
-            fits = hint.width() <= width - 2 * OVERLAY_GAP and hint.height() <= height - 2 * OVERLAY_GAP
-        self.label_hint.setVisible(len(placed) < n and fits)
+        clear = clear_of_neighbours(rows, px, py, radius, n)
+        order = [k for k in self._priority if clear[k]]
+        selected = self._index.get(self._selected) if self._selected is not None else None
+        last = selected if selected is not None and clear[selected] else None
+        placed = fit_labels(order, rows, px, py, radius, self._text_sizes, width, height, last=last)
+        self._set_hint(len(placed), n)
         self._show_labels([(k, j, x0 + cx / sx, y1 - cy / sy) for k, j, cx, cy in placed])
 
-    def _fit_labels(
-        self, order, rows, px, py, radius, width, height, reserved
-    ) -> list[tuple[int, int, float, float]]:
-        """Greedy placement on a pixel grid: (row, full 0 / short 1, centre x px, centre y px)."""
-        grid = np.zeros((int(height // GRID) + 2, int(width // GRID) + 2), dtype=bool)
+    def _set_hint(self, labelled: int, n: int) -> None:
+        """Below the graph (never over its edges): how many nodes have a label, when not all do,
+        in the longest wording that fits the plot's width. Its row keeps its height when empty, so
+        the view never changes size (and the labels never move) as the note comes and goes."""
+        theme = self.view.theme
+        if labelled >= n:
+            self.label_hint.setText("", size=f"{theme.pt(HINT_POINTS)}pt")
+            return
+        room = self.plot.getPlotItem().width() - 8
+        choice = next(
+            (w for w in HINTS if text_width(w.format(m=n, n=n), theme.pt(HINT_POINTS)) <= room), HINTS[-1]
+        )  # with m = n: no narrower than the text shown
+        self.label_hint.setText(choice.format(m=labelled, n=n), color=theme.muted, size=f"{theme.pt(HINT_POINTS)}pt")
 
-        def cells(left: float, top: float, right: float, bottom: float) -> tuple[slice, slice]:
-            return (
-                slice(max(int(top // GRID), 0), max(math.ceil(bottom / GRID), 0)),
-                slice(max(int(left // GRID), 0), max(math.ceil(right / GRID), 0)),
-            )
+    def _size_hint_row(self) -> None:
+        """The note's row: one line of its font, whatever it says."""
+        self.label_hint.line_height = QFontMetricsF(self.view.theme.font(HINT_POINTS)).height() + 6
+        self.label_hint.updateMin()
 
-        for left, top, w, h in reserved:
-            grid[cells(left, top, left + w, top + h)] = True
-        selected = self._index.get(self._selected, -1)
-        mark = radius + 1  # a node's own square on the grid; the selected one with its ring
-        if selected >= 0:
-            mark[selected] = radius[selected] + RING_GAP
-        for k in rows:
-            grid[cells(px[k] - mark[k], py[k] - mark[k], px[k] + mark[k], py[k] + mark[k])] = True
-        placed = []
-        for k in order:
-            cx, cy, r = px[k], py[k], mark[k] + GRID  # a grid cell clear of the node's own square
-            for j in (0, 1):
-                w, h = self._text_sizes[k, j]
-                spot = None
-                for left, top in (
-                    (cx - w / 2, cy + r),  # below
-                    (cx + r + 2, cy - h / 2),  # right
-                    (cx - r - 2 - w, cy - h / 2),  # left
-                    (cx - w / 2, cy - r - h),  # above
-                ):
-                    if left < 0 or top < 0 or left + w > width or top + h > height:
-                        continue
-                    area = cells(left, top, left + w, top + h)
-                    if not grid[area].any():
-                        grid[area] = True
-                        spot = (k, j, left + w / 2, top + h / 2)
-                        break
-                if spot:
-                    placed.append(spot)
-                    break
-        return placed
+    def hint_text(self) -> str:
+        """The note under the graph ('' when every node has its label)."""
+        return self.label_hint.item.toPlainText()
 
     def _show_labels(self, placed: list[tuple[int, int, float, float]]) -> None:
         """Put the placed labels on TextItems from a pool (made on first need) and hide the rest."""
@@ -676,145 +548,9 @@ class GraphPanel(QWidget):
         """The labels on screen now, by node id (a node without one has no room at this zoom)."""
         return dict(self._shown)
 
-    # text -------------------------------------------------------------------------------------
-
-    def _summary_text(self, graph: dict) -> str:
-        counts = {kind: sum(n["kind"] == kind for n in self._nodes) for kind in KINDS}
-        ctx = {
-            s["storage_id"]: s["bytes"]
-            for n in self._nodes
-            for s in n.get("saved") or []
-            if s["via"] == "ctx_attribute"
-        }
-        text = (
-            f"{len(self._nodes)} nodes ({counts['custom']} custom Function, {counts['builtin']} built-in, "
-            f"{counts['leaf']} leaves) · saved for backward: {format_bytes(graph.get('saved_bytes_unique', 0))}, "
-            "each storage once"
-        )
-        if ctx:
-            text += f" ({format_bytes(sum(ctx.values()))} as ctx attributes{CTX_MARK})"
-        if graph.get("backward_error"):
-            text += f" · the recorded backward stopped: {graph['backward_error'].splitlines()[0]}"
-        return text
-
-    def _target_name(self, node_id: int, slot: int) -> str:
-        """Where slot ``slot`` of a node's gradients goes: the next node, named for a reader."""
-        edges = (self._graph or {}).get("edges") or []
-        slots = (self._graph or {}).get("edge_slots") or []
-        for (a, b), s in zip(edges, slots):
-            if a == node_id and s == slot and b in self._index:
-                return short_label(self._nodes[self._index[b]])
-        return f"slot {slot}"
-
-    def _info_html(self, node: dict) -> str:
-        title = f"<b>{node['name']}</b>"
-        if node["kind"] == "custom":
-            title += f" — your Function <b>{node.get('class') or '?'}</b>"
-        elif node["kind"] == "leaf":
-            name = node.get("input_name")
-            which = f"argument <b>{name}</b>" if name else "a leaf that is not an argument"
-            title += f" — accumulates the gradient of {which} ({format_shape(node.get('shape'))})"
-        lines = [title]
-        for flag in node.get("flags") or []:
-            note = FLAG_NOTES.get(flag, "")
-            lines.append(f"flag <b>{flag}</b>{': ' + note if note else ''}")
-        flow = self._flows.get(node["id"])
-        order = (self._graph or {}).get("backward_order") or []
-        if flow is not None:
-            lines.append(f"ran at backward step <b>{flow['step'] + 1}</b> of {len(order)}")
-            arriving = flow.get("grad_outputs") or []
-            grads_in = "; ".join(
-                f"{_grad_text(g)} {values_text(g)}".strip() for g in arriving
-            ) or "none"
-            lines.append(f"gradient in: {grads_in}")
-            if flow.get("grad_inputs"):
-                outs = "; ".join(
-                    f"→ {self._target_name(node['id'], k)}: {_grad_text(g)} {values_text(g)}".strip()
-                    for k, g in enumerate(flow["grad_inputs"])
-                )
-                lines.append(f"gradients out: {outs}")
-            if node["kind"] == "custom":
-                lines.append(
-                    "<i>your backward: given grad_output g it returns gᵀJ for each input. "
-                    "With g one-hot at output element r, that is row r of the Jacobian.</i>"
-                )
-        elif (self._graph or {}).get("backward_error"):
-            lines.append(
-                f'<span style="color:{ERROR_COLOUR}">not reached: the recorded backward stopped</span>'
-            )
-        else:
-            lines.append("did not run in the recorded backward")
-        saved = node.get("saved") or []
-        if saved:
-            ctx = sum(s["via"] == "ctx_attribute" for s in saved)
-            extra = f", {ctx} as ctx attributes{CTX_MARK} (hover the rows)" if ctx else ""
-            lines.append(f"keeps {len(saved)} tensor(s), {format_bytes(node.get('saved_bytes', 0))}{extra}:")
-        elif node["kind"] == "leaf":
-            lines.append("keeps nothing for backward: it adds the gradient into the tensor's .grad")
-        else:
-            lines.append("keeps no tensors for backward")
-        return "<br>".join(lines)
-
-    def _fill_table(self, node: dict) -> None:
-        saved = node.get("saved") or []
-        owners: dict[int, list[str]] = {}  # storage id -> the nodes that save it
-        for other in self._nodes:
-            for s in other.get("saved") or []:
-                owners.setdefault(s["storage_id"], []).append(f"{other['name']} (node {other['id']})")
-        names = {n.get("input_index"): n.get("input_name") for n in self._nodes if n["kind"] == "leaf"}
-        self.details.setRowCount(len(saved))
-        for row, entry in enumerate(saved):
-            ctx = entry["via"] == "ctx_attribute"
-            role = entry["role"]
-            argument = names.get(entry.get("input_index")) if role == "input" else None
-            if argument and argument != entry["name"]:
-                role += f" ({argument})"  # e.g. a view of the argument, saved under another name
-            if entry.get("shared"):
-                role += " · shared storage"
-            values = (
-                entry["name"] + (" (error)" if entry.get("error") else ""),
-                format_shape(entry["shape"]),
-                entry["dtype"],
-                format_bytes(entry["bytes"]),
-                entry["via"] + (CTX_MARK if ctx else ""),
-                role,
-            )
-            tips = []
-            if ctx:
-                tips.append(CTX_TIP)
-            if entry.get("shared"):
-                others = ", ".join(dict.fromkeys(owners.get(entry["storage_id"], [])))
-                tips.append(
-                    f"Shares its storage with another saved tensor, so its bytes count once. Saved by: {others}."
-                )
-            if entry.get("error"):
-                tips.append(f"Could not be unpacked normally: {entry['error']}")
-            for column, value in enumerate(values):
-                item = QTableWidgetItem(value)
-                if column == 0:
-                    item.setData(Qt.ItemDataRole.UserRole, entry)
-                if ctx:
-                    item.setBackground(QBrush(CTX_TINT))
-                if entry.get("error"):
-                    item.setForeground(QBrush(QColor(ERROR_COLOUR)))
-                if entry.get("shared") and column in (3, 5):
-                    bold = item.font()
-                    bold.setBold(True)
-                    item.setFont(bold)
-                if tips:
-                    item.setToolTip("\n\n".join(tips))
-                self.details.setItem(row, column, item)
-
-    def _tip(self, x: float, y: float, data: int) -> str:
+    def _tip(self, x: float, y: float, data: int) -> str:  # pyqtgraph passes them by name
         """Hover text of a node."""
-        if data not in self._index:
-            return ""
-        node = self._nodes[self._index[data]]
-        lines = [node_label(node), KINDS.get(node["kind"], KINDS["builtin"])[3]]
-        if node.get("saved"):
-            lines.append(f"keeps {len(node['saved'])} tensor(s), {format_bytes(node.get('saved_bytes', 0))}")
-        lines.append("click for details")
-        return "\n".join(lines)
+        return tip_text(self._nodes[self._index[data]]) if data in self._index else ""
 
     # theme ------------------------------------------------------------------------------------
 
@@ -823,16 +559,12 @@ class GraphPanel(QWidget):
         self.setFont(theme.font(QApplication.font().pointSizeF()))
         self.summary.setFont(theme.font(13))
         self.step_label.setFont(theme.font(12))
-        self.node_info.setFont(theme.font(12))
-        self.details.setFont(theme.font(12))
-        self.details.horizontalHeader().setFont(theme.font(12, bold=True))
+        self.side.set_theme(theme)
         self.message.setFont(theme.font(14))
         self.stale_label.setFont(theme.font(12, bold=True))
         self.stale_label.setStyleSheet(
             "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
         )
-        self.label_hint.setFont(theme.font(11))
-        self.label_hint.setColor(theme.muted)
         for kind, label_font in self._label_fonts.items():
             label_font.setPointSize(theme.pt(LABEL_POINTS + (1 if kind == "custom" else 0)))
             label_font.setBold(kind == "custom" or theme.high_contrast)
@@ -840,6 +572,7 @@ class GraphPanel(QWidget):
         self.edge_item.setPen(pg.mkPen(theme.ink if theme.high_contrast else EDGE_COLOUR, width=1.5 * theme.line))
         self.ring_item.setPen(pg.mkPen(RING_COLOUR, width=3 * theme.line))
         self._fit_legend()
+        self._size_hint_row()
         if self._nodes:
             self._measure_labels()
             self._restyle_nodes()
