@@ -226,3 +226,22 @@ def text_at(window: QWidget, point: QPoint) -> list[str]:
     """The texts drawn at a point (for a failing test's message)."""
     graphics, _ = graphics_texts(window)
     return [str(b) for b in widget_texts(window) + graphics if b.rect.contains(point)]
+
+
+def cut_combo_boxes(window: QWidget) -> list[str]:
+    """Combo boxes whose current text is wider than the field that draws it (Qt elides it)."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    problems = []
+    for combo in window.findChildren(QComboBox):
+        if not _shown(combo, window) or not combo.currentText():
+            continue
+        option = QStyleOptionComboBox()
+        combo.initStyleOption(option)
+        field = combo.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, combo
+        )
+        needed = combo.fontMetrics().horizontalAdvance(combo.currentText())
+        if needed > field.width():
+            problems.append(f"QComboBox {combo.currentText()!r}: {field.width()} px of field, its text needs {needed}")
+    return problems

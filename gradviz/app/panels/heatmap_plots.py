@@ -9,6 +9,8 @@ axis labels and captions take the longest wording that fits their room.
 
 from __future__ import annotations
 
+from types import MethodType
+
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 
@@ -30,6 +32,26 @@ ROW_BAND = (255, 170, 0)
 TITLE_PT, LABEL_PT, TICK_PT = 13, 11, 11
 PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
 BAR_THICKNESS = 14  # px of a colour bar's colours
+
+
+def share_row_axis_width(axes: list[pg.AxisItem]) -> None:
+    """Every row axis as wide as the widest wants to be (the first also holds the words "row
+    (output)"): the three views are then as wide as one another, as linked views with square
+    cells must be. pyqtgraph sizes each axis by the widest tick label it has drawn so far."""
+
+    def update_width(_axis) -> None:
+        first = axes[0]
+        width = max(axis.textWidth for axis in axes) + first.style["tickTextOffset"][0]
+        width += max(0, first.style["tickLength"])
+        if first.label.isVisible():
+            width += first.label.boundingRect().height() * 0.8  # as pyqtgraph counts it
+        for axis in axes:
+            axis.setMaximumWidth(width)
+            axis.setMinimumWidth(width)
+            axis.picture = None
+
+    for axis in axes:
+        axis._updateWidth = MethodType(update_width, axis)
 
 
 class HeatmapPlots(pg.GraphicsLayoutWidget):
@@ -84,6 +106,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
             self.highlight_rects.append(rect)
             self.plot_items.append(plot)
         # analytic and numerical stay clean, so their colours compare directly
+        share_row_axis_width([plot.getAxis("left") for plot in self.plot_items])
         self.failing_outline = RectOutlines()
         self.failing_outline.setZValue(6)
         self.plot_items[2].addItem(self.failing_outline, ignoreBounds=True)
@@ -194,12 +217,6 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
                 )
             elif left.label.isVisible():
                 left.showLabel(False)
-        # the three views as wide as one another (linked views with locked aspects must agree):
-        # every row axis as wide as the first, which also holds the label
-        width = self.plot_items[0].getAxis("left").width()
-        for plot in self.plot_items[1:]:
-            if plot.getAxis("left").width() != width:
-                plot.getAxis("left").setWidth(width)
         for bar in (self.value_bar, self.error_bar):
             self._fit(
                 ("caption", id(bar), self._captions[bar]),

@@ -47,7 +47,7 @@ WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
 EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 STALE_OPACITY = 0.35
-READOUT_PT = 13
+READOUT_PT = 12
 REGION_PLOTS_HEIGHT = 300  # px the heatmaps of a region need for their colour bars' captions too
 
 
