@@ -54,6 +54,23 @@ def share_row_axis_width(axes: list[pg.AxisItem]) -> None:
         axis._updateWidth = MethodType(update_width, axis)
 
 
+def room_for_caption(axis: pg.AxisItem) -> None:
+    """A colour bar's axis is 45 px wide whatever its labels ("-1.5e-05" does not fit), and an axis
+    sized by its labels reserves 0.8 of its caption's height but draws it at its full height, over
+    the tick labels by a few pixels: sized by the labels, with all of the caption's height."""
+    update = axis._updateWidth
+
+    def update_width(self) -> None:
+        update()
+        if self.fixedWidth is None and self.label.isVisible():
+            width = self.maximumWidth() + 0.25 * self.label.boundingRect().height()
+            self.setMaximumWidth(width)
+            self.setMinimumWidth(width)
+
+    axis._updateWidth = MethodType(update_width, axis)
+    axis.setWidth(None)
+
+
 class HeatmapPlots(pg.GraphicsLayoutWidget):
     """Analytic | numerical | error views over two colour bars."""
 
@@ -132,9 +149,11 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self.error_bar.setImageItem(self.error_image)
         for row, bar in enumerate((self.value_bar, self.error_bar)):
             plain_ticks(bar.axis)
+            room_for_caption(bar.axis)
             self.bar_column.addItem(bar, row=row, col=0)
             self.bar_column.layout.setRowStretchFactor(row, 1)
-        self.bar_column.layout.setVerticalSpacing(12)
+        # the end labels of the two bars reach half a line past their ends: a line and a bit apart
+        self.bar_column.layout.setVerticalSpacing(24)
         plot_row.layout.setColumnStretchFactor(3, 0)
         self._captions = {self.value_bar: VALUE_CAPTIONS, self.error_bar: ("|A − N|",)}
         # a bottom axis's last label reaches OVERHANG px past its end: room for it before the next

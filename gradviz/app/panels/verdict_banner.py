@@ -36,6 +36,7 @@ HIGH_CONTRAST = {  # solid colours, white text: readable from the back of a room
 }
 STALE = "background:#f3f3f3; color:#555; border:1px dashed #999;"
 TICK_MS = 100
+HEADLINE_SHARE = 0.75  # of the banner's width the headline may claim for its one line
 MIN_FOLDED = 60  # px: narrower, the folded details show only as the disclosure's "3 more"
 
 
@@ -44,6 +45,28 @@ def plain(html: str) -> str:
     doc = QTextDocument()
     doc.setHtml(html)
     return doc.toPlainText()
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text elided to the label's width (its full text in ``full_text``); it
+    asks for no width of its own, so it never widens the banner."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full_text = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def set_full_text(self, text: str) -> None:
+        self.full_text = text
+        self._elide()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(self.width(), 0)))
 
 
 class VerdictBanner(QWidget):
@@ -56,9 +79,7 @@ class VerdictBanner(QWidget):
         self.details = QLabel()
         self.details.setTextFormat(Qt.TextFormat.RichText)  # a lone line with an entity is still HTML
         # folded: the details on one line, elided to the banner's width (never widening it)
-        self.folded = QLabel()
-        self.folded.setTextFormat(Qt.TextFormat.PlainText)
-        self.folded.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.folded = ElidedLabel()
         for label in (self.headline, self.details):
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -72,9 +93,9 @@ class VerdictBanner(QWidget):
         self.top_row = QHBoxLayout()
         self.top_row.setContentsMargins(0, 0, 0, 0)
         self.top_row.setSpacing(4)
-        self.top_row.addWidget(self.headline, 1)
+        self.top_row.addWidget(self.headline, 0)
         self.top_row.addWidget(self.disclosure, 0)
-        self.top_row.addWidget(self.folded, 0)
+        self.top_row.addWidget(self.folded, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
@@ -168,13 +189,12 @@ class VerdictBanner(QWidget):
             self._fold()
 
     def _fold(self) -> None:
-        """The details on one line, elided to the room beside the disclosure button."""
+        """The details on one line beside the headline, which keeps its one line where it can."""
         text = " · ".join(line for line in plain(self._details_html).splitlines() if line.strip())
-        # what the headline leaves on its line (it must not wrap for them): padding, border, spacing
+        self.folded.set_full_text(text)
         headline = self.headline.fontMetrics().horizontalAdvance(self._text) + round(16 * self.view.theme.scale) + 4
+        self.headline.setMinimumWidth(min(headline, round(self.width() * HEADLINE_SHARE)))
         room = self.width() - headline - self.disclosure.sizeHint().width() - 8
-        self.folded.setFixedWidth(max(room, 0))
-        self.folded.setText(self.folded.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(room, 0)))
         self.folded.setVisible(room >= MIN_FOLDED)
 
     # internals --------------------------------------------------------------------------------
@@ -209,6 +229,7 @@ class VerdictBanner(QWidget):
             self._fold()
         else:
             self.folded.hide()
+            self.headline.setMinimumWidth(0)
         self.headline.setToolTip(details if self._compact else "")
 
     def set_compact(self, compact: bool) -> None:
