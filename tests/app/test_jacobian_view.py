@@ -60,7 +60,7 @@ def test_heatmaps_get_the_height_with_square_cells(qtbot, main_window, make_chec
     for width, height, per_col, per_row in view_rects(panel):
         assert height >= SHARE * window.height(), f"a heatmap {width}x{height} px in a {size} window"
         assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {view_rects(panel)}"
-        assert min(width, height) >= 150
+        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
     # the whole block is in sight
     rows, cols = panel.current_block().shape
     (x0, x1), (y0, y1) = panel.plot_items[0].getViewBox().viewRange()

@@ -36,7 +36,6 @@ HIGH_CONTRAST = {  # solid colours, white text: readable from the back of a room
 }
 STALE = "background:#f3f3f3; color:#555; border:1px dashed #999;"
 TICK_MS = 100
-HEADLINE_SHARE = 0.75  # of the banner's width the headline may claim for its one line
 MIN_FOLDED = 60  # px: narrower, the folded details show only as the disclosure's "3 more"
 
 
@@ -193,9 +192,12 @@ class VerdictBanner(QWidget):
         text = " · ".join(line for line in plain(self._details_html).splitlines() if line.strip())
         self.folded.set_full_text(text)
         headline = self.headline.fontMetrics().horizontalAdvance(self._text) + round(16 * self.view.theme.scale) + 4
-        self.headline.setMinimumWidth(min(headline, round(self.width() * HEADLINE_SHARE)))
         room = self.width() - headline - self.disclosure.sizeHint().width() - 8
-        self.folded.setVisible(room >= MIN_FOLDED)
+        beside = room >= MIN_FOLDED  # else the headline takes the line, the disclosure says "3 more"
+        self.folded.setVisible(beside)
+        self.headline.setWordWrap(not beside)  # beside, it has the room for its one line
+        self.headline.setMinimumWidth(headline if beside else 0)
+        self.top_row.setStretchFactor(self.headline, 0 if beside else 1)
 
     # internals --------------------------------------------------------------------------------
 
@@ -230,6 +232,8 @@ class VerdictBanner(QWidget):
         else:
             self.folded.hide()
             self.headline.setMinimumWidth(0)
+            self.headline.setWordWrap(True)
+            self.top_row.setStretchFactor(self.headline, 1)
         self.headline.setToolTip(details if self._compact else "")
 
     def set_compact(self, compact: bool) -> None:
