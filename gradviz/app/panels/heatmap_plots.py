@@ -32,6 +32,7 @@ ROW_BAND = (255, 170, 0)
 TITLE_PT, LABEL_PT, TICK_PT = 13, 11, 11
 PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
 BAR_THICKNESS = 14  # px of a colour bar's colours
+NUDGE = 5  # px pyqtgraph moves a vertical axis's caption outwards
 
 
 def share_row_axis_width(axes: list[pg.AxisItem]) -> None:
@@ -63,7 +64,7 @@ def room_for_caption(axis: pg.AxisItem) -> None:
     def update_width(self) -> None:
         update()
         if self.fixedWidth is None and self.label.isVisible():
-            width = self.maximumWidth() + 0.25 * self.label.boundingRect().height()
+            width = self.maximumWidth() + 0.25 * self.label.boundingRect().height() + NUDGE
             self.setMaximumWidth(width)
             self.setMinimumWidth(width)
 
@@ -97,7 +98,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         # no margins around the maps: at 1280x720 every pixel of height is a pixel of cells
         self.ci.setContentsMargins(0, 2, 0, 0)
         plot_row = self.addLayout(row=0, col=0)
-        plot_row.setContentsMargins(0, 0, 0, 0)
+        plot_row.setContentsMargins(0, 0, NUDGE + 1, 0)  # the bars' captions reach NUDGE px past their axes
         self.plot_row = plot_row
         self.plot_items: list[pg.PlotItem] = []
         self.highlight_rects: list[CellFrame] = []

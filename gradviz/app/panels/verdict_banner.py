@@ -191,11 +191,11 @@ class VerdictBanner(QWidget):
         """The details on one line beside the headline, which keeps its one line where it can."""
         text = " · ".join(line for line in plain(self._details_html).splitlines() if line.strip())
         self.folded.set_full_text(text)
-        headline = self.headline.fontMetrics().horizontalAdvance(self._text) + round(16 * self.view.theme.scale) + 4
+        # its one line's width, with padding, border and some air
+        headline = self.headline.fontMetrics().horizontalAdvance(self._text) + round(16 * self.view.theme.scale) + 20
         room = self.width() - headline - self.disclosure.sizeHint().width() - 8
         beside = room >= MIN_FOLDED  # else the headline takes the line, the disclosure says "3 more"
         self.folded.setVisible(beside)
-        self.headline.setWordWrap(not beside)  # beside, it has the room for its one line
         self.headline.setMinimumWidth(headline if beside else 0)
         self.top_row.setStretchFactor(self.headline, 0 if beside else 1)
 
@@ -232,7 +232,6 @@ class VerdictBanner(QWidget):
         else:
             self.folded.hide()
             self.headline.setMinimumWidth(0)
-            self.headline.setWordWrap(True)
             self.top_row.setStretchFactor(self.headline, 1)
         self.headline.setToolTip(details if self._compact else "")
 
