@@ -55,15 +55,20 @@ def _tick_spacing(self, minVal, maxVal, size):
     if span == 0 or size <= 1:
         return []
     metrics = QFontMetricsF(self.style.get("tickFont") or self.font())
-    if self.orientation in ("bottom", "top"):
-        guess = nice_spacing(span / 4, integer=self._whole_numbers)
-        samples = (minVal, maxVal, (minVal + maxVal) / 2, minVal + guess)
-        width = max(metrics.horizontalAdvance(tick_text(v, guess, integer=self._whole_numbers)) for v in samples)
-        room = width + metrics.horizontalAdvance("M")  # a gap of an em between labels
-    else:
-        room = 1.8 * metrics.height()
-    fits = max(2, int(size // room))  # at least two intervals: one label inside the axis
-    spacing = nice_spacing(span / fits, integer=self._whole_numbers)
+    if self.orientation not in ("bottom", "top"):
+        fits = max(2, int(size // (1.8 * metrics.height())))  # at least two intervals: one label inside
+        return [(nice_spacing(span / fits, integer=self._whole_numbers), 0.0)]
+    # widen the spacing until the widest label it writes, and an em between labels, fit: the labels
+    # of the spacing itself ("-0.9"), not of a guess ("-1"), which may be narrower
+    low, em = min(minVal, maxVal), metrics.horizontalAdvance("M")
+    spacing = nice_spacing(span / max(2, size // em), integer=self._whole_numbers)
+    while span / spacing > 2:
+        first = math.ceil(low / spacing) * spacing
+        values = first + spacing * np.arange(min(int(span / spacing) + 1, 64))
+        width = max(metrics.horizontalAdvance(tick_text(v, spacing, integer=self._whole_numbers)) for v in values)
+        if spacing / span * size >= width + em:
+            break
+        spacing = nice_spacing(spacing * (1 + 1e-6), integer=self._whole_numbers)
     return [(spacing, 0.0)]
 
 

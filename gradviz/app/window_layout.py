@@ -34,7 +34,8 @@ WIDE = (1560, 900)  # at least this big: the memory study gets a column of its o
 MEMORY_DOCK = "Memory: fused vs unfused conv-BN"
 DOCKS = ("Functions", "Code", "Output", "Autograd graph", MEMORY_DOCK)
 PANELS = {"Functions": "picker", "Code": "editor", "Output": "output", "Autograd graph": "graph", MEMORY_DOCK: "memory"}
-SCROLLING = ("memory",)  # panels whose dock scrolls instead of asking for their full height
+SCROLLING = ("memory",)
+GRAPH_SHARE = {"wide": 0.3, "compact": 0.2}  # of the height: the Jacobians above keep >= 40 % of it  # panels whose dock scrolls instead of asking for their full height
 
 
 def default_size() -> tuple[int, int]:
@@ -163,14 +164,14 @@ class WindowLayout(QObject):
                 Qt.Orientation.Vertical,
             )
             window.resizeDocks([docks["Code"]], [int(width * 0.24)], Qt.Orientation.Horizontal)
-            window.resizeDocks([docks["Autograd graph"]], [int(height * 0.36)], Qt.Orientation.Vertical)
+            window.resizeDocks([docks["Autograd graph"]], [int(height * GRAPH_SHARE["wide"])], Qt.Orientation.Vertical)
             window.resizeDocks([docks[MEMORY_DOCK]], [int(width * 0.26)], Qt.Orientation.Horizontal)
         else:
             window.resizeDocks(
                 [docks["Functions"], docks["Code"]], [int(height * 0.28), int(height * 0.72)], Qt.Orientation.Vertical
             )
             window.resizeDocks([docks["Code"]], [int(width * 0.3)], Qt.Orientation.Horizontal)
-            window.resizeDocks([docks["Autograd graph"]], [int(height * 0.3)], Qt.Orientation.Vertical)
+            window.resizeDocks([docks["Autograd graph"]], [int(height * GRAPH_SHARE["compact"])], Qt.Orientation.Vertical)
 
     def adapt(self) -> None:
         """The arrangement for the window's size, unless the user has arranged the docks."""

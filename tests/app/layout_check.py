@@ -317,3 +317,22 @@ def dialog_problems(dialog: QWidget, available: QRect | None = None) -> list[str
     if dialog.width() + SLACK < least.width() or dialog.height() + SLACK < least.height():
         problems.append(f"{dialog.windowTitle()!r}: {dialog.width()}x{dialog.height()}, its content needs {least.width()}x{least.height()}")
     return problems
+
+
+def cut_combo_boxes(window: QWidget) -> list[str]:
+    """Combo boxes whose current text is wider than the field that draws it (Qt elides it)."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    problems = []
+    for combo in window.findChildren(QComboBox):
+        if not _shown(combo, window) or not combo.currentText():
+            continue
+        option = QStyleOptionComboBox()
+        combo.initStyleOption(option)
+        field = combo.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, combo
+        )
+        needed = combo.fontMetrics().horizontalAdvance(combo.currentText())
+        if needed > field.width():
+            problems.append(f"QComboBox {combo.currentText()!r}: {field.width()} px of field, its text needs {needed}")
+    return problems

@@ -195,7 +195,7 @@ def test_log_scale_changes_the_error_levels(qtbot, panel, make_check_result):
     assert log != linear and log == tuple(panel.error_bar.levels())
     assert log[0] < log[1] < 1 and log[1] == pytest.approx(np.log10(linear[1]), rel=1e-5)
     assert panel.error_image.image.max() <= log[1] + 1e-5
-    assert "log10" in panel.error_bar.getAxis("bottom").labelText
+    assert "log10" in panel.error_bar.axis.labelText
     panel.log_scale.setChecked(False)
     assert tuple(panel.error_image.getLevels()) == linear
 

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 
 from gradviz.schema.results import REGION_SIDE, region_around
 from tests.app.conftest import ARTIFACTS, ROOT
+from tests.app.layout_check import cut_combo_boxes
 from tests.app.test_main_window import RUN_TIMEOUT, run_and_wait
 from tests.sources import LARGE_SIN, LARGE_SIN_WRONG_AT
 
@@ -44,6 +45,10 @@ def test_the_button_computes_the_cells_around_the_worst_one_at_the_real_indices(
     local = (K - rows.start, K - cols.start)
     assert region.comparison.analytic[local] == cell.analytic and region.comparison.numerical[local] == cell.numerical
     assert panel.plots.isVisible() and panel.large_table.rowCount() == 1
+    # the region picker shows its whole label ("rows 99,984–100,015 × cols …  ✗ 1 failing"), not cut
+    picker = panel.region_controls.picker
+    assert picker.isVisible() and picker.currentText().startswith(f"rows {rows.start:,}–")
+    assert cut_combo_boxes(window) == []
     # drawn where the cells are in the block: axes and outlines read the block's own indices
     image = panel.analytic_image.mapRectToParent(panel.analytic_image.boundingRect())
     assert (image.left(), image.top()) == (cols.start - 0.5, rows.start - 0.5)

@@ -16,146 +16,42 @@ comes from ``gradviz.app.display``.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QPainterPath
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QScrollArea,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.display import BlockDisplay, first_block_index
 from gradviz.app.figures import export_figure
-from gradviz.app.panels.region_controls import RegionControls
-from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
+from gradviz.app.panels.block_overview import BlockOverview
+from gradviz.app.panels.heatmap_plots import HeatmapPlots
+from gradviz.app.panels.jacobian_regions import LargeBlockRegions
+from gradviz.app.panels.large_block_page import LargeBlockPage
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
-from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock, region_around
-from gradviz.schema.units import format_bytes
+from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
 
-TITLES = (
-    ("Analytic (backward)", "Analytic"),
-    ("Numerical (finite diff.)", "Numerical"),
-    ("Error |A − N|", "|A − N|"),
-)
-ROW_LABELS = ("output element (row)", "row (output)", "row")
-COL_LABELS = ("input element (col)", "col (input)", "col")
-VALUE_CAPTIONS = ("∂out/∂in: one scale for analytic and numerical", "∂out/∂in, analytic and numerical", "∂out/∂in")
-VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
-ERROR_MAP = "viridis"  # sequential: an error only grows
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
 EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
-FAIL_RGB = (230, 20, 60)
-ROW_BAND = (255, 170, 0)
 STALE_OPACITY = 0.35
-TITLE_PT, LABEL_PT, TICK_PT, READOUT_PT = 14, 12, 11, 13
-PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
-REGION_PLOTS_HEIGHT = 300  # px the heatmaps of a region need for their colour bars' captions too
+READOUT_PT = 12
 
 
-class _CellFrame(pg.GraphicsObject):
-    """The highlighted cell: a black frame inside a white one, visible on every colour of both maps."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._rect = QRectF(-0.5, -0.5, 1, 1)
-        self.widths = (5.0, 2.0)
-
-    def set_cell(self, row: int, col: int) -> None:
-        self.prepareGeometryChange()
-        self._rect = QRectF(col - 0.5, row - 0.5, 1, 1)
-        self.update()
-
-    def rect(self) -> QRectF:
-        return self._rect
-
-    def boundingRect(self) -> QRectF:
-        dx, dy = self.pixelVectors()  # the pens are in pixels: pad by a few of them
-        if dx is None:
-            return QRectF(self._rect)
-        px, py = 4 * math.hypot(dx.x(), dx.y()), 4 * math.hypot(dy.x(), dy.y())
-        return self._rect.adjusted(-px, -py, px, py)
-
-    def viewTransformChanged(self) -> None:
-        self.prepareGeometryChange()  # the padding is in pixels: zooming changes it
-        super().viewTransformChanged()
-
-    def paint(self, painter, *_args) -> None:
-        for colour, width in zip(("w", "k"), self.widths):
-            pen = pg.mkPen(colour, width=width)
-            pen.setCosmetic(True)
-            painter.setPen(pen)
-            painter.drawRect(self._rect)
-
-
-class _RectOutlines(pg.GraphicsObject):
-    """Red outlines of the failing cells (or tiles): one path in cell coordinates drawn with a
-    cosmetic pen, so an export at any size draws them where the window does."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._path = QPainterPath()
-        self._rects: tuple[np.ndarray, ...] = (np.zeros(0),) * 4
-        self.width = 1.5
-
-    def set_rects(self, x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray) -> None:
-        self.prepareGeometryChange()
-        self._rects = (np.asarray(x, float), np.asarray(y, float), np.asarray(w, float), np.asarray(h, float))
-        path = QPainterPath()
-        for x0, y0, w0, h0 in zip(*self._rects):
-            path.addRect(QRectF(float(x0), float(y0), float(w0), float(h0)))
-        self._path = path
-        self.update()
-
-    def clear(self) -> None:
-        self.set_rects(*(np.zeros(0),) * 4)
-
-    def rects(self) -> tuple[np.ndarray, ...]:
-        """(x, y, width, height) of every outline, in cell coordinates."""
-        return self._rects
-
-    def cells(self) -> list[tuple[int, int]]:
-        """(row, col) of the top-left cell of every outline."""
-        x, y = self._rects[0], self._rects[1]
-        return [(int(np.rint(r + 0.5)), int(np.rint(c + 0.5))) for r, c in zip(y, x)]
-
-    def boundingRect(self) -> QRectF:
-        return self._path.boundingRect().adjusted(-0.5, -0.5, 0.5, 0.5)
-
-    def paint(self, painter, *_args) -> None:
-        pen = pg.mkPen(FAIL_RGB, width=self.width)
-        pen.setCosmetic(True)
-        painter.setPen(pen)
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(self._path)
-
-
-def _let_title_shrink(plot: pg.PlotItem) -> None:
-    """A LabelItem makes its text's width its minimum on every resize. A maximum width of 0 wins
-    over that (Qt ranks the maximum first), and centred in its cell the text stays over the plot:
-    a narrow window clips a title, not the third plot."""
-    plot.titleLabel.setMaximumWidth(0)
-    plot.layout.setAlignment(plot.titleLabel, Qt.AlignmentFlag.AlignHCenter)
-
-
-class JacobianPanel(QWidget):
+class JacobianPanel(LargeBlockRegions, QWidget):
     """Analytic | numerical | error heatmaps of one block, linked for zoom, pan and hover."""
 
     block_changed = Signal(int)  # index into the block selector: result.blocks, then result.large_blocks
@@ -179,7 +75,6 @@ class JacobianPanel(QWidget):
         self._cells = QRectF()  # where the images lie, in cell coordinates
         self._rows: tuple[int, int] | None = None  # rows marked by the backward step-through
         self._stale = False
-        self._shown_texts: dict = {}  # (text, room) each title, axis label and caption was fitted to
         self._widget_points = QApplication.font().pointSizeF()  # buttons and boxes at scale 1
 
         self.block_selector = QComboBox()
@@ -197,63 +92,57 @@ class JacobianPanel(QWidget):
         self.readout = QLabel(EMPTY_TEXT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setWordWrap(True)
-        self.view_note = QLabel("")
-        self.view_note.setWordWrap(True)
+        self.view_note = QLabel("")  # in the toolbar row, short; the whole note is its tooltip
         self.view_note.hide()
 
-        self.plots = pg.GraphicsLayoutWidget()
-        self.plots.setBackground("w")
-        self.plots.setMinimumHeight(PLOT_MIN_HEIGHT + 120)  # and the colour bars with their captions below
-        self._build_plots()
+        self.plots = HeatmapPlots(self.view)
+        # the plots' parts, under the names the window, the exports and the tests use
+        self.plot_items, self.highlight_rects = self.plots.plot_items, self.plots.highlight_rects
+        self.analytic_image, self.numerical_image, self.error_image = (
+            self.plots.analytic_image, self.plots.numerical_image, self.plots.error_image
+        )
+        self.value_bar, self.error_bar = self.plots.value_bar, self.plots.error_bar
+        self.failing_outline, self.row_band = self.plots.failing_outline, self.plots.row_band
+        self.square_cells = QCheckBox("square cells")
+        self.square_cells.setChecked(True)
+        self.square_cells.setToolTip("Draw every cell square; clear to stretch the cells to fill the plots")
 
-        self.large_summary = QLabel()
-        self.large_summary.setWordWrap(True)
-        self.large_summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.large_summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.large_table = QTableWidget(0, 4)
-        self.large_table.setHorizontalHeaderLabels(["cell", "analytic", "numerical", "|a − n|"])
-        self.large_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.large_table.verticalHeader().hide()
-        self.large_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.large_table.horizontalHeader().setStretchLastSection(True)
-        self.large_table.setToolTip("Double-click a cell to compute the cells around it")
-        self.region_controls = RegionControls()
-        large_page = QWidget()
-        large_page.setObjectName("large_block_page")
-        large_layout = QVBoxLayout(large_page)
-        large_layout.setContentsMargins(8, 8, 8, 4)
-        large_layout.addWidget(self.region_controls)  # first: in reach when the page scrolls
-        large_layout.addWidget(self.large_summary)
-        large_layout.addWidget(self.large_table, 1)
+        self.large_page = LargeBlockPage()
+        self.large_summary, self.large_table = self.large_page.summary, self.large_page.table
+        self.region_controls = self.large_page.region_controls
         # a large block's page above the heatmaps of its region; a block held in full: heatmaps only.
         # The page scrolls rather than make the panel taller than a small window's dock.
         self.large_scroll = QScrollArea()
         self.large_scroll.setWidgetResizable(True)
         self.large_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.large_scroll.setWidget(large_page)
+        self.large_scroll.setWidget(self.large_page)
         self.body = QSplitter(Qt.Orientation.Vertical)
         self.body.setChildrenCollapsible(False)
         self.body.addWidget(self.large_scroll)
         self.body.addWidget(self.plots)
         self.body.setStretchFactor(0, 0)
         self.body.setStretchFactor(1, 1)
-        self.large_page = large_page
+        self.overview = BlockOverview()  # every block of the Jacobian, beside the one shown
+        middle = QHBoxLayout()
+        middle.setContentsMargins(0, 0, 0, 0)
+        middle.addWidget(self.overview)
+        middle.addWidget(self.body, 1)
 
         controls = QHBoxLayout()
         controls.setContentsMargins(0, 0, 0, 0)
         controls.addWidget(self.block_selector)
         controls.addWidget(self.worst_button)
         controls.addWidget(self.reset_button)
-        controls.addWidget(self.region_controls.picker)
+        controls.addWidget(self.view_note)
         controls.addStretch(1)
+        controls.addWidget(self.square_cells)
         controls.addWidget(self.log_scale)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(3)
         layout.addLayout(controls)
         layout.addWidget(self.stale_label)
-        layout.addWidget(self.body, 1)
-        layout.addWidget(self.view_note)
+        layout.addLayout(middle, 1)
         layout.addWidget(self.readout)
 
         self.block_selector.currentIndexChanged.connect(self._on_block_selected)
@@ -263,13 +152,11 @@ class JacobianPanel(QWidget):
         self.region_controls.compute_requested.connect(self.request_region)
         self.region_controls.cancel_requested.connect(self.region_cancelled)
         self.region_controls.region_chosen.connect(self._on_region_chosen)
+        self.overview.block_chosen.connect(self._on_block_selected)
+        self.square_cells.toggled.connect(self._on_square_cells_changed)
         self.large_table.cellDoubleClicked.connect(self._on_found_cell_double_clicked)
         # the views are linked, so the first one's range is everyone's
         self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
-        self._fit_timer = QTimer(self, singleShot=True, interval=0)
-        self._fit_timer.timeout.connect(self._fit_texts)
-        for plot in self.plot_items:
-            plot.getViewBox().sigResized.connect(self._on_resized)
         # one readout per frame at most, however fast the mouse moves
         self._mouse_proxy = pg.SignalProxy(
             self.plots.scene().sigMouseMoved, rateLimit=60, slot=self._on_mouse_moved
@@ -278,74 +165,6 @@ class JacobianPanel(QWidget):
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
         self.set_result(None)
-
-    def _build_plots(self) -> None:
-        self.analytic_image, self.numerical_image, self.error_image = images = [
-            pg.ImageItem(axisOrder="row-major") for _ in TITLES
-        ]
-        # plots and colour bars in separate rows of their own, so the three plots get equal widths:
-        # linked views of unequal sizes would disagree on the range
-        plot_row = self.plots.addLayout(row=0, col=0)
-        bar_row = self.plots.addLayout(row=1, col=0)
-        self.plot_row, self.bar_row = plot_row, bar_row
-        self.plot_items: list[pg.PlotItem] = []
-        self.highlight_rects: list[_CellFrame] = []
-        for column, image in enumerate(images):
-            axes = {name: plain_ticks(pg.AxisItem(name), whole_numbers=True) for name in ("bottom", "left")}
-            plot = plot_row.addPlot(row=0, col=column, axisItems=axes)
-            _let_title_shrink(plot)
-            plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
-            plot.setMinimumHeight(PLOT_MIN_HEIGHT)  # shrinks, but never to axes around nothing
-            plot_row.layout.setColumnStretchFactor(column, 1)
-            plot.invertY(True)  # row 0 at the top, as the matrix is written
-            plot.setAspectLocked(False)  # cells may be oblong: a 600x400 block then fills a wide, short view
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.getViewBox().setBackgroundColor("#d9d9d9")  # grey margins: white cells stay visible
-            plot.addItem(image)
-            if column > 0:
-                plot.setXLink(self.plot_items[0])
-                plot.setYLink(self.plot_items[0])
-            rect = _CellFrame()
-            rect.setZValue(10)
-            rect.hide()
-            plot.addItem(rect, ignoreBounds=True)
-            self.highlight_rects.append(rect)
-            self.plot_items.append(plot)
-        # analytic and numerical stay clean, so their colours compare directly
-        self.failing_outline = _RectOutlines()
-        self.failing_outline.setZValue(6)
-        self.plot_items[2].addItem(self.failing_outline, ignoreBounds=True)
-        self.failing_outlines = [self.failing_outline]
-        # the rows one backward call fills, marked on the analytic map during the step-through
-        self.row_band = pg.LinearRegionItem(
-            orientation="horizontal", movable=False, brush=pg.mkBrush(*ROW_BAND, 60), pen=pg.mkPen(ROW_BAND, width=2)
-        )
-        self.row_band.setZValue(8)
-        self.row_band.hide()
-        self.plot_items[0].addItem(self.row_band, ignoreBounds=True)
-
-        self.value_bar = pg.ColorBarItem(
-            colorMap=VALUE_MAP, interactive=False, orientation="horizontal", colorMapMenu=False
-        )
-        self.value_bar.setImageItem([self.analytic_image, self.numerical_image])
-        self.error_bar = pg.ColorBarItem(
-            colorMap=ERROR_MAP, interactive=False, orientation="horizontal", colorMapMenu=False
-        )
-        self.error_bar.setImageItem(self.error_image)
-        for bar, column, span in ((self.value_bar, 0, 2), (self.error_bar, 1, 1)):
-            plain_ticks(bar.axis)
-            bar_row.addItem(bar, row=0, col=column)
-            bar_row.layout.setColumnStretchFactor(column, span)
-        self._captions = {self.value_bar: VALUE_CAPTIONS, self.error_bar: ("|A − N|",)}
-        # the heatmaps take the height; the colour bars only what they need
-        self.plots.ci.layout.setRowStretchFactor(0, 1)
-        self.plots.ci.layout.setRowStretchFactor(1, 0)
-        bar_row.setMaximumHeight(90)
-        # a bottom axis's last label reaches OVERHANG px past its end: room for it before the next
-        # plot's row labels
-        plot_row.layout.setHorizontalSpacing(OVERHANG + 12)
-        bar_row.layout.setHorizontalSpacing(28)  # the end labels of the two bars must not run together
 
     # public API -------------------------------------------------------------------------------
 
@@ -374,6 +193,7 @@ class JacobianPanel(QWidget):
                 self.block_selector.addItem(f"{result.block_title(block)}   {found} (searched)")
         self.block_selector.blockSignals(False)
         self.block_selector.setVisible(self.block_selector.count() > 1)
+        self.overview.set_result(result)
         if result is None or not (result.blocks or result.large_blocks):
             self._clear("No Jacobian to show: no input needs a gradient." if result is not None else EMPTY_TEXT)
             return
@@ -392,6 +212,7 @@ class JacobianPanel(QWidget):
         self.block_selector.blockSignals(True)
         self.block_selector.setCurrentIndex(index)
         self.block_selector.blockSignals(False)
+        self.overview.set_current(index)
         self._rows = None
         self.row_band.hide()
         large = self.current_large_block()
@@ -434,73 +255,6 @@ class JacobianPanel(QWidget):
             return None
         k = self._index - len(self._result.blocks)
         return self._result.large_blocks[k] if 0 <= k < len(self._result.large_blocks) else None
-
-    def shown_region(self) -> BlockRegion | None:
-        """The region of a large block drawn in the heatmaps, or None."""
-        k = self._region_index.get(self._index)
-        return None if k is None or self.current_large_block() is None else self._regions[self._index][k]
-
-    def regions(self) -> list[BlockRegion]:
-        """The regions of the large block on screen computed so far."""
-        return list(self._regions.get(self._index, []))
-
-    def request_region(self, row0: int, col0: int, rows: int, cols: int) -> None:
-        """Ask for rows ``row0..`` and columns ``col0..`` of the large block on screen, every cell
-        computed; one already computed is shown at once."""
-        large = self.current_large_block()
-        if large is None:
-            return
-        for k, region in enumerate(self._regions.get(self._index, [])):
-            if (region.row0, region.col0, region.shape) == (row0, col0, (rows, cols)):
-                self._choose_region(k)
-                return
-        self.region_controls.set_running(True, f"Computing rows {row0:,}… and columns {col0:,}…")
-        self.region_requested.emit(
-            {"output": large.output, "input": large.input, "row0": row0, "col0": col0, "rows": rows, "cols": cols}
-        )
-
-    def compute_around_worst(self) -> None:
-        """The region around the worst found cell, as the page's button asks."""
-        self.region_controls.worst_button.click()
-
-    def add_region(self, region: BlockRegion) -> None:
-        """A computed region: kept with its block (of the result on screen) and shown if that block is."""
-        if self._result is None:
-            return
-        index = next(
-            (len(self._result.blocks) + k for k, b in enumerate(self._result.large_blocks)
-             if (b.output, b.input) == (region.output, region.input)),
-            None,
-        )  # fmt: skip
-        if index is None:
-            return
-        self._regions.setdefault(index, []).append(region)
-        self.region_controls.set_running(False)
-        if index == self._index:
-            self._choose_region(len(self._regions[index]) - 1)
-        else:
-            self._region_index[index] = len(self._regions[index]) - 1
-
-    def region_failed(self, message: str) -> None:
-        """The region asked for did not come: say why; what is on screen stays."""
-        self.region_controls.set_running(False)
-        self.region_controls.set_message(message, error=True)
-
-    def set_region_progress(self, done: int, total: int) -> None:
-        self.region_controls.set_progress(done, total)
-
-    def set_region_started(self) -> None:
-        self.region_controls.set_running(True, "Computing the region, cell by cell…")
-
-    def clear_regions(self) -> None:
-        """Forget every computed region (the code they were computed from has changed)."""
-        self._regions.clear()
-        self._region_index.clear()
-        self._region_displays.clear()
-        self.region_controls.set_running(False)
-        large = self.current_large_block()
-        if large is not None:
-            self._show_large(large)
 
     def hover_cell(self, row: int, col: int) -> None:
         """Highlight a cell in all three plots and read it out, as the mouse does."""
@@ -622,120 +376,7 @@ class JacobianPanel(QWidget):
         """A block held in full: heatmaps only; a large block: its page, and the heatmaps of its
         region when one is shown."""
         self.large_scroll.setVisible(large)
-        self.region_controls.picker.setVisible(large and self.region_controls.picker.count() > 0)
         self.plots.setVisible(not large or self.shown_region() is not None)
-
-    def _show_large(self, block: LargeBlock) -> None:
-        result = self._result
-        self._show_plots(large=True)
-        self._set_highlight(None)
-        region = self.shown_region()
-        self.worst_button.setEnabled(region is not None and region.worst is not None)
-        self.worst_button.setToolTip(self._worst_tip(region.comparison, region) if region else "")
-        self.reset_button.setEnabled(region is not None)
-        self.log_scale.setEnabled(region is not None)
-        self.view_note.hide()
-        worst = max(block.cells, key=lambda c: _gap(c.analytic, c.numerical), default=None)
-        self.region_controls.set_block(block.shape, (worst.row, worst.col) if worst else None)
-        regions = self._regions.get(self._index, [])
-        self.region_controls.set_regions([_region_label(r) for r in regions], self._region_index.get(self._index, -1))
-        rows, cols = block.shape
-        itemsize = 4 if result.dtype in ("float32", "float16", "bfloat16") else 8
-        found = len(block.cells)
-        if block.cells:
-            cells = f"<b>{found:,} failing cell{'s' if found != 1 else ''} found</b>, computed exactly (below)"
-        else:
-            cells = "<b>no failing cell found</b>"
-        if block.complete:
-            search = "The search finished: " + ("no other cell fails." if found else "every cell is within tolerance.")
-        else:
-            search = "The search stopped at its budget: <b>more failing cells may exist</b>."
-        if region is None:
-            self.large_summary.setText(
-                f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold "
-                f"({format_bytes(rows * cols * itemsize)} per Jacobian), so neither matrix was built. "
-                f"gradviz bisected random-sign projections of it ({block.probes:,} backward and forward calls): "
-                f"{cells}. {search}"
-            )
-        else:  # the heatmaps need the room: the same facts, shorter
-            self.large_summary.setText(
-                f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold; the search "
-                f"({block.probes:,} calls) {'finished' if block.complete else 'stopped at its budget'} with "
-                f"{found:,} failing cell{'s' if found != 1 else ''} found. Below: one region, every cell computed."
-            )
-        self.large_table.setRowCount(found)
-        for r, cell in enumerate(block.cells):
-            values = (
-                result.cell_label(block, cell.row, cell.col),
-                f"{cell.analytic + 0.0:.6g}",
-                f"{cell.numerical + 0.0:.6g}",
-                f"{abs(cell.analytic - cell.numerical):.2g}",
-            )
-            for c, text in enumerate(values):
-                item = QTableWidgetItem(text)
-                if c:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.large_table.setItem(r, c, item)
-        self.large_table.setVisible(found > 0)
-        if region is not None:  # a few rows (it scrolls): the heatmaps take the rest
-            rows_shown = sum(self.large_table.rowHeight(r) for r in range(min(found, 3)))
-            header = self.large_table.horizontalHeader().sizeHint().height()
-            self.large_table.setFixedHeight(header + rows_shown + 2 * self.large_table.frameWidth() + 2)
-        else:
-            self.large_table.setMinimumHeight(0)
-            self.large_table.setMaximumHeight(16_777_215)
-        if region is None:
-            self.readout.setText(
-                "Only these cells were computed; the rest of the block was checked through projections. "
-                "Compute a region to see its cells."
-            )
-            return
-        self._draw_region(region)
-
-    def _draw_region(self, region: BlockRegion) -> None:
-        """The region's three heatmaps, at the real rows and columns of the block, below the page
-        (which keeps the height its text needs)."""
-        page = self.large_page.layout()
-        width = max(self.body.width(), 200)
-        needed = page.totalHeightForWidth(width) if page.hasHeightForWidth() else page.sizeHint().height()
-        total = sum(self.body.sizes()) or self.body.height()
-        # where both do not fit, the heatmaps win and the page scrolls below its controls
-        controls = self.region_controls.sizeHint().height() + page.contentsMargins().top() + 2
-        self.large_scroll.setMinimumHeight(controls)  # its controls stay in reach at any window size
-        share = max(controls, min(needed, total - REGION_PLOTS_HEIGHT))
-        self.body.setSizes([share, max(total - share, 1)])
-        rows, cols = region.shape
-        self._factor = None
-        self._zoom_guard = True
-        self.plot_items[0].getViewBox().setRange(QRectF(region.col0 - 0.5, region.row0 - 0.5, cols, rows), padding=0.02)
-        self._zoom_guard = False
-        self._draw_images()
-        c = region.comparison
-        if region.worst is not None and c.n_failing:
-            self._set_highlight(region.worst)
-        else:
-            self.readout.setText(
-                f"Rows {region.row0:,}–{region.row0 + rows - 1:,} × columns {region.col0:,}–{region.col0 + cols - 1:,}: "
-                "every cell within tolerance. Hover a cell to compare its values."
-            )
-
-    def _choose_region(self, k: int) -> None:
-        self._region_index[self._index] = k
-        large = self.current_large_block()
-        if large is not None:
-            self._show_large(large)
-
-    def _on_region_chosen(self, k: int) -> None:
-        self._choose_region(k)
-
-    def _on_found_cell_double_clicked(self, row: int, _column: int) -> None:
-        """The region around a found cell."""
-        large = self.current_large_block()
-        if large is None or not 0 <= row < len(large.cells):
-            return
-        cell = large.cells[row]
-        rows, cols = region_around(cell.row, cell.col, large.shape, self.region_controls.size_box.value())
-        self.request_region(rows.start, cols.start, len(rows), len(cols))
 
     def _shown(self) -> tuple[BlockComparison, int, int] | None:
         """What the heatmaps show, with the block row and column of its first cell: the block on
@@ -790,15 +431,18 @@ class JacobianPanel(QWidget):
         else:
             x, y, w, h = outline
             self.failing_outline.set_rects(x + c0, y + r0, w, h)
-        notes = []
+        notes, tips = [], []
         if factor > 1:
-            notes.append(
+            notes.append(f"{factor}×{factor} cells a pixel")
+            tips.append(
                 f"Downsampled: each pixel shows the largest |value| of {factor}×{factor} cells. "
                 "Zoom in (mouse wheel) for single cells."
             )
         if block.n_failing and outline is None:
-            notes.append(f"{block.n_failing:,} failing cells: too many to outline at this zoom.")
-        self.view_note.setText(" ".join(notes))
+            notes.append("failing cells not outlined")
+            tips.append(f"{block.n_failing:,} failing cells: too many to outline at this zoom.")
+        self.view_note.setText(" · ".join(notes) + (": zoom in" if factor > 1 else ""))
+        self.view_note.setToolTip(" ".join(tips))
         self.view_note.setVisible(bool(notes))
         self._draw_error()
 
@@ -806,14 +450,14 @@ class JacobianPanel(QWidget):
         display = self._display()
         if self.log_scale.isChecked():
             kind, levels = "log_error", display.log_levels
-            self._captions[self.error_bar] = ("log10 |A − N|",)
+            caption = "log10 |A − N|"
         else:
             kind, levels = "error", (0.0, display.error_top)
-            self._captions[self.error_bar] = ("|A − N|",)
+            caption = "|A − N|"
         # rect with the image: setRect alone scales by the size of the image it replaces
         self.error_image.setImage(display.image(kind, self._factor or 1), autoLevels=False, rect=self._cells)
         self.error_bar.setLevels(levels)
-        self._fit_texts()
+        self.plots.set_error_caption(caption)
 
     def _set_highlight(self, cell: tuple[int, int] | None) -> None:
         self._cell = cell
@@ -847,81 +491,16 @@ class JacobianPanel(QWidget):
         self.stale_label.setStyleSheet(
             "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
         )
-        for plot in self.plot_items:
-            for name in ("bottom", "left"):
-                style_axis(plot.getAxis(name), theme, tick_points=TICK_PT)
-        for bar in (self.value_bar, self.error_bar):
-            style_axis(bar.axis, theme, tick_points=TICK_PT)
-        for rect in self.highlight_rects:
-            rect.widths = (7.0, 3.0) if theme.high_contrast else (5.0, 2.0)
-            rect.update()
-        self.failing_outline.width = 2.5 if theme.high_contrast else 1.5
-        self.failing_outline.update()
-        self._shown_texts.clear()
-        self._fit_texts()
-
-    def _on_resized(self, *_args) -> None:
-        self._fit_timer.start()
-
-    def _fit(self, key, options: tuple[str, ...], room: float, apply, measure) -> None:
-        """Show the longest of ``options`` whose drawn width (``measure()`` after ``apply(text)``)
-        fits in ``room`` pixels; nothing is redrawn while the room and the choice stay the same."""
-        if self._shown_texts.get(key, (None, None))[1] == round(room):
-            return
-        for text in options:
-            apply(text)
-            if measure() <= room:
-                break
-        self._shown_texts[key] = (text, round(room))
-
-    def _fit_texts(self) -> None:
-        """Titles, axis labels and colour-bar captions in the longest wording that fits the room."""
-        theme = self.view.theme
-        ink = theme.ink
-        title_pt = theme.pt(TITLE_PT)
-        for column, (plot, titles) in enumerate(zip(self.plot_items, TITLES)):
-            # centred over the plot: wider than the view, it would run over the first row's label
-            axis = plot.getAxis("left")
-            self._fit(
-                ("title", column),
-                titles,
-                plot.width() - 2 * axis.width() - 8,
-                lambda t, p=plot: p.setTitle(t, size=f"{title_pt}pt", color=ink, bold=True),
-                lambda p=plot: p.titleLabel.item.boundingRect().width(),
-            )
-            view = plot.getViewBox()
-            bottom = plot.getAxis("bottom")
-            self._fit(
-                ("bottom", column),
-                COL_LABELS,
-                view.width() - 4,
-                lambda t, a=bottom: set_axis_label(a, t, theme, points=LABEL_PT),
-                lambda a=bottom: a.label.boundingRect().width(),
-            )
-            left = plot.getAxis("left")
-            if column == 0:
-                self._fit(
-                    ("left", 0),
-                    ROW_LABELS,
-                    view.height() - 4,
-                    lambda t, a=left: set_axis_label(a, t, theme, points=LABEL_PT),
-                    lambda a=left: a.label.boundingRect().width(),
-                )
-            elif left.label.isVisible():
-                left.showLabel(False)
-        for bar in (self.value_bar, self.error_bar):
-            self._fit(
-                ("caption", id(bar), self._captions[bar]),
-                self._captions[bar],
-                bar.width() - 8,
-                lambda t, b=bar: set_axis_label(b.axis, t, theme, points=LABEL_PT),
-                lambda b=bar: b.axis.label.boundingRect().width(),
-            )
+        self.plots.apply_theme()
 
     # events -------------------------------------------------------------------------------------
 
     def _on_block_selected(self, index: int) -> None:
         self.set_block(index)
+
+    def _on_square_cells_changed(self, square: bool) -> None:
+        self.plots.set_square_cells(square)
+        self.reset_zoom()
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
         if self._shown() is not None:
@@ -947,19 +526,3 @@ class JacobianPanel(QWidget):
                 if cell != self._cell:
                     self.hover_cell(*cell)
                 return
-
-
-
-def _gap(a: float, n: float) -> float:
-    """|a - n| for ordering found cells, NaN first."""
-    gap = abs(a - n)
-    return math.inf if math.isnan(gap) else gap
-
-
-def _region_label(region: BlockRegion) -> str:
-    rows, cols = region.shape
-    failing = region.comparison.n_failing
-    mark = f"✗ {failing:,} failing" if failing else "✓"
-    return (
-        f"rows {region.row0:,}–{region.row0 + rows - 1:,} × cols {region.col0:,}–{region.col0 + cols - 1:,}   {mark}"
-    )

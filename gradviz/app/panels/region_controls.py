@@ -2,8 +2,9 @@
 hold to compute exactly, how far the worker is, and which computed region is on screen.
 
 A view only: it says what the user asked for (``compute_requested``) and shows what it is told;
-the panel keeps the regions and the window's RegionLink asks the worker for them. The panel
-places ``picker`` (which computed region is on screen) beside its block selector.
+the panel keeps the regions and the window's RegionLink asks the worker for them. ``picker``
+(which computed region is on screen) sits in the second row, as wide as its longest label: a
+region's label is never cut.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.schema.results import MAX_REGION_SIDE, REGION_SIDE, region_around
+from gradviz.schema.results import MAX_REGION_SIDE, REGION_SIDE, BlockRegion, region_around
 
 ERROR_STYLE = "color: #b00020"
 
@@ -50,9 +51,8 @@ class RegionControls(QWidget):
         self.cancel_button = QPushButton("Cancel")
         self.picker = QComboBox()
         self.picker.setToolTip("Regions of this block computed so far")
-        # the toolbar row must not widen the panel: long labels elide, the list shows them whole
-        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.picker.setMinimumContentsLength(16)
+        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.picker_label = QLabel("Shown:")
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -68,6 +68,8 @@ class RegionControls(QWidget):
         self.second_row = QWidget()  # shown while there is something in it
         second = QHBoxLayout(self.second_row)
         second.setContentsMargins(0, 0, 0, 0)
+        second.addWidget(self.picker_label)
+        second.addWidget(self.picker)
         second.addWidget(self.progress)
         second.addWidget(self.cancel_button)
         second.addWidget(self.status, 1)
@@ -107,6 +109,7 @@ class RegionControls(QWidget):
         self.picker.setCurrentIndex(current)
         self.picker.blockSignals(False)
         self.picker.setVisible(bool(labels))
+        self.picker_label.setVisible(bool(labels))
         self._update_second_row()
 
     def set_running(self, running: bool, text: str = "") -> None:
@@ -130,7 +133,7 @@ class RegionControls(QWidget):
 
     def _update_second_row(self) -> None:
         busy = not self.cancel_button.isHidden()
-        self.second_row.setVisible(busy or bool(self.status.text()))
+        self.second_row.setVisible(busy or bool(self.status.text()) or self.picker.count() > 0)
 
     def _on_worst_clicked(self) -> None:
         rows, cols = region_around(*self._centre, self._shape, self.size_box.value())
@@ -144,3 +147,11 @@ class RegionControls(QWidget):
         r0, c0 = self.row_box.value(), self.col_box.value()
         rows, cols = min(side, self._shape[0] - r0), min(side, self._shape[1] - c0)
         self.compute_requested.emit(r0, c0, rows, cols)
+
+
+def region_label(region: BlockRegion) -> str:
+    """'rows 0–31 × cols 0–31  ✓' (or '✗ 3 failing'): a computed region, as the picker lists it."""
+    rows, cols = region.shape
+    failing = region.comparison.n_failing
+    mark = f"✗ {failing:,} failing" if failing else "✓"
+    return f"rows {region.row0:,}–{region.row0 + rows - 1:,} × cols {region.col0:,}–{region.col0 + cols - 1:,}  {mark}"

@@ -1,14 +1,20 @@
 """The verdict banner: pass/fail, failing count, worst cell, warnings, notes and hints; while a run
 is in flight, "Running… 3.2 s"; and when the results on screen no longer match the editor, a line
-that says so."""
+that says so.
+
+The details (checks, warnings, hints, notes) are folded by default into the headline's line,
+elided, beside a disclosure button that shows them all below it: at 1280x720 every line the banner
+takes is a line the heatmaps lose. The choice is kept for the next results (and, through
+``expanded_changed``, by whoever saves it)."""
 
 from __future__ import annotations
 
 import time
 from html import escape
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import verdict_line
@@ -30,23 +36,72 @@ HIGH_CONTRAST = {  # solid colours, white text: readable from the back of a room
 }
 STALE = "background:#f3f3f3; color:#555; border:1px dashed #999;"
 TICK_MS = 100
+MIN_FOLDED = 60  # px: narrower, the folded details show only as the disclosure's "3 more"
+
+
+def plain(html: str) -> str:
+    """The text of an HTML fragment, as the label shows it."""
+    doc = QTextDocument()
+    doc.setHtml(html)
+    return doc.toPlainText()
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text elided to the label's width (its full text in ``full_text``); it
+    asks for no width of its own, so it never widens the banner."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full_text = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def set_full_text(self, text: str) -> None:
+        self.full_text = text
+        self._elide()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(self.width(), 0)))
 
 
 class VerdictBanner(QWidget):
+    expanded_changed = Signal(bool)  # the details were shown in full (True) or folded to one line
+
     def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
         self.headline = QLabel()
         self.details = QLabel()
         self.details.setTextFormat(Qt.TextFormat.RichText)  # a lone line with an entity is still HTML
+        # folded: the details on one line, elided to the banner's width (never widening it)
+        self.folded = ElidedLabel()
         for label in (self.headline, self.details):
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.disclosure = QToolButton()
+        self.disclosure.setCheckable(True)
+        self.disclosure.setAutoRaise(True)
+        self.disclosure.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.disclosure.toggled.connect(self._on_disclosure_toggled)
+        # folded, the details share the headline's line: at 1280x720 every line the banner takes
+        # is a line the heatmaps lose
+        self.top_row = QHBoxLayout()
+        self.top_row.setContentsMargins(0, 0, 0, 0)
+        self.top_row.setSpacing(4)
+        self.top_row.addWidget(self.headline, 0)
+        self.top_row.addWidget(self.disclosure, 0)
+        self.top_row.addWidget(self.folded, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.headline)
+        layout.addLayout(self.top_row)
         layout.addWidget(self.details)
+        self._expanded = False
+        self._details_html = ""
         self._state = "idle"
         self._text = ""
         self._details = ""
@@ -111,12 +166,38 @@ class VerdictBanner(QWidget):
         return self._stale
 
     def plain_text(self) -> str:
-        """Headline and details as plain text (a figure's caption)."""
-        from PySide6.QtGui import QTextDocument
+        """Headline and details as plain text (a figure's caption), all of them even when folded."""
+        return "\n".join(part for part in (self.headline.text(), plain(self._details_html)) if part)
 
-        doc = QTextDocument()
-        doc.setHtml(self.details.text())
-        return "\n".join(part for part in (self.headline.text(), doc.toPlainText()) if part)
+    def set_expanded(self, expanded: bool) -> None:
+        """The details in full (True) or on one line."""
+        self.disclosure.setChecked(expanded)
+
+    def is_expanded(self) -> bool:
+        return self._expanded
+
+    def _on_disclosure_toggled(self, expanded: bool) -> None:
+        if expanded != self._expanded:
+            self._expanded = expanded
+            self._render()
+            self.expanded_changed.emit(expanded)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._details_html and not self._expanded and not self._compact:
+            self._fold()
+
+    def _fold(self) -> None:
+        """The details on one line beside the headline, which keeps its one line where it can."""
+        text = " · ".join(line for line in plain(self._details_html).splitlines() if line.strip())
+        self.folded.set_full_text(text)
+        # its one line's width, with padding, border and some air
+        headline = self.headline.fontMetrics().horizontalAdvance(self._text) + round(16 * self.view.theme.scale) + 20
+        room = self.width() - headline - self.disclosure.sizeHint().width() - 8
+        beside = room >= MIN_FOLDED  # else the headline takes the line, the disclosure says "3 more"
+        self.folded.setVisible(beside)
+        self.headline.setMinimumWidth(headline if beside else 0)
+        self.top_row.setStretchFactor(self.headline, 0 if beside else 1)
 
     # internals --------------------------------------------------------------------------------
 
@@ -130,13 +211,28 @@ class VerdictBanner(QWidget):
         stale = bool(self._stale) and self._state in ("passed", "failed")
         style = STALE if stale else (HIGH_CONTRAST if theme.high_contrast else STYLES)[self._state]
         self.headline.setText(self._text)
-        self.headline.setStyleSheet(f"QLabel {{ {style} padding:{round(6 * theme.scale)}px; border-radius:4px; }}")
+        pad = f"{round(3 * theme.scale)}px {round(6 * theme.scale)}px"
+        self.headline.setStyleSheet(f"QLabel {{ {style} padding:{pad}; border-radius:4px; }}")
         details = self._details
         if self._stale:
             note = f"<b>⟲ {escape(self._stale, quote=False)}</b>"
             details = f"{note}<br>{details}" if details else note
+        self._details_html = details
+        lines = details.count("<br>") + 1 if details else 0
+        folded = bool(details) and not self._expanded and not self._compact
+        self.disclosure.setVisible(bool(details) and not self._compact)
+        self.disclosure.setText("less" if self._expanded else f"{lines} more" if lines > 1 else "more")
+        self.disclosure.setArrowType(Qt.ArrowType.DownArrow if self._expanded else Qt.ArrowType.RightArrow)
         self.details.setText(details)
-        self.details.setVisible(bool(details) and not self._compact)
+        self.details.setVisible(bool(details) and self._expanded and not self._compact)
+        self.folded.setToolTip(plain(details) if folded else "")
+        self.disclosure.setToolTip(plain(details) if folded else "Fold the details into one line")
+        if folded:
+            self._fold()
+        else:
+            self.folded.hide()
+            self.headline.setMinimumWidth(0)
+            self.top_row.setStretchFactor(self.headline, 1)
         self.headline.setToolTip(details if self._compact else "")
 
     def set_compact(self, compact: bool) -> None:
@@ -147,7 +243,9 @@ class VerdictBanner(QWidget):
 
     def _on_theme_changed(self) -> None:
         theme = self.view.theme
-        self.headline.setFont(theme.font(13, bold=True))
+        self.headline.setFont(theme.font(12, bold=True))
         self.details.setFont(theme.font(10))
         self.details.setStyleSheet(f"color: {theme.ink}")
+        self.folded.setFont(theme.font(10))
+        self.folded.setStyleSheet(f"color: {theme.ink}")
         self._render()

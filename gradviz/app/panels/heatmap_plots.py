@@ -1,0 +1,247 @@
+"""The three heatmaps of one Jacobian block (analytic, numerical, |analytic − numerical|) with
+their colour bars, as one pyqtgraph layout: the views are linked for zoom and pan, one colour bar
+drives analytic and numerical (equal colours mean equal values), the error map has its own.
+
+The colour bars stand in a column right of the maps, so the maps get the height. Cells are square by default (the views' aspect is locked, so a 900x900 block is drawn square
+and a 40x8 block tall); ``set_square_cells(False)`` lets them stretch to fill the views. Titles,
+axis labels and captions take the longest wording that fits their room.
+"""
+
+from __future__ import annotations
+
+from types import MethodType
+
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+
+from gradviz.app.panels.heatmap_items import CellFrame, RectOutlines, let_title_shrink
+from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
+from gradviz.app.theme import ViewSettings
+
+TITLES = (
+    ("Analytic (backward)", "Analytic"),
+    ("Numerical (finite diff.)", "Numerical"),
+    ("Error |A − N|", "|A − N|"),
+)
+ROW_LABELS = ("output element (row)", "row (output)", "row")
+COL_LABELS = ("input element (col)", "col (input)", "col")
+VALUE_CAPTIONS = ("∂out/∂in: one scale for analytic and numerical", "∂out/∂in, analytic and numerical", "∂out/∂in")
+VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
+ERROR_MAP = "viridis"  # sequential: an error only grows
+ROW_BAND = (255, 170, 0)
+TITLE_PT, LABEL_PT, TICK_PT = 13, 11, 11
+PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
+BAR_THICKNESS = 14  # px of a colour bar's colours
+NUDGE = 5  # px pyqtgraph moves a vertical axis's caption outwards
+
+
+def share_row_axis_width(axes: list[pg.AxisItem]) -> None:
+    """Every row axis as wide as the widest wants to be (the first also holds the words "row
+    (output)"): the three views are then as wide as one another, as linked views with square
+    cells must be. pyqtgraph sizes each axis by the widest tick label it has drawn so far."""
+
+    def update_width(_axis) -> None:
+        first = axes[0]
+        width = max(axis.textWidth for axis in axes) + first.style["tickTextOffset"][0]
+        width += max(0, first.style["tickLength"])
+        if first.label.isVisible():
+            width += first.label.boundingRect().height() * 0.8  # as pyqtgraph counts it
+        for axis in axes:
+            axis.setMaximumWidth(width)
+            axis.setMinimumWidth(width)
+            axis.picture = None
+
+    for axis in axes:
+        axis._updateWidth = MethodType(update_width, axis)
+
+
+def room_for_caption(axis: pg.AxisItem) -> None:
+    """A colour bar's axis is 45 px wide whatever its labels ("-1.5e-05" does not fit), and an axis
+    sized by its labels reserves 0.8 of its caption's height but draws it at its full height, over
+    the tick labels by a few pixels: sized by the labels, with all of the caption's height."""
+    update = axis._updateWidth
+
+    def update_width(self) -> None:
+        update()
+        if self.fixedWidth is None and self.label.isVisible():
+            width = self.maximumWidth() + 0.25 * self.label.boundingRect().height() + NUDGE
+            self.setMaximumWidth(width)
+            self.setMinimumWidth(width)
+
+    axis._updateWidth = MethodType(update_width, axis)
+    axis.setWidth(None)
+
+
+class HeatmapPlots(pg.GraphicsLayoutWidget):
+    """Analytic | numerical | error views over two colour bars."""
+
+    def __init__(self, view: ViewSettings) -> None:
+        super().__init__()
+        self.view = view
+        self.setBackground("w")
+        self.setMinimumHeight(PLOT_MIN_HEIGHT)
+        self._shown_texts: dict = {}  # (text, room) each title, axis label and caption was fitted to
+        self._square = True
+        self._build_plots()
+        self.set_square_cells(True)
+        self._fit_timer = QTimer(self, singleShot=True, interval=0)
+        self._fit_timer.timeout.connect(self._fit_texts)
+        for plot in self.plot_items:
+            plot.getViewBox().sigResized.connect(self._fit_timer.start)
+
+    def _build_plots(self) -> None:
+        self.analytic_image, self.numerical_image, self.error_image = images = [
+            pg.ImageItem(axisOrder="row-major") for _ in TITLES
+        ]
+        # plots and colour bars in separate rows of their own, so the three plots get equal widths:
+        # linked views of unequal sizes would disagree on the range
+        # no margins around the maps: at 1280x720 every pixel of height is a pixel of cells
+        self.ci.setContentsMargins(0, 2, 0, 0)
+        plot_row = self.addLayout(row=0, col=0)
+        plot_row.setContentsMargins(0, 0, NUDGE + 1, 0)  # the bars' captions reach NUDGE px past their axes
+        self.plot_row = plot_row
+        self.plot_items: list[pg.PlotItem] = []
+        self.highlight_rects: list[CellFrame] = []
+        for column, image in enumerate(images):
+            axes = {name: plain_ticks(pg.AxisItem(name), whole_numbers=True) for name in ("bottom", "left")}
+            plot = plot_row.addPlot(row=0, col=column, axisItems=axes)
+            let_title_shrink(plot)
+            plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)  # shrinks, but never to axes around nothing
+            plot_row.layout.setColumnStretchFactor(column, 1)
+            plot.invertY(True)  # row 0 at the top, as the matrix is written
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.getViewBox().setBackgroundColor("#d9d9d9")  # grey margins: white cells stay visible
+            plot.addItem(image)
+            if column > 0:
+                plot.setXLink(self.plot_items[0])
+                plot.setYLink(self.plot_items[0])
+            rect = CellFrame()
+            rect.setZValue(10)
+            rect.hide()
+            plot.addItem(rect, ignoreBounds=True)
+            self.highlight_rects.append(rect)
+            self.plot_items.append(plot)
+        # analytic and numerical stay clean, so their colours compare directly
+        share_row_axis_width([plot.getAxis("left") for plot in self.plot_items])
+        self.failing_outline = RectOutlines()
+        self.failing_outline.setZValue(6)
+        self.plot_items[2].addItem(self.failing_outline, ignoreBounds=True)
+        self.failing_outlines = [self.failing_outline]
+        # the rows one backward call fills, marked on the analytic map during the step-through
+        self.row_band = pg.LinearRegionItem(
+            orientation="horizontal", movable=False, brush=pg.mkBrush(*ROW_BAND, 60), pen=pg.mkPen(ROW_BAND, width=2)
+        )
+        self.row_band.setZValue(8)
+        self.row_band.hide()
+        self.plot_items[0].addItem(self.row_band, ignoreBounds=True)
+
+        # the colour bars stand in one column right of the maps, the analytic/numerical one above
+        # the error one: below the maps they would take the height the cells need
+        self.bar_column = plot_row.addLayout(row=0, col=3)
+        self.value_bar = pg.ColorBarItem(
+            colorMap=VALUE_MAP, width=BAR_THICKNESS, interactive=False, orientation="vertical", colorMapMenu=False
+        )
+        self.value_bar.setImageItem([self.analytic_image, self.numerical_image])
+        self.error_bar = pg.ColorBarItem(
+            colorMap=ERROR_MAP, width=BAR_THICKNESS, interactive=False, orientation="vertical", colorMapMenu=False
+        )
+        self.error_bar.setImageItem(self.error_image)
+        for row, bar in enumerate((self.value_bar, self.error_bar)):
+            plain_ticks(bar.axis)
+            room_for_caption(bar.axis)
+            self.bar_column.addItem(bar, row=row, col=0)
+            self.bar_column.layout.setRowStretchFactor(row, 1)
+        # the end labels of the two bars reach half a line past their ends: a line and a bit apart
+        self.bar_column.layout.setVerticalSpacing(24)
+        plot_row.layout.setColumnStretchFactor(3, 0)
+        self._captions = {self.value_bar: VALUE_CAPTIONS, self.error_bar: ("|A − N|",)}
+        # a bottom axis's last label reaches OVERHANG px past its end: room for it before the next
+        # plot's row labels
+        plot_row.layout.setHorizontalSpacing(OVERHANG + 12)
+
+    def set_square_cells(self, square: bool) -> None:
+        """Square cells (locked aspect) or cells stretched to fill the views. Only the first view is
+        locked: the others follow its range through their links (a lock on each, with links both
+        ways, would widen the range a little on every exchange)."""
+        self._square = square
+        self.plot_items[0].setAspectLocked(square, ratio=1)
+
+    def square_cells(self) -> bool:
+        return self._square
+
+    def set_error_caption(self, caption: str) -> None:
+        self._captions[self.error_bar] = (caption,)
+        self._fit_texts()
+
+    def apply_theme(self) -> None:
+        """Axes, frames and outlines at the theme's sizes and line widths."""
+        theme = self.view.theme
+        for plot in self.plot_items:
+            for name in ("bottom", "left"):
+                style_axis(plot.getAxis(name), theme, tick_points=TICK_PT)
+        for bar in (self.value_bar, self.error_bar):
+            style_axis(bar.axis, theme, tick_points=TICK_PT)
+        for rect in self.highlight_rects:
+            rect.widths = (7.0, 3.0) if theme.high_contrast else (5.0, 2.0)
+            rect.update()
+        self.failing_outline.width = 2.5 if theme.high_contrast else 1.5
+        self.failing_outline.update()
+        self._shown_texts.clear()
+        self._fit_texts()
+
+    def _fit(self, key, options: tuple[str, ...], room: float, apply, measure) -> None:
+        """Show the longest of ``options`` whose drawn width (``measure()`` after ``apply(text)``)
+        fits in ``room`` pixels; nothing is redrawn while the room and the choice stay the same."""
+        if self._shown_texts.get(key, (None, None))[1] == round(room):
+            return
+        for text in options:
+            apply(text)
+            if measure() <= room:
+                break
+        self._shown_texts[key] = (text, round(room))
+
+    def _fit_texts(self) -> None:
+        """Titles, axis labels and colour-bar captions in the longest wording that fits the room."""
+        theme = self.view.theme
+        ink = theme.ink
+        title_pt = theme.pt(TITLE_PT)
+        for column, (plot, titles) in enumerate(zip(self.plot_items, TITLES)):
+            # centred over the plot: wider than the view, it would run over the first row's label
+            axis = plot.getAxis("left")
+            self._fit(
+                ("title", column),
+                titles,
+                plot.width() - 2 * axis.width() - 8,
+                lambda t, p=plot: p.setTitle(t, size=f"{title_pt}pt", color=ink, bold=True),
+                lambda p=plot: p.titleLabel.item.boundingRect().width(),
+            )
+            view = plot.getViewBox()
+            bottom = plot.getAxis("bottom")
+            self._fit(
+                ("bottom", column),
+                COL_LABELS,
+                view.width() - 4,
+                lambda t, a=bottom: set_axis_label(a, t, theme, points=LABEL_PT),
+                lambda a=bottom: a.label.boundingRect().width(),
+            )
+            left = plot.getAxis("left")
+            if column == 0:
+                self._fit(
+                    ("left", 0),
+                    ROW_LABELS,
+                    view.height() - 4,
+                    lambda t, a=left: set_axis_label(a, t, theme, points=LABEL_PT),
+                    lambda a=left: a.label.boundingRect().width(),
+                )
+            elif left.label.isVisible():
+                left.showLabel(False)
+        for bar in (self.value_bar, self.error_bar):
+            self._fit(
+                ("caption", id(bar), self._captions[bar]),
+                self._captions[bar],
+                bar.height() - 8,
+                lambda t, b=bar: set_axis_label(b.axis, t, theme, points=LABEL_PT),
+                lambda b=bar: b.axis.label.boundingRect().width(),
+            )
