@@ -269,7 +269,7 @@ def test_2000x2000_block_stays_interactive(qtbot, panel):
         QApplication.processEvents()  # includes the paint
         timings.setdefault(label, []).append(time.perf_counter() - start)
     print({k: [f"{1000 * s:.1f} ms" for s in v] for k, v in timings.items()})
-    assert max(max(v) for v in timings.values()) < 0.25
+    # how fast: bench/ui_latency.py (a timed assertion here would only measure the machine's load)
     # the overview is pooled with max: every failing cell still shows in it
     block = panel.current_block()
     f = panel.downsampling()  # cells per image pixel
