@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app import window_layout
+from gradviz.app import saved_layout, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
@@ -263,7 +263,7 @@ class MainWindow(QMainWindow):
         """Layout, settings and the last source as the last launch left them; every value is
         checked, and a bad one is dropped, named in the status bar and removed from the file."""
         prefs = self.preferences
-        prefs.restore_layout(self)
+        prefs.dropped.extend(saved_layout.restore(self, self.settings_store))  # never restoreState after restoreGeometry
         auto = self.settings_store.value(LAYOUT_AUTO_KEY, True)
         if str(auto).lower() in ("false", "0"):
             self.layout_manager.auto = False
