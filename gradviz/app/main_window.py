@@ -45,6 +45,7 @@ from gradviz.app.recovery import RecoveryStore
 from gradviz.app.region_link import RegionLink
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.app.screen_fit import ScreenFit
 from gradviz.app.source_controller import SourceController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.theme import ViewSettings, style_sheet
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         self.preferences.dropped.extend(settings_problems)
         self.setWindowTitle("gradviz")
         self.resize(*window_layout.default_size())
+        self.screen_fit = ScreenFit(self, window_layout.MIN_SIZE)  # the frame stays on the screen
         self.run_settings = RunSettings(parent=self)
         self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
