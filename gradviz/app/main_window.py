@@ -266,7 +266,8 @@ class MainWindow(QMainWindow):
         checked, and a bad one is dropped, named in the status bar and removed from the file."""
         prefs = self.preferences
         prefs.dropped.extend(saved_layout.restore(self, self.settings_store))  # never restoreState after restoreGeometry
-        auto = self.settings_store.value(LAYOUT_AUTO_KEY, True)
+        # the user's own arrangement only where their saved layout was restored
+        auto = self.settings_store.value(LAYOUT_AUTO_KEY, True) if self.settings_store.contains(saved_layout.STATE_KEY) else True
         if str(auto).lower() in ("false", "0"):
             self.layout_manager.auto = False
             self.layout_manager.kind = "custom"  # the user's own arrangement, as restored
