@@ -29,6 +29,12 @@ def available_area(window: QWidget) -> QRect:
     return screen.availableGeometry() if screen is not None else QRect(0, 0, 800, 600)
 
 
+def on_a_real_screen() -> bool:
+    """False on Qt's offscreen and minimal platforms: their "screen" is a fixed 800x600 that
+    nobody sees, and a --screenshot renders the window larger than it on purpose."""
+    return QApplication.platformName() not in ("offscreen", "minimal")
+
+
 def frame_margins(window: QWidget) -> QMargins:
     """How far the window manager's frame reaches beyond the client area on each side."""
     frame, inner = window.frameGeometry(), window.geometry()
@@ -75,6 +81,8 @@ class ScreenFit(QObject):
         )
 
     def _set_minimum(self) -> None:
+        if not on_a_real_screen():
+            return
         self.window.setMinimumSize(QSize(*self.minimum).boundedTo(self.client_limit()))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
@@ -91,7 +99,7 @@ class ScreenFit(QObject):
             self._margins = margins
             self._placing = True
             self._set_minimum()
-        if not window.isVisible() or window.windowState() & _MANAGED:
+        if not window.isVisible() or window.windowState() & _MANAGED or not on_a_real_screen():
             return
         frame = window.frameGeometry()
         target = fitted(frame, available_area(window), move=self._placing)
