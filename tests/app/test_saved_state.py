@@ -187,3 +187,12 @@ def test_a_layout_that_is_not_this_windows_gives_the_default_and_one_line(
     assert all(dock.isVisible() for dock in window.docks.values())
     kept = QSettings(settings_store.fileName(), QSettings.Format.IniFormat).value("window/state")
     assert kept is None or state_problem(window, bytes(kept)) is None  # gone, or the default saved since
+
+
+def test_the_names_a_saved_layout_holds(qtbot):
+    from gradviz.app.saved_layout import state_names
+
+    assert state_names(bytes(saved_state(["dock_code", "dock_why"], ("run_toolbar",)))) == {
+        "dock_code", "dock_why", "run_toolbar",
+    }  # fmt: skip
+    assert state_names(b"\x00\x00\x00\xff" + bytes(range(256))) == set()
