@@ -1,6 +1,6 @@
 # Two entry points, each doing all set-up on a fresh Debian machine with Python 3.11 and make:
 #   make run   - install everything, start the app with the default example
-#   make test  - install everything, run the whole test suite under Xvfb
+#   make test  - install everything, run the whole test suite under Xvfb, with openbox managing its windows
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,7 +26,7 @@ run: setup
 test: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
-	xvfb-run -a -s "-screen 0 1920x1200x24" $(BIN)/python -m pytest -q
+	xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh $(BIN)/python -m pytest -q
 
 lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian packages Qt's xcb platform needs, plus Xvfb for the tests,
+# Install the Debian packages Qt's xcb platform needs, plus (--with-xvfb) Xvfb, a window manager
+# and the tools the tests use,
 # but only those that are missing: on a prepared machine this does nothing.
 set -euo pipefail
 
@@ -13,7 +14,10 @@ if ! "${PYTHON:-python3}" -c "import ensurepip" >/dev/null 2>&1; then
   packages+=(python3-venv)
 fi
 if [ "${1:-}" = "--with-xvfb" ]; then
-  packages+=(xvfb xauth)
+  # the tests' X server, the window manager they run under (scripts/with-window-manager.sh),
+  # the X tools that find, measure, maximize and type into windows, and the renderers that
+  # exported SVGs are checked in (librsvg, headless Chromium)
+  packages+=(xvfb xauth openbox x11-utils wmctrl xdotool librsvg2-bin chromium-headless-shell)
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app import shortcuts_dialog, window_layout
+from gradviz.app import saved_layout, shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels.editor_panel import EditorPanel
@@ -41,6 +41,7 @@ from gradviz.app.recovery import RecoveryStore
 from gradviz.app.region_link import RegionLink
 from gradviz.app.result_loader import ResultLoader
 from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.app.screen_fit import ScreenFit
 from gradviz.app.source_controller import SourceController
 from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
 from gradviz.app.theme import ViewSettings, style_sheet
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
         self.preferences.dropped.extend(settings_problems)
         self.setWindowTitle("gradviz")
         self.resize(*window_layout.default_size())
+        self.screen_fit = ScreenFit(self, window_layout.MIN_SIZE)  # the frame stays on the screen
         self.run_settings = RunSettings(parent=self)
         self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
@@ -245,8 +247,9 @@ class MainWindow(QMainWindow):
         """Layout, settings and the last source as the last launch left them; every value is
         checked, and a bad one is dropped, named in the status bar and removed from the file."""
         prefs = self.preferences
-        prefs.restore_layout(self)
-        auto = self.settings_store.value(LAYOUT_AUTO_KEY, True)
+        prefs.dropped.extend(saved_layout.restore(self, self.settings_store))  # never restoreState after restoreGeometry
+        # the user's own arrangement only where their saved layout was restored
+        auto = self.settings_store.value(LAYOUT_AUTO_KEY, True) if self.settings_store.contains(saved_layout.STATE_KEY) else True
         if str(auto).lower() in ("false", "0"):
             self.layout_manager.auto = False
             self.layout_manager.kind = "custom"  # the user's own arrangement, as restored

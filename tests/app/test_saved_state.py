@@ -11,7 +11,8 @@ import pickle
 import struct
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
+import pytest
+from PySide6.QtCore import QByteArray, QSettings, Qt
 
 from gradviz.app.recovery import RECOVERY_ENV
 from gradviz.app.window_layout import MEMORY_DOCK
@@ -127,3 +128,71 @@ def test_damaged_recovery_files_at_launch(tmp_path):
     assert code == 0, out
     assert not lines(out, "ASKED:") and states(out)[0]["notices"] == []
     assert not list(Path(folder).glob("recovery-*"))
+
+
+def saved_state(dock_names: list[str], toolbars: tuple[str, ...] = ("run_toolbar", "presentation_toolbar")):
+    """What ``saveState`` writes for a main window with these docks and toolbars: another
+    program's layout, or a gradviz's with other panels."""
+    from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
+
+    other = QMainWindow()
+    for name in toolbars:
+        bar = QToolBar(name)
+        bar.setObjectName(name)
+        other.addToolBar(bar)
+    for name in dock_names:
+        dock = QDockWidget(name)
+        dock.setObjectName(name)
+        other.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        dock.hide()
+    state = other.saveState()
+    other.deleteLater()
+    return state
+
+
+def our_docks() -> list[str]:
+    from gradviz.app.window_layout import DOCKS, dock_name
+
+    return [dock_name(title) for title in (*DOCKS, "Why?")]
+
+
+BAD_LAYOUTS = {
+    "not a layout": lambda: QByteArray(b"\x00\x00\x00\xff\x00\x00\x00\x00" + bytes(range(256))),
+    "another program's": lambda: saved_state([*our_docks(), "dock_profiler"], ("main_toolbar",)),
+    "a panel of this window missing": lambda: saved_state(our_docks()[:-1]),
+}
+
+
+@pytest.fixture(params=list(BAD_LAYOUTS))
+def bad_layout(request, settings_store):
+    """The settings of ``main_window`` with a saved dock layout that is not this window's; the
+    docks are all hidden in it where it names them, so a layout that was applied shows."""
+    settings_store.setValue("window/state", BAD_LAYOUTS[request.param]())
+    settings_store.setValue("window/layout_auto", False)  # the user's own arrangement: restored as saved
+    settings_store.sync()
+    return request.param
+
+
+def test_a_layout_that_is_not_this_windows_gives_the_default_and_one_line(
+    bad_layout, main_window, settings_store
+):
+    from gradviz.app.saved_layout import state_problem
+    from gradviz.app.window_layout import size_class
+
+    window = main_window
+    told = [n for n in window.source.notices if "dock layout" in n]
+    assert len(told) == 1, window.source.notices
+    assert "dock layout" in window.statusBar().currentMessage()
+    assert window.layout_manager.auto and window.layout_manager.kind == size_class(window.width(), window.height())
+    assert all(dock.isVisible() for dock in window.docks.values())
+    kept = QSettings(settings_store.fileName(), QSettings.Format.IniFormat).value("window/state")
+    assert kept is None or state_problem(window, bytes(kept)) is None  # gone, or the default saved since
+
+
+def test_the_names_a_saved_layout_holds(qtbot):
+    from gradviz.app.saved_layout import state_names
+
+    assert state_names(bytes(saved_state(["dock_code", "dock_why"], ("run_toolbar",)))) == {
+        "dock_code", "dock_why", "run_toolbar",
+    }  # fmt: skip
+    assert state_names(b"\x00\x00\x00\xff" + bytes(range(256))) == set()
