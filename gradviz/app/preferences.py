@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
+from PySide6.QtCore import QSettings, QStandardPaths
 from PySide6.QtWidgets import QMainWindow
 
 from gradviz.schema.settings import TOLERANCE_FIELDS
@@ -122,18 +122,6 @@ class Preferences:
         self.dropped.append(why)
 
     # --- layout ----------------------------------------------------------------------------
-    def restore_layout(self, window: QMainWindow) -> None:
-        """Bring back the window's geometry and dock layout, dropping what Qt cannot restore."""
-        for key, restore, what in (
-            ("window/geometry", window.restoreGeometry, "window size and position"),
-            ("window/state", window.restoreState, "dock layout"),
-        ):
-            if not self.store.contains(key):
-                continue
-            value = self.store.value(key)
-            if not isinstance(value, QByteArray) or not restore(value):
-                self._drop(key, f"the saved {what} could not be restored (the default is used)")
-
     def save_layout(self, window: QMainWindow) -> None:
         self.store.setValue("window/geometry", window.saveGeometry())
         self.store.setValue("window/state", window.saveState())
