@@ -7,6 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.worker_display import start_if_xdist_worker
+
+_display = None
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets its own X display and window manager (see worker_display)."""
+    global _display
+    _display = start_if_xdist_worker()
+
+
+def pytest_unconfigure(config):
+    if _display is not None:
+        _display.close()
+
 
 @pytest.fixture
 def write_source(tmp_path: Path):

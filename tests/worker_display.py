@@ -1,0 +1,79 @@
+"""One X display per pytest-xdist worker, each with its own window manager.
+
+Under ``pytest -n 2`` two processes show windows at once. On one shared display they would take
+the keyboard focus from each other (a window manager gives focus to the newest window), so a test
+typing Ctrl+Enter could type into the other process's window. Each worker therefore starts a
+private Xvfb (``-displayfd`` picks a free number, so workers and other sessions never collide)
+with the same screen size as the display it was started on, and openbox on it when installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+
+SCREEN = os.environ.get("GRADVIZ_TEST_SCREEN", "1920x1200x24")
+
+
+def _wait_for_window_manager(display: str, deadline_s: float = 20.0) -> None:
+    """Until openbox manages the screen (``wmctrl -m`` names it); without wmctrl, until the
+    root window has the _NET_SUPPORTING_WM_CHECK property openbox sets when it is ready."""
+    env = {**os.environ, "DISPLAY": display}
+    probe = ["wmctrl", "-m"] if shutil.which("wmctrl") else ["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"]
+    if not shutil.which(probe[0]):
+        return
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        done = subprocess.run(probe, env=env, capture_output=True, text=True)
+        if done.returncode == 0 and "not found" not in done.stdout:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"openbox did not start managing {display} within {deadline_s:.0f} s")
+
+
+class WorkerDisplay:
+    """Xvfb (and openbox) for this process, stopped by ``close``."""
+
+    def __init__(self) -> None:
+        read_end, write_end = os.pipe()
+        self.xvfb = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write_end), "-screen", "0", SCREEN, "-nolisten", "tcp"],
+            pass_fds=(write_end,),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(write_end)
+        with os.fdopen(read_end) as chosen:
+            number = chosen.readline().strip()
+        if not number:
+            self.xvfb.kill()
+            raise RuntimeError("Xvfb did not report a display number")
+        self.display = f":{number}"
+        self.window_manager = None
+        if shutil.which("openbox"):
+            self.window_manager = subprocess.Popen(
+                ["openbox"], env={**os.environ, "DISPLAY": self.display},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            _wait_for_window_manager(self.display)
+
+    def close(self) -> None:
+        for process in (self.window_manager, self.xvfb):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def start_if_xdist_worker() -> WorkerDisplay | None:
+    """A private display when this is an xdist worker on an X display and Xvfb exists."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("DISPLAY") or not shutil.which("Xvfb"):
+        return None
+    display = WorkerDisplay()
+    os.environ["DISPLAY"] = display.display
+    return display
