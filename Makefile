@@ -1,6 +1,7 @@
 # Two entry points, each doing all set-up on a fresh Debian machine with Python 3.11 and make:
 #   make run   - install everything, start the app with the default example
-#   make test  - install everything, run the whole test suite under Xvfb, with openbox managing its windows
+#   make test  - install everything, run the whole test suite under Xvfb with openbox managing its
+#                windows, two pytest processes at once (each its own display: tests/worker_display.py)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,7 +27,7 @@ run: setup
 test: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
-	xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh $(BIN)/python -m pytest -q
+	xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py

@@ -9,12 +9,23 @@ with the same screen size as the display it was started on, and openbox on it wh
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 
 SCREEN = os.environ.get("GRADVIZ_TEST_SCREEN", "1920x1200x24")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the xdist worker dies, however it ends (xdist may
+    end a worker without running pytest_unconfigure), so no Xvfb or openbox outlives the run."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _wait_for_window_manager(display: str, deadline_s: float = 20.0) -> None:
@@ -41,6 +52,7 @@ class WorkerDisplay:
         self.xvfb = subprocess.Popen(
             ["Xvfb", "-displayfd", str(write_end), "-screen", "0", SCREEN, "-nolisten", "tcp"],
             pass_fds=(write_end,),
+            preexec_fn=_die_with_parent,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -54,8 +66,11 @@ class WorkerDisplay:
         self.window_manager = None
         if shutil.which("openbox"):
             self.window_manager = subprocess.Popen(
-                ["openbox"], env={**os.environ, "DISPLAY": self.display},
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                ["openbox", "--sm-disable"],
+                env={**os.environ, "DISPLAY": self.display},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
             )
             _wait_for_window_manager(self.display)
 
