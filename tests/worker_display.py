@@ -18,6 +18,7 @@ import sys
 import time
 
 SCREEN = os.environ.get("GRADVIZ_TEST_SCREEN", "1920x1200x24")
+HELPER_PIDS: set[int] = set()  # this display's Xvfb and openbox: children no test started
 
 
 def _die_with_parent() -> None:
@@ -57,6 +58,7 @@ class WorkerDisplay:
             stderr=subprocess.DEVNULL,
         )
         os.close(write_end)
+        HELPER_PIDS.add(self.xvfb.pid)
         with os.fdopen(read_end) as chosen:
             number = chosen.readline().strip()
         if not number:
@@ -72,6 +74,7 @@ class WorkerDisplay:
                 stderr=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent,
             )
+            HELPER_PIDS.add(self.window_manager.pid)
             _wait_for_window_manager(self.display)
 
     def close(self) -> None:

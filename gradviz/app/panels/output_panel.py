@@ -1,17 +1,19 @@
 """What the user's code printed during the last run, kept short.
 
 A Function that prints megabytes must not freeze the window: text arrives in chunks, only the
-newest ``KEEP`` characters of each burst reach the widget, at most every ``FLUSH_MS``, and a
-line says how much was left out.
+newest ``KEEP`` characters of each burst reach the widget, at most every ``FLUSH_MS``, the widget
+holds at most ``MAX_SHOWN`` characters however many bursts come (a slower machine flushes more
+often), and a line says how much was left out.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QTextCursor
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 KEEP = 64 * 1024  # characters shown per burst
+MAX_SHOWN = 2 * KEEP  # characters the widget holds at most
 MAX_LINES = 5000
 FLUSH_MS = 100
 
@@ -61,4 +63,18 @@ class OutputPanel(QWidget):
         if self._pending:
             self.text.appendPlainText(self._pending.rstrip("\n"))
             self._pending = ""
+        self._trim()
         self.status.setText(f"{self.received:,} characters printed" if self.received else "")
+
+    def _trim(self) -> None:
+        """Drop the oldest lines past ``MAX_SHOWN`` characters, leaving a line that says so."""
+        document = self.text.document()
+        excess = document.characterCount() - MAX_SHOWN
+        if excess <= 0:
+            return
+        cursor = QTextCursor(document)
+        cursor.setPosition(excess, QTextCursor.MoveMode.KeepAnchor)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        hidden = self.received - document.characterCount()
+        cursor.insertText(f"[… {hidden:,} characters not shown …]")
