@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from tests.app.test_main_window import RUN_TIMEOUT, run_and_wait
+from tests.app.text_sizes import text_sizes
 
 
 def test_presentation_mode_and_the_clicker_walk_a_lecture(qtbot, main_window):
@@ -22,9 +23,18 @@ def test_presentation_mode_and_the_clicker_walk_a_lecture(qtbot, main_window):
     assert "#000000" in window.styleSheet()  # black on white, framed controls
     stage = window.presentation.stage
     assert stage.current == "code" and window.editor.isVisible() and not window.jacobians.isVisible()
-    banner_points = window.banner.headline.font().pointSize()
-    qtbot.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)  # Ctrl+= : one scale for all
-    assert window.banner.headline.font().pointSize() > banner_points
+    # Ctrl+= : one scale for all (texts below the 24 px floor stay at it until the scale lifts them)
+    def largest() -> float:
+        return max(pixels for pixels, _ in text_sizes(stage))
+
+    scale, before = window.view.scale, largest()
+    qtbot.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
+    assert window.view.scale > scale and largest() >= before
+    for _ in range(3):  # the floor holds small bases at 24 px until the scale lifts them past it
+        if largest() > before:
+            break
+        qtbot.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
+    assert largest() > before
     # the clicker: run (the Jacobians alone), the worst cell, the backward one node at a time
     with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
         qtbot.keyClick(stage, Qt.Key.Key_PageDown)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtGui import QFont, QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QButtonGroup, QGridLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from gradviz.app.display import pool_max_abs
@@ -84,7 +84,15 @@ class BlockOverview(QWidget):
         self.group.setExclusive(True)
         self.group.idClicked.connect(self._on_clicked)
         self.buttons: dict[int, QToolButton] = {}
+        self._font: QFont | None = None
         self.set_result(None)
+
+    def set_text_font(self, font: QFont) -> None:
+        """The panel's text font on every label and thumbnail, now and for the next result
+        (widgets made after a presentation style sheet is applied do not inherit it)."""
+        self._font = font
+        for widget in [self.title, *self.findChildren(QLabel), *self.buttons.values()]:
+            widget.setFont(font)
 
     def set_result(self, result: CheckResult | None) -> None:
         """One thumbnail per block of ``result`` where its output and input meet."""
@@ -102,15 +110,15 @@ class BlockOverview(QWidget):
         outputs = sorted({b.output for b in blocks})
         inputs = sorted({b.input for b in blocks})
         for col, k in enumerate(inputs, start=1):
-            head = QLabel(result.inputs[k].name)
+            head = QLabel(result.inputs[k].name, self)  # made a child at once: it takes the panel's font
             head.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom)
             self.grid.addWidget(head, 0, col)
         for row, k in enumerate(outputs, start=1):
-            head = QLabel(result.outputs[k].name if k < len(result.outputs) else f"out{k}")
+            head = QLabel(result.outputs[k].name if k < len(result.outputs) else f"out{k}", self)
             head.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.grid.addWidget(head, row, 0)
         for index, block in enumerate(blocks):
-            button = QToolButton()
+            button = QToolButton(self)
             button.setCheckable(True)
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextUnderIcon)
             button.setIcon(QIcon(_pixmap(thumbnail(block))))
@@ -123,6 +131,8 @@ class BlockOverview(QWidget):
             self.group.addButton(button, index)
             self.buttons[index] = button
             self.grid.addWidget(button, 1 + outputs.index(block.output), 1 + inputs.index(block.input))
+        if self._font is not None:
+            self.set_text_font(self._font)
 
     def set_current(self, index: int) -> None:
         """Mark block ``index`` as the one shown."""
