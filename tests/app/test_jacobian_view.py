@@ -28,7 +28,11 @@ def show(qtbot, window, result, size) -> None:
     window.current.set(result, request=window.current.request + 1)
     window.resize(*size)
     qtbot.waitUntil(lambda: (window.width(), window.height()) == size)
-    panel = window.jacobians
+    settle(qtbot, window.jacobians)
+
+
+def settle(qtbot, panel) -> None:
+    """Wait until the views' rects and ranges stop changing (deferred relayouts done)."""
     seen = []
 
     def settled() -> bool:
@@ -185,3 +189,34 @@ def test_horizontal_ticks_never_touch_whatever_the_range_and_length(qtbot, top, 
     qtbot.waitUntil(lambda: bar.axis.width() > length / 2)  # laid out at the holder's width
     boxes = [b for b in graphics_texts(holder)[0] if b.where.startswith("tick")]
     assert_apart(boxes, bar.axis.style["tickFont"] or bar.axis.font(), False)
+
+
+BAND = 0.1  # of a view's height, the grey left above and below a block at most
+
+
+@pytest.mark.parametrize("size", [CLIENT_720, CLIENT_1080], ids=["720", "1080"])
+@pytest.mark.parametrize("source", [SQUARE_900, TWO_BY_TWO], ids=["900x900", "2x2-blocks"])
+def test_axes_label_only_rows_and_columns_that_exist_and_views_keep_no_bands(
+    qtbot, main_window, make_check_result, source, size
+):
+    """A square 900x900 block in a tall view was labelled "-800 … 1800" down grey bands above and
+    below it; a 5-row block "-2 … 6". Every block of both results, at both window sizes."""
+    window = main_window
+    result = make_check_result(source=source)
+    show(qtbot, window, result, size)
+    panel = window.jacobians
+    for index, block in enumerate(result.blocks):
+        if panel.current_block() is not block:
+            with qtbot.waitSignal(panel.block_changed):
+                panel.block_selector.setCurrentIndex(index)
+            settle(qtbot, panel)
+        rows, cols = block.shape
+        for plot in panel.plot_items:
+            for name, count in (("left", rows), ("bottom", cols)):
+                ticks = [int(b.text) for b in tick_boxes(window, plot.getAxis(name))]
+                assert ticks, f"{name} axis of a {rows}x{cols} block has no tick label"
+                assert all(0 <= t < count for t in ticks), f"{name} ticks {ticks} of a {rows}x{cols} block"
+        for width, height, per_col, per_row in view_rects(panel):
+            drawn = rows * per_row  # the block's height on screen, in px
+            band = height - drawn
+            assert band < BAND * height, f"{band:.0f} px of a {height:.0f} px view is grey around a {rows}x{cols} block"

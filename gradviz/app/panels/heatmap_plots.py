@@ -14,7 +14,7 @@ from types import MethodType
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 
-from gradviz.app.panels.heatmap_items import CellFrame, RectOutlines, let_title_shrink
+from gradviz.app.panels.heatmap_items import CellAxis, CellFrame, RectOutlines, let_title_shrink
 from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
 
@@ -103,7 +103,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self.plot_items: list[pg.PlotItem] = []
         self.highlight_rects: list[CellFrame] = []
         for column, image in enumerate(images):
-            axes = {name: plain_ticks(pg.AxisItem(name), whole_numbers=True) for name in ("bottom", "left")}
+            axes = {name: plain_ticks(CellAxis(name), whole_numbers=True) for name in ("bottom", "left")}
             plot = plot_row.addPlot(row=0, col=column, axisItems=axes)
             let_title_shrink(plot)
             plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
@@ -167,6 +167,13 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         ways, would widen the range a little on every exchange)."""
         self._square = square
         self.plot_items[0].setAspectLocked(square, ratio=1)
+
+    def set_cells(self, rows: tuple[int, int] | None, cols: tuple[int, int] | None) -> None:
+        """The (first, count) of the rows and of the columns drawn: the axes label those only.
+        None: label whatever is in view (nothing is drawn)."""
+        for plot in self.plot_items:
+            plot.getAxis("left").set_cells(*(rows or (None,)))
+            plot.getAxis("bottom").set_cells(*(cols or (None,)))
 
     def square_cells(self) -> bool:
         return self._square

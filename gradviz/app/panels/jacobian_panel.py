@@ -361,6 +361,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _clear(self, text: str) -> None:
         for image in (self.analytic_image, self.numerical_image, self.error_image):
             image.clear()
+        self.plots.set_cells(None, None)
         self.failing_outline.clear()
         self.clear_rows()
         self._set_highlight(None)
@@ -420,6 +421,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._factor = factor
         _, r0, c0 = self._shown()
         cells = QRectF(c0 - 0.5, r0 - 0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
+        self.plots.set_cells((r0, display.block.shape[0]), (c0, display.block.shape[1]))
         self.analytic_image.setImage(display.image("analytic", factor), autoLevels=False, rect=cells)
         self.numerical_image.setImage(display.image("numerical", factor), autoLevels=False, rect=cells)
         self.value_bar.setLevels(display.value_levels)
