@@ -61,12 +61,20 @@ def test_heatmaps_get_the_height_with_square_cells(qtbot, main_window, make_chec
     result = make_check_result(source=source)
     show(qtbot, window, result, size)
     panel = window.jacobians
-    for width, height, per_col, per_row in view_rects(panel):
-        assert height >= SHARE * window.height(), f"a heatmap {width}x{height} px in a {size} window"
-        assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {view_rects(panel)}"
-        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
-    # the whole block is in sight
     rows, cols = panel.current_block().shape
+    rects = view_rects(panel)
+    for width, height, per_col, per_row in rects:
+        # the block's own height on screen, not its view's (grey bands above and below it are no
+        # map): a 40 % share, or as tall as square cells of the view's whole width make it
+        drawn_height, drawn_width = rows * per_row, cols * per_col
+        assert drawn_height >= SHARE * window.height() or drawn_width >= 0.95 * width, (
+            f"a {rows}x{cols} block drawn {drawn_width:.0f}x{drawn_height:.0f} px in a {width}x{height} px view"
+        )
+        assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {rects}"
+        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
+    # the maps take most of the width: square cells of their width are the most the block can get
+    assert sum(r[0] for r in rects) >= 0.6 * panel.plots.width(), f"{rects} in {panel.plots.width()} px"
+    # the whole block is in sight
     (x0, x1), (y0, y1) = panel.plot_items[0].getViewBox().viewRange()
     assert x0 <= -0.5 and x1 >= cols - 0.5 and y0 <= -0.5 and y1 >= rows - 0.5
 
@@ -216,7 +224,11 @@ def test_axes_label_only_rows_and_columns_that_exist_and_views_keep_no_bands(
                 ticks = [int(b.text) for b in tick_boxes(window, plot.getAxis(name))]
                 assert ticks, f"{name} axis of a {rows}x{cols} block has no tick label"
                 assert all(0 <= t < count for t in ticks), f"{name} ticks {ticks} of a {rows}x{cols} block"
+        # never shorter than its minimum (the plots' PLOT_MIN_HEIGHT, the overview's thumbnails),
+        # even if a wide block leaves grey there
+        at_minimum = panel.height() <= panel.minimumSizeHint().height() + 1
         for width, height, per_col, per_row in view_rects(panel):
             drawn = rows * per_row  # the block's height on screen, in px
             band = height - drawn
-            assert band < BAND * height, f"{band:.0f} px of a {height:.0f} px view is grey around a {rows}x{cols} block"
+            assert band < BAND * height or at_minimum, f"{panel.height()} px panel: "
+            f"{band:.0f} px of a {height:.0f} px view is grey around a {rows}x{cols} block"

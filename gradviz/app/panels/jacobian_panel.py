@@ -49,6 +49,7 @@ EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 STALE_OPACITY = 0.35
 READOUT_PT = 12
+NO_CAP = 16_777_215  # Qt's QWIDGETSIZE_MAX
 
 
 class JacobianPanel(LargeBlockRegions, QWidget):
@@ -157,6 +158,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.large_table.cellDoubleClicked.connect(self._on_found_cell_double_clicked)
         # the views are linked, so the first one's range is everyone's
         self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
+        self.plot_items[0].getViewBox().sigResized.connect(self._fit_height)
         # one readout per frame at most, however fast the mouse moves
         self._mouse_proxy = pg.SignalProxy(
             self.plots.scene().sigMouseMoved, rateLimit=60, slot=self._on_mouse_moved
@@ -240,6 +242,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             self.readout.setText(f"{rows:,} x {cols:,} block: hover a cell to compare its values.")
         else:
             self._set_highlight(cell)
+        self._fit_height()
         self._redraw_ms = (time.perf_counter() - start) * 1000
         self.block_changed.emit(index)
 
@@ -372,12 +375,14 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.reset_button.setEnabled(False)
         self.view_note.hide()
         self.readout.setText(text)
+        self._fit_height()
 
     def _show_plots(self, *, large: bool) -> None:
         """A block held in full: heatmaps only; a large block: its page, and the heatmaps of its
         region when one is shown."""
         self.large_scroll.setVisible(large)
         self.plots.setVisible(not large or self.shown_region() is not None)
+        self._fit_height()
 
     def _shown(self) -> tuple[BlockComparison, int, int] | None:
         """What the heatmaps show, with the block row and column of its first cell: the block on
@@ -500,9 +505,18 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _on_block_selected(self, index: int) -> None:
         self.set_block(index)
 
+    def _fit_height(self) -> None:
+        """No taller than square cells of the views' width need: the grey bands a taller panel
+        would draw above and below the block go to the rest of the window instead."""
+        wanted = self.plots.wanted_height() if self.plots.isVisible() and self.large_scroll.isHidden() else None
+        cap = NO_CAP if wanted is None else round(self.height() - self.plots.height() + wanted)
+        if abs(cap - self.maximumHeight()) > 1:
+            self.setMaximumHeight(max(cap, self.minimumSizeHint().height()))
+
     def _on_square_cells_changed(self, square: bool) -> None:
         self.plots.set_square_cells(square)
         self.reset_zoom()
+        self._fit_height()
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
         if self._shown() is not None:
