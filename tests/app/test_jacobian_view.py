@@ -227,7 +227,7 @@ def test_axes_label_only_rows_and_columns_that_exist_and_views_keep_no_bands(
         # never shorter than its minimum (the plots' PLOT_MIN_HEIGHT, the overview's thumbnails),
         # even if a wide block leaves grey there
         at_minimum = panel.height() <= panel.minimumSizeHint().height() + 1
-        for width, height, per_col, per_row in view_rects(panel):
+        for _, height, _, per_row in view_rects(panel):
             drawn = rows * per_row  # the block's height on screen, in px
             band = height - drawn
             assert band < BAND * height or at_minimum, f"{panel.height()} px panel: "

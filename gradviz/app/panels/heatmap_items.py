@@ -106,7 +106,7 @@ class CellAxis(pg.AxisItem):
         self.picture = None  # pyqtgraph redraws its ticks only when its picture is gone
         self.update()
 
-    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:  # noqa: N802 (pyqtgraph's name)
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
         levels = super().tickValues(minVal, maxVal, size)
         if self.cells is None:
             return levels
