@@ -43,6 +43,23 @@ def settle(qtbot, panel) -> None:
     qtbot.waitUntil(settled)
 
 
+def assert_maps_get_the_height(window) -> None:
+    """Each map's block (not its view: grey bands above and below a block are no map) gets 40 %
+    of the window's height, or as much as square cells of its view's whole width make it; cells
+    are square, and the maps take most of the plots' width."""
+    panel = window.jacobians
+    rows, cols = panel.current_block().shape
+    rects = view_rects(panel)
+    for width, height, per_col, per_row in rects:
+        drawn_height, drawn_width = rows * per_row, cols * per_col
+        assert drawn_height >= SHARE * window.height() or drawn_width >= 0.95 * width, (
+            f"a {rows}x{cols} block drawn {drawn_width:.0f}x{drawn_height:.0f} px in a {width}x{height} px view"
+        )
+        assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {rects}"
+        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
+    assert sum(r[0] for r in rects) >= 0.6 * panel.plots.width(), f"{rects} in {panel.plots.width()} px"
+
+
 def view_rects(panel):
     """(width px, height px, px per column, px per row) of each heatmap's view, from the widgets."""
     rects = []
@@ -61,20 +78,9 @@ def test_heatmaps_get_the_height_with_square_cells(qtbot, main_window, make_chec
     result = make_check_result(source=source)
     show(qtbot, window, result, size)
     panel = window.jacobians
-    rows, cols = panel.current_block().shape
-    rects = view_rects(panel)
-    for width, height, per_col, per_row in rects:
-        # the block's own height on screen, not its view's (grey bands above and below it are no
-        # map): a 40 % share, or as tall as square cells of the view's whole width make it
-        drawn_height, drawn_width = rows * per_row, cols * per_col
-        assert drawn_height >= SHARE * window.height() or drawn_width >= 0.95 * width, (
-            f"a {rows}x{cols} block drawn {drawn_width:.0f}x{drawn_height:.0f} px in a {width}x{height} px view"
-        )
-        assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {rects}"
-        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
-    # the maps take most of the width: square cells of their width are the most the block can get
-    assert sum(r[0] for r in rects) >= 0.6 * panel.plots.width(), f"{rects} in {panel.plots.width()} px"
+    assert_maps_get_the_height(window)
     # the whole block is in sight
+    rows, cols = panel.current_block().shape
     (x0, x1), (y0, y1) = panel.plot_items[0].getViewBox().viewRange()
     assert x0 <= -0.5 and x1 >= cols - 0.5 and y0 <= -0.5 and y1 >= rows - 0.5
 
@@ -138,8 +144,8 @@ def test_overview_shows_every_block_and_selects_one(qtbot, main_window, make_che
     # and the drop-down moves the overview
     panel.block_selector.setCurrentIndex(failing[0])
     assert overview.current() == failing[0]
-    for _, height, per_col, per_row in view_rects(panel):  # the overview does not cost the heatmaps their height
-        assert height >= SHARE * window.height() and per_row == pytest.approx(per_col, rel=0.02)
+    settle(qtbot, panel)
+    assert_maps_get_the_height(window)  # the overview does not cost the heatmaps their height
 
 
 def tick_boxes(window, item):

@@ -40,6 +40,7 @@ from gradviz.app.panels.block_overview import BlockOverview
 from gradviz.app.panels.heatmap_plots import HeatmapPlots
 from gradviz.app.panels.jacobian_regions import LargeBlockRegions
 from gradviz.app.panels.large_block_page import LargeBlockPage
+from gradviz.app.panels.square_fit import fit_height
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
@@ -49,7 +50,6 @@ EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 STALE_OPACITY = 0.35
 READOUT_PT = 12
-NO_CAP = 16_777_215  # Qt's QWIDGETSIZE_MAX
 
 
 class JacobianPanel(LargeBlockRegions, QWidget):
@@ -506,12 +506,9 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.set_block(index)
 
     def _fit_height(self) -> None:
-        """No taller than square cells of the views' width need: the grey bands a taller panel
-        would draw above and below the block go to the rest of the window instead."""
-        wanted = self.plots.wanted_height() if self.plots.isVisible() and self.large_scroll.isHidden() else None
-        cap = NO_CAP if wanted is None else round(self.height() - self.plots.height() + wanted)
-        if abs(cap - self.maximumHeight()) > 1:
-            self.setMaximumHeight(max(cap, self.minimumSizeHint().height()))
+        """No taller than square cells of the maps' width need (see ``square_fit``)."""
+        shown = self.plots.isVisible() and self.large_scroll.isHidden()
+        fit_height(self, self.plots, self.plots.wanted_height() if shown else None)
 
     def _on_square_cells_changed(self, square: bool) -> None:
         self.plots.set_square_cells(square)
