@@ -6,7 +6,7 @@ the cap rises again (a taller block): a main window keeps its docks' sizes other
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QBoxLayout, QDockWidget, QMainWindow, QWidget
 
 NO_CAP = 16_777_215  # Qt's QWIDGETSIZE_MAX: no maximum
@@ -35,6 +35,8 @@ def cap_container(panel: QWidget) -> None:
         QBoxLayout.Direction.BottomToTop,
     ):
         return
+    if not isinstance(getattr(panel, "_container_watch", None), _Watch):
+        panel._container_watch = _Watch(panel, parent)
     cap = NO_CAP
     if panel.maximumHeight() < NO_CAP:
         margins = layout.contentsMargins()
@@ -77,3 +79,18 @@ def restore_docks(window: QMainWindow, saved: list) -> None:
     docks = [(d, h) for d, h in docks if d.isVisible() and d.height() > h]
     if docks:
         window.resizeDocks([d for d, _ in docks], [h for _, h in docks], Qt.Orientation.Vertical)
+
+
+class _Watch(QObject):
+    """Caps the container again when one of its items changes its height (the banner folds its
+    details into one line): the maximum counts their natural heights."""
+
+    def __init__(self, panel: QWidget, parent: QWidget) -> None:
+        super().__init__(panel)
+        self.panel = panel
+        parent.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest and watched is self.panel.parentWidget():
+            cap_container(self.panel)
+        return False
