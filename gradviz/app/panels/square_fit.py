@@ -43,7 +43,7 @@ def cap_container(panel: QWidget) -> None:
         others = [layout.itemAt(k) for k in range(layout.count())]
         others = [item for item in others if item.widget() is not panel and not item.isEmpty()]
         cap = panel.maximumHeight() + margins.top() + margins.bottom() + layout.spacing() * len(others)
-        cap += sum(item.sizeHint().height() for item in others)
+        cap += sum(least_height(item, layout.contentsRect().width()) for item in others)
     old = parent.maximumHeight()
     if abs(cap - old) <= 1:
         return
@@ -61,6 +61,15 @@ def cap_container(panel: QWidget) -> None:
         QTimer.singleShot(0, parent, lambda: restore_docks(window, saved))
     if cap >= NO_CAP:
         parent.setProperty("uncapped_docks", None)
+
+
+def least_height(item, width: int) -> int:
+    """The height an item of the container needs at ``width``: its minimum (a banner's size hint
+    counts its folded details, its minimum does not), or its height for that width."""
+    height = item.minimumSize().height()
+    if item.hasHeightForWidth():
+        height = max(height, item.heightForWidth(width))
+    return height
 
 
 def bottom_docks(window: QMainWindow) -> list[QDockWidget]:
