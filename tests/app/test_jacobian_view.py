@@ -28,7 +28,11 @@ def show(qtbot, window, result, size) -> None:
     window.current.set(result, request=window.current.request + 1)
     window.resize(*size)
     qtbot.waitUntil(lambda: (window.width(), window.height()) == size)
-    panel = window.jacobians
+    settle(qtbot, window.jacobians)
+
+
+def settle(qtbot, panel) -> None:
+    """Wait until the views' rects and ranges stop changing (deferred relayouts done)."""
     seen = []
 
     def settled() -> bool:
@@ -37,6 +41,23 @@ def show(qtbot, window, result, size) -> None:
         return len(seen) > 2 and seen[-1] == seen[-2] == seen[-3]
 
     qtbot.waitUntil(settled)
+
+
+def assert_maps_get_the_height(window) -> None:
+    """Each map's block (not its view: grey bands above and below a block are no map) gets 40 %
+    of the window's height, or as much as square cells of its view's whole width make it; cells
+    are square, and the maps take most of the plots' width."""
+    panel = window.jacobians
+    rows, cols = panel.current_block().shape
+    rects = view_rects(panel)
+    for width, height, per_col, per_row in rects:
+        drawn_height, drawn_width = rows * per_row, cols * per_col
+        assert drawn_height >= SHARE * window.height() or drawn_width >= 0.95 * width, (
+            f"a {rows}x{cols} block drawn {drawn_width:.0f}x{drawn_height:.0f} px in a {width}x{height} px view"
+        )
+        assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {rects}"
+        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
+    assert sum(r[0] for r in rects) >= 0.6 * panel.plots.width(), f"{rects} in {panel.plots.width()} px"
 
 
 def view_rects(panel):
@@ -57,10 +78,7 @@ def test_heatmaps_get_the_height_with_square_cells(qtbot, main_window, make_chec
     result = make_check_result(source=source)
     show(qtbot, window, result, size)
     panel = window.jacobians
-    for width, height, per_col, per_row in view_rects(panel):
-        assert height >= SHARE * window.height(), f"a heatmap {width}x{height} px in a {size} window"
-        assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {view_rects(panel)}"
-        assert min(width, height) >= 120  # never a sliver, whichever way the block is long
+    assert_maps_get_the_height(window)
     # the whole block is in sight
     rows, cols = panel.current_block().shape
     (x0, x1), (y0, y1) = panel.plot_items[0].getViewBox().viewRange()
@@ -126,8 +144,8 @@ def test_overview_shows_every_block_and_selects_one(qtbot, main_window, make_che
     # and the drop-down moves the overview
     panel.block_selector.setCurrentIndex(failing[0])
     assert overview.current() == failing[0]
-    for _, height, per_col, per_row in view_rects(panel):  # the overview does not cost the heatmaps their height
-        assert height >= SHARE * window.height() and per_row == pytest.approx(per_col, rel=0.02)
+    settle(qtbot, panel)
+    assert_maps_get_the_height(window)  # the overview does not cost the heatmaps their height
 
 
 def tick_boxes(window, item):
@@ -185,3 +203,38 @@ def test_horizontal_ticks_never_touch_whatever_the_range_and_length(qtbot, top, 
     qtbot.waitUntil(lambda: bar.axis.width() > length / 2)  # laid out at the holder's width
     boxes = [b for b in graphics_texts(holder)[0] if b.where.startswith("tick")]
     assert_apart(boxes, bar.axis.style["tickFont"] or bar.axis.font(), False)
+
+
+BAND = 0.1  # of a view's height, the grey left above and below a block at most
+
+
+@pytest.mark.parametrize("size", [CLIENT_720, CLIENT_1080], ids=["720", "1080"])
+@pytest.mark.parametrize("source", [SQUARE_900, TWO_BY_TWO], ids=["900x900", "2x2-blocks"])
+def test_axes_label_only_rows_and_columns_that_exist_and_views_keep_no_bands(
+    qtbot, main_window, make_check_result, source, size
+):
+    """A square 900x900 block in a tall view was labelled "-800 … 1800" down grey bands above and
+    below it; a 5-row block "-2 … 6". Every block of both results, at both window sizes."""
+    window = main_window
+    result = make_check_result(source=source)
+    show(qtbot, window, result, size)
+    panel = window.jacobians
+    for index, block in enumerate(result.blocks):
+        if panel.current_block() is not block:
+            with qtbot.waitSignal(panel.block_changed):
+                panel.block_selector.setCurrentIndex(index)
+            settle(qtbot, panel)
+        rows, cols = block.shape
+        for plot in panel.plot_items:
+            for name, count in (("left", rows), ("bottom", cols)):
+                ticks = [int(b.text) for b in tick_boxes(window, plot.getAxis(name))]
+                assert ticks, f"{name} axis of a {rows}x{cols} block has no tick label"
+                assert all(0 <= t < count for t in ticks), f"{name} ticks {ticks} of a {rows}x{cols} block"
+        # never shorter than its minimum (the plots' PLOT_MIN_HEIGHT, the overview's thumbnails),
+        # even if a wide block leaves grey there
+        at_minimum = panel.height() <= panel.minimumSizeHint().height() + 1
+        for _, height, _, per_row in view_rects(panel):
+            drawn = rows * per_row  # the block's height on screen, in px
+            band = height - drawn
+            assert band < BAND * height or at_minimum, f"{panel.height()} px panel: "
+            f"{band:.0f} px of a {height:.0f} px view is grey around a {rows}x{cols} block"

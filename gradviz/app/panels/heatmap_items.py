@@ -1,6 +1,6 @@
-"""The pieces drawn over the Jacobian heatmaps: the frame of the highlighted cell and the
+"""The pieces drawn over and around the Jacobian heatmaps: the frame of the highlighted cell and the
 outlines of the failing cells, both in cell coordinates with cosmetic pens (an export at any size
-draws them where the window does)."""
+draws them where the window does), and the axes that label only rows and columns that exist."""
 
 from __future__ import annotations
 
@@ -89,6 +89,29 @@ class RectOutlines(pg.GraphicsObject):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self._path)
+
+
+class CellAxis(pg.AxisItem):
+    """An axis of a heatmap that labels only the block's own rows (or columns). With square cells a
+    view is mostly taller (or wider) than its block, and pyqtgraph labels the whole view: "-800 …
+    1800" beside a 900-row block reads as rows that do not exist."""
+
+    def __init__(self, orientation: str) -> None:
+        super().__init__(orientation)
+        self.cells: tuple[float, float] | None = None  # first and last index labelled; None: any
+
+    def set_cells(self, first: int | None, count: int = 0) -> None:
+        """Label indices ``first`` .. ``first + count - 1`` only; ``first`` None: label the view."""
+        self.cells = None if first is None else (float(first), float(first + count - 1))
+        self.picture = None  # pyqtgraph redraws its ticks only when its picture is gone
+        self.update()
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
+        levels = super().tickValues(minVal, maxVal, size)
+        if self.cells is None:
+            return levels
+        low, high = self.cells[0] - 1e-6, self.cells[1] + 1e-6
+        return [(spacing, [v for v in values if low <= v <= high]) for spacing, values in levels]
 
 
 def let_title_shrink(plot: pg.PlotItem) -> None:

@@ -14,7 +14,7 @@ from types import MethodType
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 
-from gradviz.app.panels.heatmap_items import CellFrame, RectOutlines, let_title_shrink
+from gradviz.app.panels.heatmap_items import CellAxis, CellFrame, RectOutlines, let_title_shrink
 from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
 
@@ -82,6 +82,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self.setMinimumHeight(PLOT_MIN_HEIGHT)
         self._shown_texts: dict = {}  # (text, room) each title, axis label and caption was fitted to
         self._square = True
+        self._shape: tuple[int, int] | None = None  # (rows, cols) drawn
         self._build_plots()
         self.set_square_cells(True)
         self._fit_timer = QTimer(self, singleShot=True, interval=0)
@@ -103,7 +104,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self.plot_items: list[pg.PlotItem] = []
         self.highlight_rects: list[CellFrame] = []
         for column, image in enumerate(images):
-            axes = {name: plain_ticks(pg.AxisItem(name), whole_numbers=True) for name in ("bottom", "left")}
+            axes = {name: plain_ticks(CellAxis(name), whole_numbers=True) for name in ("bottom", "left")}
             plot = plot_row.addPlot(row=0, col=column, axisItems=axes)
             let_title_shrink(plot)
             plot.setPreferredWidth(400)  # not the title's width: the three views must be equal
@@ -168,8 +169,28 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self._square = square
         self.plot_items[0].setAspectLocked(square, ratio=1)
 
+    def set_cells(self, rows: tuple[int, int] | None, cols: tuple[int, int] | None) -> None:
+        """The (first, count) of the rows and of the columns drawn: the axes label those only.
+        None: label whatever is in view (nothing is drawn)."""
+        self._shape = None if rows is None or cols is None else (rows[1], cols[1])
+        for plot in self.plot_items:
+            plot.getAxis("left").set_cells(*(rows or (None,)))
+            plot.getAxis("bottom").set_cells(*(cols or (None,)))
+
     def square_cells(self) -> bool:
         return self._square
+
+    def wanted_height(self) -> float | None:
+        """This widget's height at which square cells of its width fill the views' height: any
+        taller leaves grey bands above and below the block. None when the cells stretch or
+        nothing is drawn. A block too tall to fit wants more than there is (its views are then
+        wider than it, which maps side by side cannot help)."""
+        if not self._square or self._shape is None:
+            return None
+        rows, cols = self._shape
+        box = self.plot_items[0].getViewBox()
+        needed = box.width() * rows / cols  # the block's height at the view's width, padding alike
+        return max(float(PLOT_MIN_HEIGHT), self.height() - box.height() + needed)
 
     def set_error_caption(self, caption: str) -> None:
         self._captions[self.error_bar] = (caption,)

@@ -40,6 +40,7 @@ from gradviz.app.panels.block_overview import BlockOverview
 from gradviz.app.panels.heatmap_plots import HeatmapPlots
 from gradviz.app.panels.jacobian_regions import LargeBlockRegions
 from gradviz.app.panels.large_block_page import LargeBlockPage
+from gradviz.app.panels.square_fit import fit_height
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
@@ -157,6 +158,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.large_table.cellDoubleClicked.connect(self._on_found_cell_double_clicked)
         # the views are linked, so the first one's range is everyone's
         self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
+        self.plot_items[0].getViewBox().sigResized.connect(self._fit_height)
         # one readout per frame at most, however fast the mouse moves
         self._mouse_proxy = pg.SignalProxy(
             self.plots.scene().sigMouseMoved, rateLimit=60, slot=self._on_mouse_moved
@@ -240,6 +242,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             self.readout.setText(f"{rows:,} x {cols:,} block: hover a cell to compare its values.")
         else:
             self._set_highlight(cell)
+        self._fit_height()
         self._redraw_ms = (time.perf_counter() - start) * 1000
         self.block_changed.emit(index)
 
@@ -361,6 +364,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _clear(self, text: str) -> None:
         for image in (self.analytic_image, self.numerical_image, self.error_image):
             image.clear()
+        self.plots.set_cells(None, None)
         self.failing_outline.clear()
         self.clear_rows()
         self._set_highlight(None)
@@ -371,12 +375,14 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.reset_button.setEnabled(False)
         self.view_note.hide()
         self.readout.setText(text)
+        self._fit_height()
 
     def _show_plots(self, *, large: bool) -> None:
         """A block held in full: heatmaps only; a large block: its page, and the heatmaps of its
         region when one is shown."""
         self.large_scroll.setVisible(large)
         self.plots.setVisible(not large or self.shown_region() is not None)
+        self._fit_height()
 
     def _shown(self) -> tuple[BlockComparison, int, int] | None:
         """What the heatmaps show, with the block row and column of its first cell: the block on
@@ -420,6 +426,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._factor = factor
         _, r0, c0 = self._shown()
         cells = QRectF(c0 - 0.5, r0 - 0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
+        self.plots.set_cells((r0, display.block.shape[0]), (c0, display.block.shape[1]))
         self.analytic_image.setImage(display.image("analytic", factor), autoLevels=False, rect=cells)
         self.numerical_image.setImage(display.image("numerical", factor), autoLevels=False, rect=cells)
         self.value_bar.setLevels(display.value_levels)
@@ -499,9 +506,15 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _on_block_selected(self, index: int) -> None:
         self.set_block(index)
 
+    def _fit_height(self) -> None:
+        """No taller than square cells of the maps' width need (see ``square_fit``)."""
+        shown = self.plots.isVisible() and self.large_scroll.isHidden()
+        fit_height(self, self.plots, self.plots.wanted_height() if shown else None)
+
     def _on_square_cells_changed(self, square: bool) -> None:
         self.plots.set_square_cells(square)
         self.reset_zoom()
+        self._fit_height()
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
         if self._shown() is not None:
