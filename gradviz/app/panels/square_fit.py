@@ -13,7 +13,11 @@ NO_CAP = 16_777_215  # Qt's QWIDGETSIZE_MAX: no maximum
 
 
 def fit_height(panel: QWidget, plots: QWidget, wanted: float | None) -> None:
-    """Cap ``panel`` at the height where ``plots`` (inside it) is ``wanted`` px tall; None: no cap."""
+    """Cap ``panel`` at the height where ``plots`` (inside it) is ``wanted`` px tall; None: no cap.
+    Only in the window's centre: lent to presentation mode's stage, the panel has the stage's
+    height to itself and its text grows, so a cap made for the window would squeeze it."""
+    if not in_window_centre(panel):
+        wanted = None
     cap = (
         NO_CAP
         if wanted is None
@@ -22,6 +26,13 @@ def fit_height(panel: QWidget, plots: QWidget, wanted: float | None) -> None:
     if abs(cap - panel.maximumHeight()) > 1:
         panel.setMaximumHeight(cap)
     cap_container(panel)
+
+
+def in_window_centre(panel: QWidget) -> bool:
+    """Whether ``panel`` sits in its main window's central widget (not lent elsewhere)."""
+    parent = panel.parentWidget()
+    window = parent.parentWidget() if parent is not None else None
+    return isinstance(window, QMainWindow) and window.centralWidget() is parent
 
 
 def cap_container(panel: QWidget) -> None:
@@ -100,6 +111,11 @@ class _Watch(QObject):
         parent.installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.LayoutRequest and watched is self.panel.parentWidget():
+        if watched is not self.panel.parentWidget():
+            return False
+        if event.type() == QEvent.Type.ParentChange and not in_window_centre(self.panel):
+            self.panel.setMaximumHeight(NO_CAP)  # lent to presentation mode: the stage's height is its own
+            watched.setMaximumHeight(NO_CAP)
+        elif event.type() == QEvent.Type.LayoutRequest:
             cap_container(self.panel)
         return False
