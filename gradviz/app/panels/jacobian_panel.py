@@ -353,7 +353,21 @@ class JacobianPanel(LargeBlockRegions, QWidget):
                 "A block too large to hold has no heatmaps to export until a region of it is computed: "
                 "compute one, or export its cells as CSV instead."
             )
-        export_figure(path, size=size, caption=caption, **self.figures()[name])
+        self._exporting = True  # the figure is laid out at the export's size: no window cap meanwhile
+        boxes = [plot.getViewBox() for plot in self.plot_items]
+        ranges = [box.viewRange() for box in boxes]  # square cells widen a range to fit a new size
+        data = self.analytic_image.mapRectToParent(self.analytic_image.boundingRect())
+        (x0, x1), (y0, y1) = ranges[0]
+        if x0 <= data.left() and data.right() <= x1 and y0 <= data.top() and data.bottom() <= y1:
+            # the whole block on screen: the figure frames the block itself, whatever margins the
+            # window's shape left around it (so two exports of one block are the same picture)
+            boxes[0].setRange(rect=data, padding=0)
+        try:
+            export_figure(path, size=size, caption=caption, **self.figures()[name])
+        finally:
+            self._exporting = False
+            for box, (x_range, y_range) in zip(boxes, ranges):  # so the next export starts alike
+                box.setRange(xRange=x_range, yRange=y_range, padding=0)
 
     def export_png(self, path: str) -> None:
         """The three plots and their colour bars as one PNG, wide enough for a slide."""
@@ -508,6 +522,8 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
     def _fit_height(self) -> None:
         """No taller than square cells of the maps' width need (see ``square_fit``)."""
+        if getattr(self, "_exporting", False):
+            return
         shown = self.plots.isVisible() and self.large_scroll.isHidden()
         fit_height(self, self.plots, self.plots.wanted_height() if shown else None)
 
