@@ -40,7 +40,6 @@ from gradviz.app.panels.block_overview import BlockOverview
 from gradviz.app.panels.heatmap_plots import HeatmapPlots
 from gradviz.app.panels.jacobian_regions import LargeBlockRegions
 from gradviz.app.panels.large_block_page import LargeBlockPage
-from gradviz.app.panels.square_fit import fit_height
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
@@ -158,7 +157,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.large_table.cellDoubleClicked.connect(self._on_found_cell_double_clicked)
         # the views are linked, so the first one's range is everyone's
         self.plot_items[0].getViewBox().sigRangeChanged.connect(self._on_range_changed)
-        self.plot_items[0].getViewBox().sigResized.connect(self._fit_height)
         # one readout per frame at most, however fast the mouse moves
         self._mouse_proxy = pg.SignalProxy(
             self.plots.scene().sigMouseMoved, rateLimit=60, slot=self._on_mouse_moved
@@ -242,7 +240,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             self.readout.setText(f"{rows:,} x {cols:,} block: hover a cell to compare its values.")
         else:
             self._set_highlight(cell)
-        self._fit_height()
         self._redraw_ms = (time.perf_counter() - start) * 1000
         self.block_changed.emit(index)
 
@@ -353,7 +350,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
                 "A block too large to hold has no heatmaps to export until a region of it is computed: "
                 "compute one, or export its cells as CSV instead."
             )
-        self._exporting = True  # the figure is laid out at the export's size: no window cap meanwhile
         boxes = [plot.getViewBox() for plot in self.plot_items]
         ranges = [box.viewRange() for box in boxes]  # square cells widen a range to fit a new size
         data = self.analytic_image.mapRectToParent(self.analytic_image.boundingRect())
@@ -365,7 +361,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         try:
             export_figure(path, size=size, caption=caption, **self.figures()[name])
         finally:
-            self._exporting = False
             for box, (x_range, y_range) in zip(boxes, ranges):  # so the next export starts alike
                 box.setRange(xRange=x_range, yRange=y_range, padding=0)
 
@@ -389,14 +384,12 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.reset_button.setEnabled(False)
         self.view_note.hide()
         self.readout.setText(text)
-        self._fit_height()
 
     def _show_plots(self, *, large: bool) -> None:
         """A block held in full: heatmaps only; a large block: its page, and the heatmaps of its
         region when one is shown."""
         self.large_scroll.setVisible(large)
         self.plots.setVisible(not large or self.shown_region() is not None)
-        self._fit_height()
 
     def _shown(self) -> tuple[BlockComparison, int, int] | None:
         """What the heatmaps show, with the block row and column of its first cell: the block on
@@ -520,17 +513,9 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _on_block_selected(self, index: int) -> None:
         self.set_block(index)
 
-    def _fit_height(self) -> None:
-        """No taller than square cells of the maps' width need (see ``square_fit``)."""
-        if getattr(self, "_exporting", False):
-            return
-        shown = self.plots.isVisible() and self.large_scroll.isHidden()
-        fit_height(self, self.plots, self.plots.wanted_height() if shown else None)
-
     def _on_square_cells_changed(self, square: bool) -> None:
         self.plots.set_square_cells(square)
         self.reset_zoom()
-        self._fit_height()
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
         if self._shown() is not None:
