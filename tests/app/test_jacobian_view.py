@@ -46,7 +46,7 @@ def settle(qtbot, panel) -> None:
 def assert_maps_get_the_height(window) -> None:
     """Each map's block (not its view: grey bands above and below a block are no map) gets 40 %
     of the window's height, or as much as square cells of its view's whole width make it; cells
-    are square, and the maps take most of the plots' width."""
+    are square."""
     panel = window.jacobians
     rows, cols = panel.current_block().shape
     rects = view_rects(panel)
@@ -57,7 +57,6 @@ def assert_maps_get_the_height(window) -> None:
         )
         assert per_row == pytest.approx(per_col, rel=0.02), f"cells are not square: {rects}"
         assert min(width, height) >= 120  # never a sliver, whichever way the block is long
-    assert sum(r[0] for r in rects) >= 0.6 * panel.plots.width(), f"{rects} in {panel.plots.width()} px"
 
 
 def view_rects(panel):
