@@ -108,7 +108,17 @@ def label_rects(panel) -> dict[int, QRectF]:
 def assert_labels_readable(panel) -> None:
     """Every label shown is visible, inside the view and overlaps no other label (as painted:
     pyqtgraph updates the view's and the labels' transforms when it paints)."""
-    panel.plot.viewport().repaint()
+    from PySide6.QtWidgets import QApplication
+
+    def outside() -> list:
+        panel.plot.viewport().repaint()
+        view = panel.plot.getViewBox().sceneBoundingRect()
+        return [(node, rect, view) for node, rect in label_rects(panel).items() if not view.contains(rect)]
+
+    # a loaded machine lays the view out a few events later (labels centred on x=0 meanwhile)
+    deadline = time.monotonic() + 5
+    while outside() and time.monotonic() < deadline:
+        QApplication.processEvents()
     view = panel.plot.getViewBox().sceneBoundingRect()
     rects = label_rects(panel)
     for node, rect in rects.items():
