@@ -122,13 +122,10 @@ def ctx_attributes(node: object) -> list[tuple[str, torch.Tensor]]:
     return [item for name, value in vars(node).items() for item in tensors_in(name, value)]
 
 
-def ctx_attribute_tensors(outputs: Iterable[torch.Tensor], stop: set[int]) -> list[torch.Tensor]:
-    """The ctx-attribute tensors of every custom node reachable from ``outputs``.
-
-    Depth first along ``next_functions``; the walk does not enter the nodes whose ids are in
-    ``stop`` (the inputs' own grad_fns: that history is not this forward's).
-    """
-    found: list[torch.Tensor] = []
+def reachable_nodes(outputs: Iterable[torch.Tensor], stop: set[int]) -> list:
+    """Every graph node reachable from ``outputs``, depth first along ``next_functions``, in the
+    order the walk meets them; the walk does not enter the nodes whose ids are in ``stop`` (the
+    inputs' own grad_fns: that history is not this forward's)."""
     todo = [t.grad_fn for t in outputs if t.grad_fn is not None]
     seen: dict[int, object] = {}  # holding the nodes keeps their ids from being reused mid-walk
     while todo:
@@ -136,6 +133,10 @@ def ctx_attribute_tensors(outputs: Iterable[torch.Tensor], stop: set[int]) -> li
         if node is None or id(node) in seen or id(node) in stop:
             continue
         seen[id(node)] = node
-        found.extend(t for _, t in ctx_attributes(node))
         todo.extend(next_node for next_node, _ in node.next_functions)
-    return found
+    return list(seen.values())
+
+
+def ctx_attribute_tensors(outputs: Iterable[torch.Tensor], stop: set[int]) -> list[torch.Tensor]:
+    """The ctx-attribute tensors of every custom node reachable from ``outputs`` (``reachable_nodes``)."""
+    return [t for node in reachable_nodes(outputs, stop) for _, t in ctx_attributes(node)]

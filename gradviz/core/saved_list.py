@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.function import BackwardCFunction
 
-from gradviz.core.saved import Storages, ctx_attributes, dtype_name, storage_key, tensors_in
+from gradviz.core.saved import Storages, ctx_attributes, dtype_name, reachable_nodes, storage_key, tensors_in
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.memory import SavedBytes, SavedTensor
 
@@ -71,7 +71,7 @@ def measure_saved(
     ids = [storages.add(t) for t in packed]
     outputs = [t for _, t in tensors_in("output", output)]
     stop = {id(a.grad_fn) for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None}
-    nodes = _forward_nodes(outputs, stop)
+    nodes = sorted(reachable_nodes(outputs, stop), key=lambda node: node._sequence_nr())  # forward order
     numbers = _node_numbers(nodes)
     savers = _savers(nodes, unpacked)
     labels = _Labels(
@@ -120,22 +120,6 @@ def measure_saved(
         ctx_tensors=ctx_tensors,
     )
     return result, output
-
-
-def _forward_nodes(outputs: list[torch.Tensor], stop: set[int]) -> list:
-    """The graph nodes this forward made, in the order it made them (``_sequence_nr``).
-
-    The walk does not enter ``stop`` (the inputs' own grad_fns: that history is not this forward's).
-    """
-    todo = [t.grad_fn for t in outputs if t.grad_fn is not None]
-    seen: dict[int, object] = {}  # holding the nodes keeps their ids from being reused mid-walk
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen or id(node) in stop:
-            continue
-        seen[id(node)] = node
-        todo.extend(next_node for next_node, _ in node.next_functions)
-    return sorted(seen.values(), key=lambda node: node._sequence_nr())
 
 
 def _node_numbers(nodes: list) -> dict[int, int]:
