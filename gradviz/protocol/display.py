@@ -65,7 +65,7 @@ def x_problem(display: str, platform: str = sys.platform) -> str | None:
         where = path
     else:
         port = X_TCP_PORT + int(number)
-        reason = _first_connect(socket.AF_INET6 if ":" in host else socket.AF_INET, [(host.strip("[]"), port)])
+        reason = _tcp_connect(host.strip("[]"), port)
         where = f"{host} port {port}"
     return None if reason is None else f"DISPLAY={display} is set, but no X server answers at {where} ({reason})"
 
@@ -91,3 +91,12 @@ def _first_connect(family: int, addresses: list) -> str | None:
         except OSError as exc:  # refused, no such socket, unknown host, timed out
             reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
     return reason
+
+
+def _tcp_connect(host: str, port: int) -> str | None:
+    """None when ``host:port`` accepts (every address of the name is tried, IPv4 and IPv6)."""
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        return (exc.strerror or str(exc) or type(exc).__name__).lower()
+    return None
