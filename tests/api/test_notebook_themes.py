@@ -88,7 +88,7 @@ class _Colours(HTMLParser):
     """Each text run of an HTML fragment with the colour and background it gets from the markup
     alone (inline styles, inherited); None where nothing in the fragment sets one. SVGs skipped."""
 
-    VOID = {"br", "img", "hr", "meta", "input"}
+    VOID = frozenset({"br", "img", "hr", "meta", "input"})
 
     def __init__(self) -> None:
         super().__init__()
