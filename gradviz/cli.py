@@ -502,6 +502,7 @@ def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
     """
     from gradviz.schema.errors import GradvizError
     from gradviz.schema.settings import check_timeout
+    from gradviz.terminal_progress import TerminalProgress
     from gradviz.worker.client import WorkerStartError, run_request
 
     if not _stdout_usable(args.json):
@@ -515,8 +516,9 @@ def _run_in_worker(op: str, args: argparse.Namespace, settings, extra: dict):
         _report_worker_error(exc.to_dict(), args.json)
         return None
     request = {**code, "settings": checked.to_dict(), **extra}
-    try:
-        reply = run_request(op, request, timeout=timeout, output=sys.stderr)
+    try:  # a progress line on stderr when it is a terminal (with --json too: stdout stays the JSON)
+        with TerminalProgress(sys.stderr) as progress:
+            reply = run_request(op, request, timeout=timeout, output=progress, progress=progress)
     except WorkerStartError as exc:
         _print_error("worker", str(exc), "", args.json, None)
         return None

@@ -24,12 +24,14 @@ from typing import Any
 import torch
 
 from gradviz.api.locate import reach
+from gradviz.protocol.display import display_problem
 from gradviz.protocol.launch import SAFE_PATH, package_root, safe_pythonpath
 from gradviz.schema.settings import CheckSettings
 
 NO_DISPLAY = (
-    "gradviz: no display here (DISPLAY is not set), so the window cannot open. In a notebook, show the "
-    "report itself (a cell ending in `report`); in a terminal, run `gradviz check TARGET --inputs FILE`."
+    "gradviz: no display here ({problem}), so the window cannot open. In a notebook, show the report "
+    "itself (a cell ending in `report`) or keep its figures with `report.save(DIR)`; in a terminal, run "
+    "`gradviz check TARGET --inputs FILE`."
 )
 FOLDER_PREFIX = "gradviz-show-"
 
@@ -94,11 +96,11 @@ def save_inputs(inputs: tuple, path: Path) -> None:
 
 
 def show_in_window(fn: Callable, inputs: tuple, settings: CheckSettings) -> subprocess.Popen | None:
-    """Start the window on ``fn`` and ``inputs``; None, and one line saying why, without a display."""
-    from gradviz.app.launch import has_display  # no Qt: the one place that knows what a display is
-
-    if not has_display():
-        print(NO_DISPLAY, file=sys.stderr)
+    """Start the window on ``fn`` and ``inputs``; None, and one line saying why, without a display
+    (asked by connecting to it, before any file is written or process started)."""
+    problem = display_problem()
+    if problem is not None:
+        print(NO_DISPLAY.format(problem=problem), file=sys.stderr)
         return None
     launch = prepare_launch(fn, inputs, settings)
     return subprocess.Popen(launch.command, cwd=launch.cwd, env=launch.env, start_new_session=True)

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gradviz.protocol.display import display_problem
+
 if TYPE_CHECKING:  # Qt is imported only once the app is sure to start
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -16,13 +18,6 @@ if TYPE_CHECKING:  # Qt is imported only once the app is sure to start
     from gradviz.app.main_window import MainWindow
 
 SCREENSHOT_TIMEOUT_MS = 120_000
-
-
-def has_display() -> bool:
-    platform = os.environ.get("QT_QPA_PLATFORM", "")
-    if platform.split(":")[0] in ("offscreen", "minimal", "vnc") or sys.platform in ("darwin", "win32"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def parse_app_args(argv: list[str]) -> argparse.Namespace:
@@ -95,11 +90,12 @@ def run_app(argv: list[str]) -> int:
     if refused:
         print(refused, file=sys.stderr)
         return 2
-    if args.screenshot and not has_display():
+    if args.screenshot and display_problem() is not None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    if not has_display():
+    problem = display_problem()  # connects to the display server: a stale DISPLAY is no display
+    if problem is not None:
         print(
-            "gradviz: no display found (DISPLAY is not set). Use 'gradviz check FILE' for a headless "
+            f"gradviz: no display found ({problem}). Use 'gradviz check FILE' for a headless "
             "check, display a gradviz.check report in a notebook, or start the app under Xvfb.",
             file=sys.stderr,
         )

@@ -34,7 +34,12 @@ OUTLINE_LIMIT = 300  # failing (pooled) cells outlined one by one; more are tick
 MIN_OUTLINED = 4  # pixels: smaller cells get ticks too (an outline would hide them)
 TICK = 4  # pixels: the red ticks beside a map at its failing rows and columns
 FAIL = "#e6143c"
-INK = "#222"
+# Every figure carries its own white paper and dark ink: a notebook in a dark theme (VS Code,
+# JupyterLab dark) shows a transparent SVG on #1e1e1e, where dark text disappears. The notebook
+# HTML uses the same pair, so a report reads as one card on any page.
+PAPER = "#ffffff"
+INK = "#222222"
+MUTED = "#595959"  # secondary text: 7:1 on PAPER
 
 
 @dataclass
@@ -127,8 +132,9 @@ def block_svg(result: CheckResult, block: BlockComparison) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONT_STACK}" '
         f'font-size="12" fill="{INK}">',
+        paper(width, height),
         f'<text x="10" y="14" font-weight="bold">{escape(title)}</text>',
-        f'<text x="10" y="29" font-size="11" fill="#666">{escape(detail)}</text>',
+        f'<text x="10" y="29" font-size="11" fill="{MUTED}">{escape(detail)}</text>',
     ]
     for k, kind in enumerate(KINDS):
         x = 10 + k * slot
@@ -143,6 +149,11 @@ def block_svg(result: CheckResult, block: BlockComparison) -> str:
     parts.append(_colorbar(SEQUENTIAL, level["error"], 10 + 2 * slot, bar_y, slot - 20, "|A − N|"))
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def paper(width: float, height: float) -> str:
+    """The figure's own background, first in the SVG: its text never depends on the page's colour."""
+    return f'<rect x="0" y="0" width="{width}" height="{height}" fill="{PAPER}" stroke="none"/>'
 
 
 def _caption(result: CheckResult, block: BlockComparison) -> tuple[str, str]:
