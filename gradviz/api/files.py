@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,8 +107,3 @@ def _reproducer(report: Report) -> tuple[str, str]:
     except ValueError as exc:
         return "reproducer.txt", f"No reproducer script: {exc}\n"
 
-
-def file_stem(text: str) -> str:
-    """A name safe in any file system: ``tests/test_ops.py::test_cube[float64]`` ->
-    ``tests_test_ops.py__test_cube_float64``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.replace("::", "__")).strip("_.") or "report"
