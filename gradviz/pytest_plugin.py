@@ -43,16 +43,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="write the report, figures and a reproducer script of every failing gradient check "
-        "under DIR, in a folder named after the test",
+        "under DIR, in a folder of each test's own (cleared before the test runs; its path is the "
+        "test's gradviz_artifacts property in --junitxml)",
     )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Clear this test's folder of an earlier session before the test runs (see ``clear_own``)."""
+    """Clear this test's folder of an earlier session (or run: a plugin that reruns failures)
+    before the test runs (see ``clear_own``)."""
     directory = item.config.getoption("gradviz_artifacts", None)
     if directory:
         clear_own(artifact_folder(Path(directory), item.nodeid), item.nodeid)
+        if WRITTEN in item.stash:
+            del item.stash[WRITTEN]
 
 
 @pytest.hookimpl(hookwrapper=True)
