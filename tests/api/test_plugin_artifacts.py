@@ -79,8 +79,15 @@ def folder_of(artifacts: Path, nodeid: str) -> Path:
     return pytest_plugin.artifact_folder(artifacts, nodeid)
 
 
-def test_ids_that_sanitise_alike_get_folders_of_their_own(tmp_path):
-    out = run_suite(tmp_path, "artifacts")
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One session with --junitxml, read by the tests that only look at its output."""
+    folder = tmp_path_factory.mktemp("one_run")
+    return folder, run_suite(folder, "artifacts", "--junitxml", "junit.xml")
+
+
+def test_ids_that_sanitise_alike_get_folders_of_their_own(one_run):
+    tmp_path, out = one_run
     assert out.returncode == 1 and "2 failed, 1 passed" in out.stdout, out.stdout + out.stderr
     folders = [folder_of(tmp_path / "artifacts", nodeid) for nodeid in IDS]
     assert folders[0] != folders[1]
@@ -112,8 +119,8 @@ def test_an_earlier_sessions_files_are_not_mixed_in(tmp_path):
     assert len(fresh) == 1 and (fresh[0] / "figure_o0_i0.svg").is_file() and fresh[0].name in second.stdout
 
 
-def test_junit_xml_names_each_failures_folder(tmp_path):
-    out = run_suite(tmp_path, "artifacts", "--junitxml", "junit.xml")
+def test_junit_xml_names_each_failures_folder(one_run):
+    tmp_path, out = one_run
     assert out.returncode == 1 and "2 failed, 1 passed" in out.stdout, out.stdout + out.stderr
     cases = {case.get("name"): case for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
     assert sorted(cases) == ["test_bad[a/b]", "test_bad[a_b]", "test_good"]
