@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["GradientMismatch", "GradvizError", "Report", "check", "show"]
+__all__ = ["GradientMismatch", "GradvizError", "Report", "UserCodeError", "check", "show"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "GradvizError":
-        from gradviz.schema.errors import GradvizError
+    if name in ("GradvizError", "UserCodeError"):
+        from gradviz.schema import errors
 
-        return GradvizError
+        return getattr(errors, name)
     if name in __all__:
         from gradviz import api
 

@@ -17,14 +17,16 @@ from collections.abc import Callable
 from typing import Any
 
 from gradviz.api import GradientMismatch, Report, check
+from gradviz.schema.errors import UserCodeError
 
-__all__ = ["GradientMismatch", "assert_gradients"]
+__all__ = ["GradientMismatch", "UserCodeError", "assert_gradients"]
 
 
 def assert_gradients(fn: Callable, inputs: Any, **tolerances: Any) -> Report:
     """``gradviz.check(fn, inputs, **tolerances)`` that raises :class:`GradientMismatch` (an
     AssertionError) on failure; the report when it passes. ``tolerances``: eps, atol, rtol,
-    nondet_tol and the other keywords of ``gradviz.check``."""
+    nondet_tol and the other keywords of ``gradviz.check``. An exception in the Function's own
+    code raises :class:`UserCodeError` chained to it, its traceback the user's frames only."""
     __tracebackhide__ = True
     if "raise_exception" in tolerances:
         raise TypeError(

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sys
 from collections.abc import Callable, Iterator
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -65,8 +67,8 @@ def check(
     ``fn``: a Function class, its ``.apply``, or any callable built on Functions. ``inputs``: a
     tensor or a tuple of arguments, as gradcheck takes them; they are never modified. A failure
     raises :class:`GradientMismatch` (an AssertionError carrying the report) unless
-    ``raise_exception=False``; an exception in the Function's code is raised chained to the
-    original. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double
+    ``raise_exception=False``; an exception in the Function's code raises
+    :class:`gradviz.UserCodeError` chained to it, the traceback holding the user's frames only. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double
     backward, ``device`` moves the inputs first (None: where they are).
     """
     __tracebackhide__ = True
@@ -187,19 +189,55 @@ def _dtype_name(tensor: torch.Tensor) -> str:
     return name if name in DTYPES else "float32"
 
 
-@contextlib.contextmanager
-def prepared_arguments(checkable: Any, args: tuple, device: torch.device | None) -> Iterator[PreparedInputs]:
+class prepared_arguments:  # lower case: used like the context managers of contextlib
     """The caller's arguments as the core takes them, for one run of the core inside the block:
-    every random generator is put back afterwards, and an exception of the user's code comes
-    out as itself, chained under gradviz's sentence."""
-    __tracebackhide__ = True
-    names = argument_names(checkable, len(args))
-    with rng_untouched(args, device):
-        prepared = prepare_inputs(args, device, None, names, "<inputs>")
+    every random generator is put back afterwards, and an error of the user's code leaves as
+    ``gradviz.UserCodeError`` chained to the user's own exception (see ``users_error``).
+
+    A class, not ``@contextlib.contextmanager``: contextlib puts back the traceback of an
+    exception its generator re-raises, gradviz's frames and their arguments included.
+    """
+
+    def __init__(self, checkable: Any, args: tuple, device: torch.device | None) -> None:
+        self.names = argument_names(checkable, len(args))
+        self.args, self.device = args, device
+        self.rng = rng_untouched(args, device)
+
+    def __enter__(self) -> PreparedInputs:
+        self.rng.__enter__()
         try:
-            yield prepared
-        except UserCodeError as exc:  # the user's own exception first, then gradviz's sentence
-            raise exc.with_traceback(None) from exc.__context__
+            return prepare_inputs(self.args, self.device, None, self.names, "<inputs>")
+        except BaseException:
+            self.rng.__exit__(*sys.exc_info())
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        __tracebackhide__ = True
+        self.rng.__exit__(kind, exc, tb)
+        if isinstance(exc, UserCodeError):
+            raise users_error(exc) from exc.__cause__ or exc.__context__
+
+
+def users_error(exc: UserCodeError) -> UserCodeError:
+    """``exc`` ready to leave gradviz's API with the user's frames only: its own traceback
+    starts afresh where it is raised (gradviz's ``__tracebackhide__`` frames), and the user's
+    exception it is chained to keeps only the part from the user's outermost frame in: the
+    frames of gradviz and torch that called the user's code, and their arguments, go."""
+    original = exc.__cause__ or exc.__context__
+    if original is not None and original.__traceback__ is not None:
+        files = {frame.filename for frame in exc.frames}
+        original.__traceback__ = from_first_frame_in(original.__traceback__, files)
+    return exc.with_traceback(None)
+
+
+def from_first_frame_in(tb: TracebackType, files: set[str]) -> TracebackType:
+    """The traceback from its first frame in one of ``files`` on; all of it when none is."""
+    start: TracebackType | None = tb
+    while start is not None and start.tb_frame.f_code.co_filename not in files:
+        start = start.tb_next
+    return start or tb
 
 
 @contextlib.contextmanager

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,7 +87,7 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
         for kind in KINDS:
             files[f"{kind}_{key}.png"] = heatmap_png(result, block, kind)
     if report.fn is not None and report.inputs is not None:
-        name, text = _reproducer(report)
+        name, text = _reproducer(report, directory)
         files[name] = text.encode("utf-8")
         if overwrite:
             other = directory / ("reproducer.txt" if name == "reproducer.py" else "reproducer.py")
@@ -101,15 +100,13 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
     return written
 
 
-def _reproducer(report: Report) -> tuple[str, str]:
-    """reproducer.py's text, or reproducer.txt saying why no script could be written."""
+def _reproducer(report: Report, directory: Path) -> tuple[str, str]:
+    """reproducer.py's text (it finds the user's modules from ``directory``, where it is saved),
+    or reproducer.txt saying why no script could be written."""
+    from gradviz.api.reproducer import reproducer_script
+
     try:
-        return "reproducer.py", report.reproducer()
+        return "reproducer.py", reproducer_script(report, directory)
     except ValueError as exc:
         return "reproducer.txt", f"No reproducer script: {exc}\n"
 
-
-def file_stem(text: str) -> str:
-    """A name safe in any file system: ``tests/test_ops.py::test_cube[float64]`` ->
-    ``tests_test_ops.py__test_cube_float64``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.replace("::", "__")).strip("_.") or "report"

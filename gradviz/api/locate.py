@@ -15,6 +15,7 @@ import inspect
 import sys
 import textwrap
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from gradviz.core.callables import function_class
 
 NOT_IMPORTABLE = ("__main__", "__mp_main__", "builtins")
 LAMBDA_NAME = "checked_function"  # what a lambda is called in the written source
+# (folder to put on sys.path, module to import from it) -> the line that does it, or None
+PathLine = Callable[[str | None, str], str | None]
 
 
 @dataclass
@@ -42,9 +45,10 @@ class Reach:
         return f"{self.name}.apply" if self.is_function_class else self.name
 
 
-def reach(fn: Any) -> Reach:
+def reach(fn: Any, place: PathLine | None = None) -> Reach:
     """How to reach ``fn`` (a Function class, its apply, or a callable); NotWritable when neither
-    an import nor the source can."""
+    an import nor the source can. ``place`` writes the lines of the source that make a module
+    importable (default ``path_line``: its folder's absolute path, for a process on this machine)."""
     cls = function_class(fn)
     obj = cls or fn
     home = importable_home(obj)
@@ -54,7 +58,7 @@ def reach(fn: Any) -> Reach:
         return Reach(name, cls is not None, module=module, root=root)
     if home is not None:  # a test file: its source needs torch only, importing it needs pytest and more
         try:
-            return Reach(name, cls is not None, source=standalone_source(obj, name))
+            return Reach(name, cls is not None, source=standalone_source(obj, name, place))
         except NotWritable:
             module, root = home
             return Reach(name, cls is not None, module=module, root=root)
@@ -62,7 +66,7 @@ def reach(fn: Any) -> Reach:
         name = LAMBDA_NAME
     elif "<locals>" in name:
         name = obj.__name__
-    return Reach(name, cls is not None, source=standalone_source(obj, name))
+    return Reach(name, cls is not None, source=standalone_source(obj, name, place))
 
 
 def _in_test_file(obj: Any) -> bool:
@@ -109,15 +113,15 @@ def _resolve(module: types.ModuleType, qualname: str) -> Any:
 # --- source for what cannot be imported ---------------------------------------------------------
 
 
-def standalone_source(obj: Any, name: str) -> str:
+def standalone_source(obj: Any, name: str, place: PathLine | None = None) -> str:
     """A module's worth of code that defines ``name`` as ``obj``."""
     imports: list[str] = ["import torch"]
     definitions: dict[str, str] = {}
-    _define(obj, name, imports, definitions, visiting=set())
+    _define(obj, name, imports, definitions, visiting=set(), place=place or path_line)
     return "\n".join(dict.fromkeys(imports)) + "\n\n\n" + "\n\n\n".join(definitions.values()) + "\n"
 
 
-def path_line(root: str | None) -> str | None:
+def path_line(root: str | None, module: str = "") -> str | None:
     """The line that lets a script import from ``root``; None for installed packages (found anyway)."""
     if root is None or any(
         Path(root).is_relative_to(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix}
@@ -126,7 +130,9 @@ def path_line(root: str | None) -> str | None:
     return f"sys.path.insert(0, {root!r})"
 
 
-def _define(obj: Any, name: str, imports: list[str], definitions: dict[str, str], visiting: set[str]) -> None:
+def _define(
+    obj: Any, name: str, imports: list[str], definitions: dict[str, str], visiting: set[str], place: PathLine
+) -> None:
     visiting.add(name)
     code = own_source(obj, name)
     scope = _globals_of(obj)
@@ -136,14 +142,14 @@ def _define(obj: Any, name: str, imports: list[str], definitions: dict[str, str]
         if not used.isidentifier():
             continue  # pytest's assert rewriting (@py_builtins): the source has the plain assert
         value = scope[used]
-        line = import_line(used, value)
+        line = import_line(used, value, place)
         if line is not None:
             imports.append(line)
         elif (
             isinstance(value, type | types.FunctionType)
             and getattr(value, "__module__", None) == obj.__module__
         ):
-            _define(value, used, imports, definitions, visiting)
+            _define(value, used, imports, definitions, visiting, place)
         else:
             try:
                 definitions[used] = f"{used} = {literal(value)}"
@@ -245,7 +251,7 @@ def _class_level_names(cls: type) -> set[str]:
     return {n.id for part in parts if part is not None for n in ast.walk(part) if isinstance(n, ast.Name)}
 
 
-def import_line(name: str, value: Any) -> str | None:
+def import_line(name: str, value: Any, place: PathLine | None = None) -> str | None:
     """``import numpy as np`` / ``from torch.autograd.function import once_differentiable``, or None."""
     if isinstance(value, types.ModuleType):
         if not _dotted(value.__name__):
@@ -263,5 +269,5 @@ def import_line(name: str, value: Any) -> str | None:
     if "." in qualname:
         return None
     line = f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
-    where = path_line(root)
+    where = (place or path_line)(root, module)
     return f"import sys\n{where}\n{line}" if where else line

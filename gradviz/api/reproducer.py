@@ -3,11 +3,18 @@
 For a bug report, or to see gradviz's verdict confirmed by PyTorch itself. The Function is
 called on clones of the inputs, as gradviz calls it, so an in-place Function (``mark_dirty``)
 does not modify gradcheck's leaves. Exit status: 0 when gradcheck passes, 1 when it fails.
+
+A script saved by ``Report.save`` or the pytest plugin holds no absolute path of the machine that
+wrote it: a module it imports from the user's project is found from the script's own folder
+(``put_on_path``), so it runs from any folder, and still runs after the project and the script
+are copied elsewhere together.
 """
 
 from __future__ import annotations
 
 import keyword
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gradviz import __version__
@@ -21,10 +28,31 @@ if TYPE_CHECKING:
 HEAD = '''"""Reproduce gradviz's check of {name} with torch.autograd.gradcheck alone.
 
 gradviz {version} said: {verdict}
-Run with the Python that has your code's dependencies: exit 0 when gradcheck passes, 1 when it fails.
+Run from any folder with the Python that has your code's dependencies: exit 0 when gradcheck
+passes, 1 when it fails.
 """
 
 import sys'''
+
+FINDER = '''def put_on_path(module, hint=(), made_at=None):
+    """Put first on sys.path the folder that holds ``module`` of your project: where it was,
+    seen from this script, when gradviz wrote it (``hint``); else this script's folder or one
+    above it; else the current folder; else (a script gradviz did not save itself) the folder
+    it was in when written. An installed module needs none of them."""
+    import importlib.util
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    parts = module.split(".")
+    last = [Path(made_at)] if made_at else []
+    for folder in [here.joinpath(*hint)] * bool(hint) + [here, *here.parents, Path.cwd(), *last]:
+        module_file = folder.joinpath(*parts[:-1], parts[-1] + ".py")
+        if module_file.is_file() or folder.joinpath(*parts, "__init__.py").is_file():
+            sys.path.insert(0, str(folder))
+            return
+    if importlib.util.find_spec(parts[0]) is None:
+        print(f"{'/'.join(parts)}.py is neither beside this script nor in the current folder: run it from "
+              "your project's folder, or put the folder that holds it on PYTHONPATH.", file=sys.stderr)'''
 
 TAIL = '''def fn(*args):
     """{call} on clones of the inputs, as gradviz calls it: an in-place Function leaves gradcheck's leaves alone."""
@@ -41,9 +69,25 @@ sys.exit(0)
 '''
 
 
-def reproducer_script(report: Report) -> str:
-    """The script's text; NotWritable (a ValueError) naming what cannot be written."""
-    where = reach(report.fn)
+def reproducer_script(report: Report, folder: Path | None = None) -> str:
+    """The script's text; NotWritable (a ValueError) naming what cannot be written. Saved in
+    ``folder`` (``Report.save``, the pytest plugin), it holds no absolute path: it finds the
+    user's modules from where it is."""
+    places: list[str] = []
+
+    def place(root: str | None, module: str) -> str | None:
+        """``put_on_path('pkg.ops', ('..', 'src'))`` for a module of the user's project; None
+        for an installed one. Only a script whose folder is unknown (``Report.reproducer()``'s
+        text) carries the module's folder as it is on this machine, as a last resort."""
+        if root is None or path_line(root) is None:
+            return None
+        if folder is None:
+            places.append(f"put_on_path({literal(module)}, made_at={literal(root)})")
+        else:
+            places.append(f"put_on_path({literal(module)}, {literal(relative_parts(root, folder))})")
+        return places[-1]
+
+    where = reach(report.fn, place)
     notes: list[str] = []
     try:
         arguments = []
@@ -56,7 +100,7 @@ def reproducer_script(report: Report) -> str:
         raise NotWritable(f"the inputs cannot be written into a script: {exc}") from None
     helper = needs_helper(report.inputs)
     if where.module is not None:
-        line = path_line(where.root)
+        line = place(where.root, where.module)
         imports = [
             "import base64" if helper else "",
             "import torch",
@@ -69,12 +113,27 @@ def reproducer_script(report: Report) -> str:
     inputs = "inputs = (\n" + "".join(f"    {a},\n" for a in arguments) + ")"
     sections = [
         HEAD.format(name=report.function, version=__version__, verdict=verdict_line(report.result)),
+        FINDER if places else "",
         code,
         TENSOR_HELPER.strip() if helper else "",
         "# The inputs exactly as gradviz checked them.\n" + "".join(n + "\n" for n in notes) + inputs,
         TAIL.format(call=where.call, options=options),
     ]
     return "\n\n\n".join(s for s in sections if s)
+
+
+def relative_parts(root: str, folder: Path) -> tuple[str, ...]:
+    """``root`` seen from ``folder`` (``('..', '..', 'src')``), or () when the two share no
+    folder below the file system's root (another drive; /tmp and /home): such a path would
+    spell out this machine's layout, so the script searches instead."""
+    root_path, here = Path(root).resolve(), Path(folder).resolve()
+    try:
+        common = Path(os.path.commonpath([root_path, here]))
+    except ValueError:  # another drive (Windows)
+        return ()
+    if common == Path(common.anchor):
+        return ()
+    return Path(os.path.relpath(root_path, here)).parts
 
 
 def _keyword(name: Any) -> str:

@@ -141,7 +141,9 @@ class Frame:
 class UserCodeError(GradvizError):
     """Something in the user's code failed; ``lineno`` points at the line to look at.
 
-    ``kind`` is one of the user-code kinds of ErrorKind (syntax ... bad_output).
+    ``kind`` is one of the user-code kinds of ErrorKind (syntax ... bad_output). Public as
+    ``gradviz.UserCodeError`` (and ``gradviz.testing.UserCodeError``): ``gradviz.check`` raises it
+    when the Function's forward or backward raises, chained to that exception (``__cause__``).
     """
 
     def __init__(
@@ -179,6 +181,9 @@ class UserCodeError(GradvizError):
             "lineno": self.lineno,
             "traceback": [asdict(f) for f in self.frames],
         }
+
+
+UserCodeError.__module__ = "gradviz"  # public as gradviz.UserCodeError: tracebacks show that name
 
 
 # An error names the user's line; a runaway recursion must not make it a million lines long.

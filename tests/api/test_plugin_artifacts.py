@@ -1,6 +1,7 @@
-"""Items 4 and 15 of issue 20 for ``pytest --gradviz-artifacts DIR``, each in a real pytest run
-(a subprocess): ids that sanitise alike get folders of their own, a test's folder from an earlier
-session holds nothing stale, and a DIR that is a file or read-only fails only the artifacts of the
+"""Items 4 and 15 of issue 20 and item 7 of issue 22 for ``pytest --gradviz-artifacts DIR``, each
+in a real pytest run (a subprocess): ids that sanitise alike get folders of their own, a test's
+folder from an earlier session holds nothing stale (and is gone once the test passes), JUnit XML
+names each failure's folder, and a DIR that is a file or read-only fails only the artifacts of the
 failing tests (named in their report), never the session (it was INTERNALERROR, exit 3)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,8 @@ class Halved(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        return 0.5 * grad * y, 0.5 * grad * x
+        factor = float(os.environ.get("FACTOR", "0.5"))  # 1.0: the backward is right
+        return factor * grad * y, factor * grad * x
 
 
 def args(scale):
@@ -56,10 +59,11 @@ def test_good():
 '''
 
 
-def run_suite(folder: Path, artifacts: str, **env: str) -> subprocess.CompletedProcess:
+def run_suite(folder: Path, artifacts: str, *options: str, **env: str) -> subprocess.CompletedProcess:
     (folder / "test_ops.py").write_text(textwrap.dedent(SUITE))
+    pytest_options = ["-p", "no:cacheprovider", *plugin_option(), "--gradviz-artifacts", artifacts, *options]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plugin_option(), "--gradviz-artifacts", artifacts, "test_ops.py"],
+        [sys.executable, "-m", "pytest", *pytest_options, "test_ops.py"],
         cwd=folder,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         capture_output=True,
@@ -75,8 +79,15 @@ def folder_of(artifacts: Path, nodeid: str) -> Path:
     return pytest_plugin.artifact_folder(artifacts, nodeid)
 
 
-def test_ids_that_sanitise_alike_get_folders_of_their_own(tmp_path):
-    out = run_suite(tmp_path, "artifacts")
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One session with --junitxml, read by the tests that only look at its output."""
+    folder = tmp_path_factory.mktemp("one_run")
+    return folder, run_suite(folder, "artifacts", "--junitxml", "junit.xml")
+
+
+def test_ids_that_sanitise_alike_get_folders_of_their_own(one_run):
+    tmp_path, out = one_run
     assert out.returncode == 1 and "2 failed, 1 passed" in out.stdout, out.stdout + out.stderr
     folders = [folder_of(tmp_path / "artifacts", nodeid) for nodeid in IDS]
     assert folders[0] != folders[1]
@@ -106,6 +117,61 @@ def test_an_earlier_sessions_files_are_not_mixed_in(tmp_path):
     assert (theirs / "report.json").read_text() == "theirs"
     fresh = [p for p in (tmp_path / "artifacts").iterdir() if p.name.startswith(theirs.name + "-")]
     assert len(fresh) == 1 and (fresh[0] / "figure_o0_i0.svg").is_file() and fresh[0].name in second.stdout
+
+
+def test_junit_xml_names_each_failures_folder(one_run):
+    tmp_path, out = one_run
+    assert out.returncode == 1 and "2 failed, 1 passed" in out.stdout, out.stdout + out.stderr
+    cases = {case.get("name"): case for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    assert sorted(cases) == ["test_bad[a/b]", "test_bad[a_b]", "test_good"]
+    for nodeid in IDS:
+        properties = cases[nodeid.split("::")[1]].findall("properties/property")
+        assert [(p.get("name"), p.get("value")) for p in properties] == [
+            (pytest_plugin.PROPERTY, str(folder_of(tmp_path / "artifacts", nodeid).resolve()))
+        ]
+        folder = Path(properties[0].get("value"))
+        assert (folder / "report.json").is_file() and nodeid in (folder / pytest_plugin.MARKER).read_text()
+    assert cases["test_good"].find("properties") is None
+
+
+def test_a_test_that_passes_now_leaves_no_folder_and_nothing_else_goes(tmp_path):
+    artifacts = tmp_path / "artifacts"  # the user's own folder, with their files in it
+    artifacts.mkdir()
+    (artifacts / "notes.txt").write_text("the user's")
+    first = run_suite(tmp_path, "artifacts")
+    assert first.returncode == 1, first.stdout + first.stderr
+    ours = [folder_of(artifacts, nodeid) for nodeid in IDS]
+    assert all((folder / "reproducer.py").is_file() for folder in ours)
+    # a folder named like one of ours whose marker names another id: not this test's, kept
+    (ours[1] / pytest_plugin.MARKER).write_text("gradviz --gradviz-artifacts of test_other.py::test_x\n")
+    second = run_suite(tmp_path, "artifacts", FACTOR="1.0")  # the backward is fixed: all pass
+    assert second.returncode == 0 and "3 passed" in second.stdout, second.stdout + second.stderr
+    assert not ours[0].exists()  # its failure is gone, so are its artifacts
+    assert (ours[1] / "reproducer.py").is_file()
+    assert sorted(p.name for p in artifacts.iterdir()) == sorted(["notes.txt", ours[1].name])
+    assert (artifacts / "notes.txt").read_text() == "the user's"
+
+
+def test_folder_names_are_distinct_short_and_safe_on_windows():
+    long = "x" * 300
+    ids = [
+        "test_long.py::test_long[x/y]",
+        "test_long.py::test_long[x y]",
+        f"test_long.py::test_long[{long}a]",
+        f"test_long.py::test_long[{long}b]",
+        "nul.py::test_a",
+        "tests/com1.py::test_b",
+        "test_é.py::test_ünïcode[\ud800]",
+        "test_a.py::test_b[x:y*z?<>|\"]",
+    ]
+    names = [pytest_plugin.artifact_folder(Path("DIR"), nodeid).name for nodeid in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert all(c.isascii() and (c.isalnum() or c in "._-") for c in name), name
+        assert len(name) <= pytest_plugin.NAME_CHARS + 11 and not name.endswith((".", " ")), name
+        assert name.split(".")[0].upper() not in pytest_plugin.RESERVED, name
+    assert names[0].startswith("test_long.py__test_long_x_y-") and names[1].startswith("test_long.py__test_long_x_y-")
+    assert names[4].startswith("_nul.py__test_a-")
 
 
 def assert_session_went_on(out: subprocess.CompletedProcess, where: str) -> None:

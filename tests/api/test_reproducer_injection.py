@@ -7,6 +7,7 @@ Each payload would create a marker file when the script runs; the script is gene
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -101,3 +102,43 @@ def test_plain_values_read_back_exactly():
     for value in (3, -0.1, float("inf"), float("nan"), complex(1, float("-inf")), "a'\"\n", b"\x00", (1,), [], {1: (2, 3)}):
         back = eval(literal(value), {"complex": complex, "float": float})
         assert repr(back) == repr(value)
+
+
+def test_hostile_folder_names_are_not_written_as_code(tmp_path):
+    """Item 7 of issue 22: the script finds the user's package through a path relative to itself
+    (or, for ``reproducer()``'s text, the folder it was in): folder names are written as plain
+    string constants, never as code."""
+    marker = tmp_path / "payload_ran"
+    hostile = tmp_path / "x');__import__('os').system('touch payload_ran');('\nimport os #"
+    package = hostile / "src" / "hostile_pkg_7"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "ops.py").write_text("def doubled(x):\n    return 2.0 * x\n")
+    sys.path.insert(0, str(hostile / "src"))
+    try:
+        from hostile_pkg_7.ops import doubled
+
+        report = gradviz.check(doubled, torch.randn(3, dtype=torch.float64, requires_grad=True))
+        report.save(tmp_path / "artifacts" / "t")
+        text = report.reproducer()
+    finally:
+        sys.path.remove(str(hostile / "src"))
+        for name in ("hostile_pkg_7", "hostile_pkg_7.ops"):
+            sys.modules.pop(name, None)
+    script = tmp_path / "artifacts" / "t" / "reproducer.py"
+    for source in (script.read_text(), text):
+        calls = [
+            node
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "put_on_path"
+        ]
+        assert len(calls) == 1 and all(
+            isinstance(arg, ast.Constant | ast.Tuple) for arg in [*calls[0].args, *(k.value for k in calls[0].keywords)]
+        ), source
+    assert str(hostile) not in script.read_text()  # saved: a path relative to the script only
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert not marker.exists(), "the reproducer ran the payload"
+    assert run.returncode == 0 and "gradcheck passed" in run.stdout, run.stdout + run.stderr
