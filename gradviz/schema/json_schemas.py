@@ -17,7 +17,8 @@ from typing import Any
 from gradviz._version import __version__
 
 SCHEMA_VERSION = 1
-SCHEMAS = ("check", "sweep", "memory", "graph", "error")  # report.json is the check document
+SCHEMAS = ("check", "sweep", "memory", "graph", "error")
+ALIASES = {"report": "check"}  # report.json is the check document (plus where its arrays are)
 
 
 def stamp(document: dict[str, Any]) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def stamp(document: dict[str, Any]) -> dict[str, Any]:
 def load(name: str) -> dict[str, Any]:
     """The JSON Schema of one document: ``check`` (also ``report.json``), ``sweep``, ``memory``,
     ``graph`` or ``error``."""
+    name = ALIASES.get(name, name)
     if name not in SCHEMAS:
         raise ValueError(f"No schema named {name!r}; the schemas are {', '.join(SCHEMAS)}.")
     text = resources.files("gradviz.schema").joinpath("json", f"{name}.schema.json").read_text(encoding="utf-8")
