@@ -9,6 +9,7 @@ One table of exit codes (``ExitCode``) is used by the code and printed by ``--he
 from __future__ import annotations
 
 import argparse
+import textwrap
 from enum import IntEnum
 from typing import Any
 
@@ -36,7 +37,8 @@ MEANINGS = {
 
 def exit_codes_help() -> str:
     """The exit-code table as ``--help`` prints it (an epilog)."""
-    return "exit codes:\n" + "\n".join(f"  {int(code):<5}{MEANINGS[code]}" for code in ExitCode)
+    rows = (textwrap.fill(MEANINGS[code], 96, initial_indent=f"  {int(code):<5}", subsequent_indent=" " * 7) for code in ExitCode)
+    return "exit codes:\n" + "\n".join(rows)
 
 
 def add_exit_codes(*parsers: argparse.ArgumentParser) -> None:
