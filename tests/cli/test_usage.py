@@ -58,5 +58,5 @@ def test_an_unknown_option_before_a_command_names_only_itself():
 def test_an_unknown_option_after_a_command_is_a_usage_error():
     out = gradviz("check", "linear", "--jsn")
     assert out.returncode == ExitCode.ERROR == 2
-    assert out.stderr.startswith("usage: gradviz check") and "unrecognized arguments: --jsn" in out.stderr
+    assert out.stderr.startswith("usage: gradviz") and "unrecognized arguments: --jsn" in out.stderr
     assert out.stdout == ""
