@@ -91,3 +91,9 @@ def test_sessions_carry_the_versions_and_older_ones_still_open(tmp_path):
     old = tmp_path / "old.gradviz"  # as gradviz wrote it before the stamp
     old.write_text(json.dumps({"format": "gradviz-session", "version": 1, "code": "x = 1\n", "run": {"eps": 1e-6}}))
     assert load_session(old) == load_session(path)
+
+
+def test_the_error_schema_names_every_error_kind():
+    from gradviz.schema.errors import ErrorKind
+
+    assert load("error")["properties"]["error"]["properties"]["kind"]["enum"] == [k.value for k in ErrorKind]
