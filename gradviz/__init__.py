@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from gradviz._version import __version__ as __version__
+
 __all__ = ["GradientMismatch", "GradvizError", "Report", "UserCodeError", "check", "show"]
 
 

@@ -1,7 +1,8 @@
 """``gradviz`` on the command line: the same core as the app, for CI and scripts.
 
-Exit codes: 0 every block passes, 1 some cell fails, 2 the user code or the arguments failed
-(130: interrupted with Ctrl+C).
+Exit codes (``cli_contract.ExitCode``, listed by ``--help``): 0 every block passes, 1 some cell
+fails, 2 a usage error or the user code failed, 130 Ctrl+C, 143 SIGTERM. ``--json`` documents
+follow the schemas shipped in ``gradviz/schema/json``.
 
 ``gradviz check``, ``sweep``, ``graph`` and ``memory`` run in the worker (``gradviz.worker``), as
 the app does, under its memory limit (a memory study too large for it is refused before it
@@ -16,18 +17,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
 
-from gradviz import __version__
+from gradviz._version import __version__
+from gradviz.cli_contract import ExitCode, add_exit_codes, error_document, json_document, misplaced_options
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
 
 DEFAULTS = CheckSettings()
 SWEEP_DEFAULTS = SweepOptions()
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INTERRUPTED = ExitCode.PASS, ExitCode.MISMATCH, ExitCode.ERROR, ExitCode.INTERRUPTED
 COMMANDS = ("check", "sweep", "memory", "graph", "list", "app")
 DOCUMENTS = (".py", ".gradviz")  # `gradviz FILE.py` and `gradviz SESSION.gradviz` open them in the window
 TARGET_HELP = (
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="list the built-in example Functions")
     app = commands.add_parser("app", help="start the desktop app (the default)")
     app.add_argument("app_args", nargs=argparse.REMAINDER)
+    add_exit_codes(parser, *commands.choices.values())
     return parser
 
 
@@ -170,6 +172,8 @@ def _tolerances(args: argparse.Namespace) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if misplaced_options(argv, COMMANDS):
+        build_parser().parse_args(argv)  # argparse's usage error (exit 2) for the unknown option
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--version", "--help")):
         return _launch_app(argv)
     if argv[0] == "app":  # its options belong to the app's own parser
@@ -301,7 +305,7 @@ def run_memory(args: argparse.Namespace) -> int:
         _report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
         return EXIT_ERROR
     data = reply.result["study"]
-    text = json.dumps(data, allow_nan=False) if args.json else format_memory(data)
+    text = json_document(data) if args.json else format_memory(data)
     return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
 
 
@@ -397,7 +401,7 @@ def run_check(args: argparse.Namespace) -> int:
     if reply is None:
         return EXIT_ERROR
     report = reply.result["report"]
-    text = json.dumps(report, allow_nan=False) if args.json else reply.result["table"]
+    text = json_document(report) if args.json else reply.result["table"]
     if not _write_stdout(text):
         return EXIT_ERROR
     return EXIT_PASS if report["passed"] else EXIT_FAIL
@@ -440,7 +444,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     if reply is None:
         return EXIT_ERROR
     sweep = reply.result["sweep"]
-    text = json.dumps(sweep, allow_nan=False) if args.json else reply.result["table"]
+    text = json_document(sweep) if args.json else reply.result["table"]
     return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
 
 
@@ -452,7 +456,7 @@ def run_graph(args: argparse.Namespace) -> int:
     if reply is None:
         return EXIT_ERROR
     graph = reply.result["graph"]
-    text = json.dumps(graph, allow_nan=False) if args.json else reply.result["table"]
+    text = json_document(graph) if args.json else reply.result["table"]
     return EXIT_PASS if _write_stdout(text) else EXIT_ERROR
 
 
@@ -586,7 +590,7 @@ def _print_error(kind: str, message: str, user_traceback: str, as_json: bool, de
         print("Traceback (your code only):", file=sys.stderr)
         print(user_traceback, file=sys.stderr)
     if as_json:
-        print(json.dumps({"error": detail or {"kind": kind, "message": message}}, allow_nan=False))
+        print(error_document(detail or {"kind": kind, "message": message}))
 
 
 if __name__ == "__main__":

@@ -7,15 +7,16 @@ What ``Report.save`` and the pytest plugin's ``--gradviz-artifacts`` write; arra
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gradviz.render.figure import KINDS, block_svg, heatmap_png
+from gradviz.schema.json_schemas import stamp
 from gradviz.schema.report import result_to_dict
 from gradviz.schema.result_files import ARRAYS
+from gradviz.schema.strict_json import dumps
 
 if TYPE_CHECKING:
     from gradviz.api.report import Report
@@ -67,7 +68,7 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
     if not overwrite:
         existing_files(directory, report_names(report), "overwrite=True")
     result = report.result
-    summary = result_to_dict(result)
+    summary = stamp(result_to_dict(result))  # the check document (schema "check") and where the arrays are
     arrays = {}
     for entry, block in zip(summary["blocks"], result.blocks):
         key = f"o{block.output}_i{block.input}"
@@ -77,7 +78,7 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
     npz = io.BytesIO()
     np.savez_compressed(npz, **arrays)
     files: dict[str, bytes] = {
-        "report.json": json.dumps(summary, allow_nan=False, indent=1).encode("utf-8"),
+        "report.json": dumps(summary, indent=1).encode("utf-8"),
         "report.npz": npz.getvalue(),
         "message.txt": (report.message() + "\n").encode("utf-8"),
     }

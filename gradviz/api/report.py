@@ -8,16 +8,17 @@ the inputs for the last three.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gradviz.schema.json_schemas import stamp
 from gradviz.schema.mismatch import Cell, failing_cells, mismatch_message
 from gradviz.schema.report import format_table, result_to_dict, verdict_line
 from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult
+from gradviz.schema.strict_json import dumps
 
 Key = tuple[int, int]  # (output index, input index) of a Jacobian block
 
@@ -134,12 +135,12 @@ class Report:
         return verdict_line(self.result) if self.passed else mismatch_message(self.result)
 
     def to_dict(self) -> dict:
-        """``gradviz check --json``'s object."""
-        return result_to_dict(self.result)
+        """``gradviz check --json``'s object (schema ``check``, with its version stamp)."""
+        return stamp(result_to_dict(self.result))
 
     def to_json(self, indent: int | None = None) -> str:
-        """Strict JSON (NaN and infinities as strings)."""
-        return json.dumps(self.to_dict(), allow_nan=False, indent=indent)
+        """Strict JSON (NaN and infinities as the strings "nan", "inf", "-inf")."""
+        return dumps(self.to_dict(), indent=indent)
 
     def __str__(self) -> str:
         return format_table(self.result)

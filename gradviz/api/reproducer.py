@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gradviz import __version__
+from gradviz._version import __version__
 from gradviz.api.literals import TENSOR_HELPER, NotWritable, literal, needs_helper
 from gradviz.api.locate import path_line, reach
 from gradviz.schema.report import verdict_line

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gradviz.schema.strict_json import dumps
+
 PROTOCOL_VERSION = 2
 RUN_OPS = ("check", "sweep", "graph", "memory", "region")  # requests that run user code (or torch) in a fresh process
 CONTROL_OPS = ("cancel", "quit")
@@ -30,8 +32,8 @@ MAX_LINE_BYTES = 64 * 2**20  # a bigger line is a broken peer, not a message
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as a line of strict JSON (NaN and infinities are not JSON: refused)."""
-    return (json.dumps(message, allow_nan=False) + "\n").encode("utf-8")
+    """One message as a line of strict JSON (NaN and infinities as the strings of ``strict_json``)."""
+    return (dumps(message) + "\n").encode("utf-8")
 
 
 def request(op: str, request_id: int, **payload: Any) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def is_final(message: dict[str, Any]) -> bool:
 
 def seal(message: dict[str, Any], key: bytes) -> bytes:
     """``message`` as a line that only a holder of ``key`` can have written: MAC, space, JSON."""
-    body = json.dumps(message, allow_nan=False).encode("utf-8")
+    body = dumps(message).encode("utf-8")
     return _mac(key, body) + b" " + body + b"\n"
 
 

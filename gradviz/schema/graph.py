@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradviz.schema.strict_json import finite, number
+from gradviz.schema.strict_json import decode, encode
 
 __all__ = [
     "FLAGS",
@@ -140,17 +140,17 @@ class GradSummary:
     def to_dict(self) -> dict:
         values = None
         if self.values is not None:
-            values = [finite(v) for v in self.values.ravel().tolist()]
-        return {"shape": list(self.shape), "dtype": self.dtype, "norm": finite(self.norm), "values": values}
+            values = [encode(v) for v in self.values.ravel().tolist()]
+        return {"shape": list(self.shape), "dtype": self.dtype, "norm": encode(self.norm), "values": values}
 
     @classmethod
     def from_dict(cls, d: dict) -> GradSummary:
-        """Non-finite numbers were written as null and come back as NaN."""
+        """Non-finite numbers come back with their sign (null, from older versions: NaN)."""
         shape = tuple(d["shape"])
         values = None
         if d["values"] is not None:
-            values = np.array([number(v) for v in d["values"]], dtype=np.float64).reshape(shape)
-        return cls(shape, d["dtype"], number(d["norm"]), values)
+            values = np.array([decode(v) for v in d["values"]], dtype=np.float64).reshape(shape)
+        return cls(shape, d["dtype"], decode(d["norm"]), values)
 
 
 def _summary(d: dict | None) -> GradSummary | None:
@@ -241,7 +241,7 @@ class GraphModel:
         nodes = []
         for node in self.nodes:
             entry = node.to_dict()
-            entry["position"] = [finite(v) for v in self.positions[node.id].tolist()]
+            entry["position"] = [encode(v) for v in self.positions[node.id].tolist()]
             nodes.append(entry)
         flows = sorted(self.flows.items(), key=lambda item: item[1].step)
         return {
@@ -258,7 +258,7 @@ class GraphModel:
     @classmethod
     def from_dict(cls, d: dict) -> GraphModel:
         """The model ``to_dict`` wrote; ``seconds`` is not in the dict and comes back empty."""
-        positions = [[number(v) for v in n["position"]] for n in d["nodes"]]
+        positions = [[decode(v) for v in n["position"]] for n in d["nodes"]]
         return cls(
             nodes=[Node.from_dict(n) for n in d["nodes"]],
             edges=np.array(d["edges"], dtype=np.int64).reshape(-1, 2),

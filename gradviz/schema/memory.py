@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gradviz.schema.strict_json import finite, number
+from gradviz.schema.strict_json import decode, encode
 
 __all__ = [
     "TENSOR_COLUMNS",
@@ -126,8 +126,8 @@ class Comparison:
         return {
             "against": self.against,
             "what": self.what,
-            "max_difference": finite(self.max_difference),
-            "scale": finite(self.scale),
+            "max_difference": encode(self.max_difference),
+            "scale": encode(self.scale),
             "rtol": self.rtol,
             "passed": self.passed,
         }
@@ -135,7 +135,7 @@ class Comparison:
     @classmethod
     def from_dict(cls, d: dict) -> Comparison:
         return cls(
-            d["against"], d["what"], number(d["max_difference"]), number(d["scale"]), d["rtol"], d["passed"]
+            d["against"], d["what"], decode(d["max_difference"]), decode(d["scale"]), d["rtol"], d["passed"]
         )
 
 
@@ -200,8 +200,8 @@ class ConvBNStudy:
 
     def to_dict(self) -> dict:
         fused = self.fused.to_dict(ctx=True)
-        fused["max_output_difference"] = finite(self.max_output_difference) if self.comparisons else None
-        fused["formula_gap"] = finite(self.formula_gap)
+        fused["max_output_difference"] = encode(self.max_output_difference) if self.comparisons else None
+        fused["formula_gap"] = encode(self.formula_gap)
         fused["nn_rtol"] = dict(self.nn_rtol)
         fused["reference_rtol"] = self.reference_rtol
         fused["checks"] = [c.to_dict() for c in self.comparisons]
@@ -237,7 +237,7 @@ class ConvBNStudy:
             comparisons=[Comparison.from_dict(c) for c in fused["checks"]],
             nn_rtol=dict(fused["nn_rtol"]),
             reference_rtol=fused["reference_rtol"],
-            formula_gap=number(fused["formula_gap"]),
+            formula_gap=decode(fused["formula_gap"]),
         )
 
 

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.strict_json import encode, encode_optional
 from gradviz.schema.sweep import BlockSweep, SweepResult
-
-
-def json_number(value: float) -> float | str:
-    """Finite floats as numbers; NaN and infinities as strings, so the JSON stays strict."""
-    if math.isfinite(value):
-        return value
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
 def result_to_dict(result: CheckResult) -> dict:
@@ -46,7 +39,7 @@ def result_to_dict(result: CheckResult) -> dict:
                 "input": b.input,
                 "rows": b.shape[0],
                 "cols": b.shape[1],
-                "max_abs_error": json_number(b.max_abs_error),
+                "max_abs_error": encode(b.max_abs_error),
                 "failing": b.n_failing,
                 "nonfinite": b.n_nonfinite,
                 "worst": list(b.worst) if b.worst else None,
@@ -89,11 +82,11 @@ def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | 
     if found is None:
         return None
     return {
-        "remainder_slope": found.remainder_slope,
-        "curvature_slope": found.curvature_slope,
-        "truncation_slope": found.truncation_slope,
-        "roundoff_slope": found.roundoff_slope,
-        "best_eps": found.best_eps,
+        "remainder_slope": encode_optional(found.remainder_slope),
+        "curvature_slope": encode_optional(found.curvature_slope),
+        "truncation_slope": encode_optional(found.truncation_slope),
+        "roundoff_slope": encode_optional(found.roundoff_slope),
+        "best_eps": encode_optional(found.best_eps),
         "verdict": str(found.verdict),
         "message": found.message,
     }
@@ -114,8 +107,8 @@ def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict:
                 "row": c.row,
                 "col": c.col,
                 "cell": result.cell_label(block, c.row, c.col),
-                "analytic": json_number(c.analytic),
-                "numerical": json_number(c.numerical),
+                "analytic": encode(c.analytic),
+                "numerical": encode(c.numerical),
             }
             for c in block.cells
         ],

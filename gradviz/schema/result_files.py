@@ -6,13 +6,12 @@ so nothing a user's code produced can execute code in the process that reads a r
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
 from gradviz.schema.precision import PrecisionCheck
-from gradviz.schema.report import json_number, result_to_dict
+from gradviz.schema.report import result_to_dict
 from gradviz.schema.results import (
     BlockComparison,
     BlockRegion,
@@ -23,6 +22,7 @@ from gradviz.schema.results import (
     TensorInfo,
 )
 from gradviz.schema.settings import CheckSettings
+from gradviz.schema.strict_json import decode, encode
 from gradviz.schema.sweep import SweepResult
 
 ARRAYS = ("analytic", "numerical", "error", "failing")
@@ -68,7 +68,7 @@ def read_check_result(summary: dict) -> CheckResult:
                 numerical=arrays["numerical"],
                 error=arrays["error"],
                 failing=arrays["failing"],
-                max_abs_error=_number(entry["max_abs_error"]),
+                max_abs_error=decode(entry["max_abs_error"]),
                 n_failing=entry["failing"],
                 n_nonfinite=entry.get("nonfinite", 0),
                 worst=tuple(entry["worst"]) if entry.get("worst") else None,
@@ -116,7 +116,7 @@ def write_region(region: BlockRegion, directory: str | Path) -> dict:
         "col0": region.col0,
         "out_shape": list(c.out_shape),
         "in_shape": list(c.in_shape),
-        "max_abs_error": json_number(c.max_abs_error),
+        "max_abs_error": encode(c.max_abs_error),
         "failing": c.n_failing,
         "nonfinite": c.n_nonfinite,
         "worst": list(c.worst) if c.worst else None,
@@ -136,7 +136,7 @@ def read_region(summary: dict) -> BlockRegion:
         numerical=arrays["numerical"],
         error=arrays["error"],
         failing=arrays["failing"],
-        max_abs_error=_number(summary["max_abs_error"]),
+        max_abs_error=decode(summary["max_abs_error"]),
         n_failing=summary["failing"],
         n_nonfinite=summary.get("nonfinite", 0),
         worst=tuple(summary["worst"]) if summary.get("worst") else None,
@@ -145,7 +145,7 @@ def read_region(summary: dict) -> BlockRegion:
 
 
 def _large_block(entry: dict) -> LargeBlock:
-    cells = [FoundCell(c["row"], c["col"], _number(c["analytic"]), _number(c["numerical"])) for c in entry["failing_cells"]]
+    cells = [FoundCell(c["row"], c["col"], decode(c["analytic"]), decode(c["numerical"])) for c in entry["failing_cells"]]
     return LargeBlock(
         entry["output"], entry["input"], tuple(entry["out_shape"]), tuple(entry["in_shape"]), cells,
         entry["probes"], entry["complete"],
@@ -155,12 +155,6 @@ def _large_block(entry: dict) -> LargeBlock:
 def _tensor_info(entry: dict, name: str, requires_grad: bool) -> TensorInfo:
     shape = entry.get("shape")
     return TensorInfo(entry["index"], name, None if shape is None else tuple(shape), entry.get("dtype"), requires_grad)
-
-
-def _number(value: float | str | None) -> float:
-    if isinstance(value, str):
-        return float(value)  # "inf", "-inf", "nan"
-    return math.nan if value is None else float(value)
 
 
 def read_block_arrays(entry: dict) -> dict[str, np.ndarray]:

@@ -20,8 +20,10 @@ from typing import Any
 
 from gradviz.schema.atomic_write import os_reason, write_atomically
 from gradviz.schema.errors import ErrorKind, GradvizError, UserCodeError
+from gradviz.schema.json_schemas import stamp
 from gradviz.schema.settings import SEED_RANGE, CheckSettings
 from gradviz.schema.source_files import MAX_SOURCE_BYTES, read_regular_bytes
+from gradviz.schema.strict_json import dumps
 from gradviz.schema.units import format_bytes
 
 FORMAT = "gradviz-session"
@@ -90,9 +92,9 @@ def save_session(path: str | Path, session: Session) -> None:
     """Write atomically (``atomic_write``): a crash or a full disk mid-save leaves the old file,
     never half a file."""
     path = Path(path)
-    data = {"format": FORMAT, "version": VERSION, **asdict(session)}
+    data = {"format": FORMAT, "version": VERSION, **stamp(asdict(session))}
     try:
-        write_atomically(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        write_atomically(path, dumps(data, indent=2) + "\n")
     except (OSError, ValueError) as exc:
         raise SessionError(f"Cannot save the session to {path}: {os_reason(exc)}.") from None
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from gradviz.schema.strict_json import decode_optional, encode_optional
+
 
 class Verdict(StrEnum):
     """What a sweep says about a block (or a whole Function), most serious first."""
@@ -62,14 +64,11 @@ def jitter_for(eps: float) -> float:
 
 
 def _out(value: float | None) -> float | str | None:
-    """Finite floats as numbers; NaN and infinities as strings (strict JSON)."""
-    if value is None or math.isfinite(value):
-        return value
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return encode_optional(value)
 
 
 def _in(value: float | str | None) -> float | None:
-    return float(value) if isinstance(value, str) else value
+    return decode_optional(value)
 
 
 def _outs(values: list[float] | None) -> list | None:

@@ -1,7 +1,12 @@
-"""Run the real command line in a subprocess, the way CI scripts run it."""
+"""Run the real command line in a subprocess, the way CI scripts run it.
+
+Every ``--json`` document a test gets from ``gradviz(...)`` is validated against the JSON Schema
+that ships in the package (``check_document``), so each CLI test also checks the schema.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +19,7 @@ def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for display in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):  # a CLI with no screen at all
         env.pop(display, None)
-    return subprocess.run(
+    out = subprocess.run(
         [sys.executable, "-m", "gradviz", *args],
         capture_output=True,
         text=True,
@@ -22,3 +27,20 @@ def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         cwd=cwd,
         timeout=300,
     )
+    if "--json" in args and args[0] in JSON_COMMANDS and out.stdout.strip():
+        check_document(args[0], json.loads(out.stdout))
+    return out
+
+
+JSON_COMMANDS = ("check", "sweep", "memory", "graph")
+
+
+def check_document(command: str, data: dict) -> None:
+    """``data`` is a valid ``gradviz COMMAND --json`` document (or error document); else a
+    jsonschema.ValidationError saying where it is not."""
+    import jsonschema
+
+    from gradviz.schema.json_schemas import load
+
+    schema = load("error" if "error" in data else command)
+    jsonschema.Draft202012Validator(schema).validate(data)

@@ -46,9 +46,10 @@ def test_a_line_without_end_past_the_limit_is_cut_off(monkeypatch):
     assert decoder.pending == b""
 
 
-def test_non_finite_numbers_never_leave_as_json():
-    with pytest.raises(ValueError):
-        messages.encode({"type": "result", "value": float("nan")})
+def test_non_finite_numbers_leave_as_strict_json_strings():
+    line = messages.encode({"type": "result", "value": [float("nan"), float("-inf")]})
+    assert b"NaN" not in line and b"Infinity" not in line  # strict JSON: gradviz.schema.strict_json
+    assert json.loads(line)["value"] == ["nan", "-inf"]
     assert json.loads(messages.encode(messages.request("check", 1, timeout=2.5)))["timeout"] == 2.5
 
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.schema.strict_json import decode
 from gradviz.schema.units import format_bytes
 
 KINDS = {  # kind: (symbol, size in px, fill, legend words)
@@ -74,7 +75,7 @@ def short_label(node: dict) -> str:
 def _grad_text(g: dict | None) -> str:
     if g is None:
         return "None"
-    norm = "non-finite" if g.get("norm") is None else f"{g['norm']:.4g}"
+    norm = f"{decode(g['norm']):.4g}"
     return f"{format_shape(g.get('shape'))} (norm {norm})"
 
 
@@ -86,7 +87,7 @@ def values_text(g: dict | None) -> str:
     values = (g or {}).get("values")
     if not values:
         return ""
-    shown = ", ".join("nan" if v is None else f"{v + 0.0:.3g}" for v in values[:VALUES_SHOWN])
+    shown = ", ".join(f"{decode(v) + 0.0:.3g}" for v in values[:VALUES_SHOWN])
     return f"[{shown}{', …' if len(values) > VALUES_SHOWN else ''}]"
 
 

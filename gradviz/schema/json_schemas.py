@@ -1,0 +1,36 @@
+"""The JSON documents gradviz writes for users, their version stamp and their JSON Schemas.
+
+Every top-level document (``gradviz check|sweep|memory|graph --json``, the error object, a
+``report.json``, a ``.gradviz`` session) starts with ``schema_version`` and ``gradviz_version``,
+so a script can tell which layout it reads. ``SCHEMA_VERSION`` goes up when a field changes
+meaning or goes away (new fields may appear within a version). The schemas (JSON Schema draft
+2020-12) ship in ``gradviz/schema/json/``; ``load("check")`` reads one. The worker protocol is
+internal and unstamped: both of its ends are always the same gradviz.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from gradviz._version import __version__
+
+SCHEMA_VERSION = 1
+SCHEMAS = ("check", "sweep", "memory", "graph", "error")
+ALIASES = {"report": "check"}  # report.json is the check document (plus where its arrays are)
+
+
+def stamp(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with ``schema_version`` and ``gradviz_version`` first."""
+    return {"schema_version": SCHEMA_VERSION, "gradviz_version": __version__, **document}
+
+
+def load(name: str) -> dict[str, Any]:
+    """The JSON Schema of one document: ``check`` (also ``report.json``), ``sweep``, ``memory``,
+    ``graph`` or ``error``."""
+    name = ALIASES.get(name, name)
+    if name not in SCHEMAS:
+        raise ValueError(f"No schema named {name!r}; the schemas are {', '.join(SCHEMAS)}.")
+    text = resources.files("gradviz.schema").joinpath("json", f"{name}.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
