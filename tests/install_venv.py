@@ -1,0 +1,106 @@
+"""A gradviz wheel and a fresh venv that already has torch, as a user's CI job has them.
+
+Used by ``tests/test_install.py``, and on its own to measure what installing gradviz adds to such
+a venv (issue 22's install size; run it on any checkout to compare)::
+
+    python -m tests.install_venv [SOURCE_DIR]
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH_TESTED = "2.13.0"  # constraints.txt's pin: from local disk where the machine has it
+# what a build must not see or ship: a stale build/ would ship modules that are gone
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache", "test-artifacts"
+)
+
+
+def run(command: list, **kwargs) -> subprocess.CompletedProcess:
+    """``command``'s result; its output in the failure when it fails."""
+    out = subprocess.run(command, capture_output=True, text=True, env=kwargs.pop("env", clean_env()), **kwargs)
+    if out.returncode != 0:
+        raise AssertionError(f"{command} exited {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return out
+
+
+def clean_env() -> dict[str, str]:
+    """Our environment without what would show the venv this checkout (a ``PYTHONPATH`` to it
+    makes pip see gradviz as installed already) or a display (nothing may start a window)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "DISPLAY", "WAYLAND_DISPLAY")}
+
+
+def build_wheel(source: Path, dest: Path) -> Path:
+    """``pip wheel`` (with build isolation, as a user's build) of a copy of ``source``: the
+    checkout gets no build/ nor egg-info from it."""
+    copy = dest / "source"
+    shutil.copytree(source, copy, ignore=NOT_SOURCE)
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest / "dist"), str(copy)], cwd=dest, timeout=600)
+    shutil.rmtree(copy)
+    (wheel,) = (dest / "dist").glob("gradviz-*.whl")
+    return wheel
+
+
+@dataclass
+class Venv:
+    root: Path
+
+    @property
+    def python(self) -> str:
+        return str(self.root / "bin" / "python")
+
+    @property
+    def pip(self) -> list[str]:
+        return [self.python, "-m", "pip", "--disable-pip-version-check"]
+
+    @property
+    def site(self) -> Path:
+        return Path(run([self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+
+    def torch_version(self) -> str:
+        return run([self.python, "-c", "import torch; print(torch.__version__)"]).stdout.strip()
+
+    def distributions(self) -> set[str]:
+        return {d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions(path=[str(self.site)])}
+
+
+def venv_with_torch(dest: Path, torch: str = TORCH_TESTED) -> Venv:
+    """A fresh venv (its own pip) with torch and what torch requires; not compiled to bytecode,
+    which is a third of torch's install time and nothing the tests look at."""
+    run([sys.executable, "-m", "venv", str(dest)], timeout=300)
+    venv = Venv(dest)
+    run([*venv.pip, "install", "-q", "--no-compile", f"torch=={torch}"], timeout=600)
+    return venv
+
+
+def site_bytes(site: Path) -> int:
+    return sum(p.stat().st_size for p in site.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def main(argv: list[str]) -> int:
+    source = Path(argv[0]).resolve() if argv else ROOT
+    with tempfile.TemporaryDirectory(prefix="gradviz-install-size-") as tmp:
+        started = time.monotonic()
+        wheel = build_wheel(source, Path(tmp))
+        venv = venv_with_torch(Path(tmp) / "venv")
+        before, had = site_bytes(venv.site), venv.distributions()
+        run([*venv.pip, "install", "-q", str(wheel)], timeout=600)
+        grown = site_bytes(venv.site) - before
+        print(f"{source}: installing {wheel.name} next to torch {venv.torch_version()} added {grown / 1e6:.1f} MB")
+        print("  new distributions: " + ", ".join(sorted(venv.distributions() - had)))
+        print(f"  ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
