@@ -1,4 +1,4 @@
-"""A gradviz wheel and a fresh venv that already has torch, as a user's CI job has them.
+"""A gradviz wheel and a fresh venv that already has torch and pytest, as a user's CI job has them.
 
 Used by ``tests/test_install.py``, and on its own to measure what installing gradviz adds to such
 a venv (issue 22's install size; run it on any checkout to compare)::
@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TORCH_TESTED = "2.13.0"  # constraints.txt's pin: from local disk where the machine has it
+CONSTRAINTS = ROOT / "constraints.txt"  # the versions this project tests: torch from local disk where it lies
+TORCH_TESTED = next(
+    line.split("==")[1].strip() for line in CONSTRAINTS.read_text().splitlines() if line.startswith("torch==")
+)
 # what a build must not see or ship: a stale build/ would ship modules that are gone
 NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache", "test-artifacts"
@@ -74,12 +77,13 @@ class Venv:
         return {d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions(path=[str(self.site)])}
 
 
-def venv_with_torch(dest: Path, torch: str = TORCH_TESTED) -> Venv:
-    """A fresh venv (its own pip) with torch and what torch requires; not compiled to bytecode,
-    which is a third of torch's install time and nothing the tests look at."""
+def venv_with_torch(dest: Path) -> Venv:
+    """A fresh venv (its own pip) with what a user's test job has before gradviz: torch and
+    pytest, at the versions this project tests, with what they require. Not compiled to bytecode:
+    that is a third of torch's install time, and nothing the tests look at."""
     run([sys.executable, "-m", "venv", str(dest)], timeout=300)
     venv = Venv(dest)
-    run([*venv.pip, "install", "-q", "--no-compile", f"torch=={torch}"], timeout=600)
+    run([*venv.pip, "install", "-q", "--no-compile", "-c", str(CONSTRAINTS), "torch", "pytest"], timeout=600)
     return venv
 
 
