@@ -1,4 +1,4 @@
-"""A gradviz wheel and a fresh venv that already has torch and pytest, as a user's CI job has them.
+"""A gradviz wheel and a fresh venv that already has torch (and pytest), as a user's CI job has them.
 
 Used by ``tests/test_install.py``, and on its own to measure what installing gradviz adds to such
 a venv (issue 22's install size; run it on any checkout to compare)::
@@ -77,13 +77,13 @@ class Venv:
         return {d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions(path=[str(self.site)])}
 
 
-def venv_with_torch(dest: Path) -> Venv:
-    """A fresh venv (its own pip) with what a user's test job has before gradviz: torch and
-    pytest, at the versions this project tests, with what they require. Not compiled to bytecode:
-    that is a third of torch's install time, and nothing the tests look at."""
+def venv_with_torch(dest: Path, *also: str) -> Venv:
+    """A fresh venv (its own pip) with torch and ``also`` (pytest, for a user's test job) at the
+    versions this project tests, with what they require. Not compiled to bytecode: that is a third
+    of torch's install time, and nothing the tests look at."""
     run([sys.executable, "-m", "venv", str(dest)], timeout=300)
     venv = Venv(dest)
-    run([*venv.pip, "install", "-q", "--no-compile", "-c", str(CONSTRAINTS), "torch", "pytest"], timeout=600)
+    run([*venv.pip, "install", "-q", "--no-compile", "-c", str(CONSTRAINTS), "torch", *also], timeout=600)
     return venv
 
 
