@@ -25,10 +25,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from gradviz.cli import APP_MODULES, missing_app_module
-from tests.install_venv import TORCH_TESTED, build_wheel, clean_env, run, venv_with_torch
+from tests.install_venv import TORCH_TESTED, build_wheel, clean_env, plan, run, venv_claiming, venv_with_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+OLDER_TORCH = "2.12.0"  # the case: an exact pin replaced it with ours
 APP_DISTRIBUTIONS = {"pyside6-essentials", "shiboken6", "pyqtgraph", "pygments", "platformdirs"}
 
 
@@ -244,8 +245,9 @@ def fresh_install(tmp_path_factory):
     venv = venv_with_torch(base / "venv", "pytest")
     steps["venv with torch"] = time.monotonic()
     torch_before = venv.torch_version()
-    plan = json.loads(run([*venv.pip, "install", "-q", "--dry-run", "--report", "-", str(wheel)], timeout=600).stdout)
-    would_install = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"] for i in plan["install"]}
+    would_install = plan(venv, wheel)
+    # a user's older torch, within the range: claimed by a dist-info alone (pip plans by metadata)
+    next_to_older = plan(venv_claiming(base / "older", {"torch": OLDER_TORCH}), wheel)
 
     had = venv.distributions()
     run([*venv.pip, "install", "-q", str(wheel)], timeout=600)
@@ -270,6 +272,7 @@ def fresh_install(tmp_path_factory):
         "torch_before": torch_before,
         "torch_after": venv.torch_version(),
         "would_install": would_install,
+        "next_to_older": next_to_older,
         "added": {canonicalize_name(name) for name in venv.distributions() - had},
         "driver": driver,
         "seen": json.loads(lines[-1][5:]) if lines else None,
@@ -286,6 +289,7 @@ def test_the_wheel_leaves_torch_alone_and_works_without_qt(fresh_install):
     assert "torch" not in got["would_install"], got["would_install"]
     assert not APP_DISTRIBUTIONS & set(got["would_install"]), got["would_install"]
     assert "gradviz" in got["would_install"]
+    assert "torch" not in got["next_to_older"] and "gradviz" in got["next_to_older"], got["next_to_older"]
     assert got["torch_after"] == got["torch_before"] and got["torch_before"].startswith(TORCH_TESTED)
     assert not APP_DISTRIBUTIONS & got["added"], got["added"]  # (pytest brings Pygments along)
 
