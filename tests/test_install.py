@@ -208,6 +208,9 @@ import gradviz
 from ops import HalfSquare, Square, example_inputs
 
 seen = {"gradviz_file": gradviz.__file__}
+import torch
+
+seen["torch"] = torch.__version__
 good = gradviz.check(Square, example_inputs())
 bad = gradviz.check(HalfSquare, example_inputs(), raise_exception=False)
 seen["check"] = [good.passed, bad.passed, len(bad.failing_cells)]
@@ -300,6 +303,7 @@ def test_the_wheel_leaves_torch_alone_and_works_without_qt(fresh_install):
     assert "No module named 'fcntl'" not in driver.stderr, driver.stderr[-4000:]
     assert seen is not None, driver.stdout[-4000:] + driver.stderr[-4000:]
     assert seen["gradviz_file"].startswith(str(got["venv"]))  # the wheel, not the checkout
+    assert seen["torch"] == got["torch_before"]
     assert seen["check"][:2] == [True, False] and seen["check"][2] > 0
     assert seen["html"][0] > 0 and seen["html"][1:] == [True, True]
     assert seen["pytest_exit"] == 1  # one test passes, one fails
