@@ -11,12 +11,13 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# set up again whenever the dependencies or their pinned versions change
+$(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null \
 		|| { echo "make: gradviz needs Python >= 3.11 as '$(PYTHON)' (set PYTHON=...)"; exit 1; }
 	PYTHON=$(PYTHON) bash scripts/install-system-deps.sh --with-xvfb
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[app,test]"
 	touch $@
 
 # bytecode up front: where PYTHONDONTWRITEBYTECODE is set, every launch would compile gradviz again

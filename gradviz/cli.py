@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -194,7 +195,31 @@ def main(argv: list[str] | None = None) -> int:
     return _launch_app(getattr(args, "app_args", []))
 
 
+# The window's packages (the [app] extra), as imported: a core install (`pip install gradviz`) has none.
+APP_MODULES = ("PySide6", "pyqtgraph", "pygments", "platformdirs")
+
+
+def missing_app_module() -> str | None:
+    """The first of the window's packages that is not installed, found without importing any
+    (Qt is imported once, by the window)."""
+    for name in APP_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except ImportError:  # a finder that refuses the name: as good as absent
+            return name
+    return None
+
+
 def _launch_app(argv: list[str]) -> int:
+    missing = missing_app_module()
+    if missing:
+        print(
+            f"gradviz: the window needs {missing}, which is not installed: pip install 'gradviz[app]' "
+            "(gradviz check, the Python API and the pytest plugin work without it).",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     from gradviz.app.launch import parse_app_args, run_app
 
     refused = refuse_app_arguments(parse_app_args(argv))
