@@ -181,8 +181,8 @@ class Report:
         the launched process, or None (and one line saying why) when there is no display."""
         from gradviz.api.window import show_in_window
 
-        self._need_inputs("show()")
-        return show_in_window(self.fn, self.inputs, self.result.settings)
+        fn, inputs = self._need_inputs("show()")
+        return show_in_window(fn, inputs, self.result.settings)
 
     # --- notebooks ------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
@@ -193,11 +193,13 @@ class Report:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/html": self._repr_html_(), "text/plain": str(self)}
 
-    def _need_inputs(self, what: str) -> None:
+    def _need_inputs(self, what: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """The Function and the inputs it was checked at; ValueError for a report without them."""
         if self.fn is None or self.inputs is None:
             raise ValueError(
                 f"Report.{what} needs the Function and inputs: only reports from gradviz.check have them."
             )
+        return self.fn, self.inputs
 
     def _titles(self) -> list[str]:
         return [self.result.block_title(b) for b in self.blocks]

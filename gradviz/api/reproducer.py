@@ -43,18 +43,19 @@ sys.exit(0)
 
 def reproducer_script(report: Report) -> str:
     """The script's text; NotWritable (a ValueError) naming what cannot be written."""
-    where = reach(report.fn)
+    fn, args = report._need_inputs("reproducer()")
+    where = reach(fn)
     notes: list[str] = []
     try:
         arguments = []
-        for k, value in enumerate(report.inputs):
+        for k, value in enumerate(args):
             own: list[str] = []
             arguments.append(literal(value, own))
             notes += [f"# input {k}: {note}: its own methods are not trusted to write a script." for note in own]
         options = ", ".join(f"{_keyword(k)}={literal(v)}" for k, v in report.gradcheck_options.items())
     except NotWritable as exc:
         raise NotWritable(f"the inputs cannot be written into a script: {exc}") from None
-    helper = needs_helper(report.inputs)
+    helper = needs_helper(args)
     if where.module is not None:
         line = path_line(where.root)
         imports = [
@@ -65,6 +66,7 @@ def reproducer_script(report: Report) -> str:
         ]
         code = "\n".join(i for i in imports if i)
     else:
+        assert where.source is not None  # reach() gives a module or the source
         code = ("import base64\n" if helper else "") + where.source.strip()
     inputs = "inputs = (\n" + "".join(f"    {a},\n" for a in arguments) + ")"
     sections = [

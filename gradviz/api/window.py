@@ -58,6 +58,7 @@ def prepare_launch(
     if where.module is not None:
         target, paths = f"{where.module}:{where.name}", [where.root] if where.root else []
     else:
+        assert where.source is not None  # reach() gives a module or the source
         source = folder / "checked_function.py"
         source.write_text(where.source, encoding="utf-8")
         target, paths = f"{source}:{where.name}", []

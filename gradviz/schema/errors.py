@@ -91,7 +91,7 @@ _HEADLINES = {
 def error_kind(value: object) -> ErrorKind:
     """The ErrorKind of a kind string from a message; unknown strings read as ERROR."""
     try:
-        return ErrorKind(value)
+        return ErrorKind(value) if isinstance(value, str) else ErrorKind.ERROR
     except ValueError:
         return ErrorKind.ERROR
 
@@ -200,7 +200,9 @@ def trim_frames(keys: Iterable[FrameKey]) -> tuple[list[FrameKey], str]:
     """
     head: list[FrameKey] = []
     tail: deque[FrameKey] = deque(maxlen=TAIL_FRAMES)
-    omitted, previous, run, longest = 0, None, 0, (None, 0)
+    omitted, run = 0, 0
+    previous: FrameKey | None = None
+    longest: tuple[FrameKey | None, int] = (None, 0)
     for key in keys:
         run = run + 1 if key == previous else 1
         previous = key

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from gradviz.schema.strict_json import finite, number
 
@@ -146,7 +147,7 @@ class VariantMemory:
     end_of_forward_bytes: int | None = None  # CUDA only: memory_allocated after forward, above the start
 
     def to_dict(self, *, ctx: bool) -> dict:
-        out = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
+        out: dict[str, Any] = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
         if ctx:
             out["ctx_attribute_bytes"] = self.saved.ctx_attribute_bytes
         out["tensors"] = [t.to_dict() for t in self.saved.tensors]

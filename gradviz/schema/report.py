@@ -154,16 +154,16 @@ def format_table(result: CheckResult) -> str:
         found = result.sweep.block(b.output, b.input) if result.sweep else None
         if found is not None:
             lines.append(f"    sweep: {sweep_slopes(found)}: {found.verdict.headline}")
-    for b in result.large_blocks:
-        name = f"out{b.output} / {result.inputs[b.input].name}"
-        shape = f"{b.shape[0]}x{b.shape[1]}"
-        searched = "searched" if b.complete else "searched (stopped at its budget)"
-        lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(b.cells)} failing cell(s) found")
-        for c in b.cells:
-            lines.append(f"    {result.cell_label(b, c.row, c.col)}  analytic {c.analytic:.6g}, numerical {c.numerical:.6g}")
+    for large in result.large_blocks:
+        name = f"out{large.output} / {result.inputs[large.input].name}"
+        shape = f"{large.shape[0]}x{large.shape[1]}"
+        searched = "searched" if large.complete else "searched (stopped at its budget)"
+        lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(large.cells)} failing cell(s) found")
+        for cell in large.cells:
+            lines.append(f"    {result.cell_label(large, cell.row, cell.col)}  analytic {cell.analytic:.6g}, numerical {cell.numerical:.6g}")
     lines.append("")
-    for c in result.checks:
-        lines.append(f"{c.name:<26} {c.status:<7} {c.detail}")
+    for outcome in result.checks:
+        lines.append(f"{outcome.name:<26} {outcome.status:<7} {outcome.detail}")
     if result.checks:
         lines.append("")
     for w in result.warnings:
@@ -211,7 +211,7 @@ def format_sweep(sweep: SweepResult) -> str:
         for k, h in enumerate(sweep.steps):
             mark = "*" if k == sweep.eps_index else " "
             row = f" {mark}{h:>9.3g} {b.remainder[k]:>11.3g} {b.curvature[k]:>11.3g}"
-            if b.swept:
+            if b.errors is not None and b.ratios is not None and b.failing is not None:  # b.swept
                 row += f" {b.errors[k]:>11.3g} {b.ratios[k]:>9.3g} {b.failing[k]:>8}"
                 row += "".join(f"  {c.errors[k]:>28.3g}" for c in b.cells)
             lines.append(row)

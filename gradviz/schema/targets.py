@@ -70,11 +70,10 @@ def locate_module(name: str, first: str | os.PathLike | None = None) -> Path | N
     search = [str(first)] if first is not None else []
     search += [p or os.getcwd() for p in sys.path]
     spec = None
-    for depth, part in enumerate(name.split(".")):
+    for part in name.split("."):
+        full = part if spec is None else f"{spec.name}.{part}"
         try:
-            spec = importlib.machinery.PathFinder.find_spec(
-                part if depth == 0 else spec.name + "." + part, search
-            )
+            spec = importlib.machinery.PathFinder.find_spec(full, search)
         except (OSError, ValueError, ImportError):  # a part too long for the file system: not found
             return None
         if spec is None:
