@@ -44,8 +44,8 @@ class Report:
         self,
         result: CheckResult,
         *,
-        fn: Callable | None = None,
-        inputs: tuple | None = None,
+        fn: Callable[..., Any] | None = None,
+        inputs: tuple[Any, ...] | None = None,
         gradcheck_options: dict[str, Any] | None = None,
     ) -> None:
         self.result = result
@@ -133,7 +133,7 @@ class Report:
         """The failure message of :class:`GradientMismatch` (the verdict line when it passed)."""
         return verdict_line(self.result) if self.passed else mismatch_message(self.result)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """``gradviz check --json``'s object."""
         return result_to_dict(self.result)
 
