@@ -11,13 +11,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gradviz.schema.mismatch import Cell, failing_cells, mismatch_message
 from gradviz.schema.report import format_table, result_to_dict, verdict_line
 from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from gradviz.schema.settings import SweepOptions
+    from gradviz.schema.sweep import SweepResult
 
 Key = tuple[int, int]  # (output index, input index) of a Jacobian block
 
@@ -167,7 +173,7 @@ class Report:
         self._need_inputs("reproducer()")
         return reproducer_script(self)
 
-    def sweep(self, block: tuple[int, int] | None = None, options: Any = None) -> Any:
+    def sweep(self, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> SweepResult:
         """Why does it fail? The error at a range of eps, the Taylor remainders' slopes and a
         verdict (backward wrong, eps too small, non-differentiable, ...) with the eps to use; a
         :class:`gradviz.schema.sweep.SweepResult`. ``block`` picks one (output, input) block."""
@@ -176,7 +182,7 @@ class Report:
         self._need_inputs("sweep()")
         return sweep_report(self, block, options)
 
-    def show(self) -> Any:
+    def show(self) -> subprocess.Popen[bytes] | None:
         """Open the desktop window on exactly this Function and these inputs (a process of its own);
         the launched process, or None (and one line saying why) when there is no display."""
         from gradviz.api.window import show_in_window
