@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from types import TracebackType
+from typing import Any
 
 from gradviz.schema.units import format_bytes
 
@@ -105,7 +106,7 @@ class GradvizError(Exception):
         super().__init__(message)
         self.message = message
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": str(self.kind), "message": self.message}
 
 
@@ -171,7 +172,7 @@ class UserCodeError(GradvizError):
                 lines.append(f"    {f.line}")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "kind": str(self.kind),
             "message": self.message,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ def json_number(value: float) -> float | str:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def result_to_dict(result: CheckResult) -> dict:
+def result_to_dict(result: CheckResult) -> dict[str, Any]:
     """The ``gradviz check --json`` object."""
     return {
         "function": result.function,
@@ -83,7 +84,7 @@ def _kink_cells(result: CheckResult, block: BlockComparison) -> list[str]:
     return [result.cell_label(block, int(r), int(c)) for r, c in list(zip(rows, cols))[:MAX_LISTED_KINKS]]
 
 
-def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | None:
+def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict[str, Any] | None:
     """The sweep's slopes and verdict for one block, beside its cells (the whole sweep is under "sweep")."""
     found = result.sweep.block(block.output, block.input) if result.sweep else None
     if found is None:
@@ -99,7 +100,7 @@ def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | 
     }
 
 
-def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict:
+def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict[str, Any]:
     return {
         "output": block.output,
         "input": block.input,
@@ -256,7 +257,7 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
     return list(paths)
 
 
-def format_graph(graph: dict) -> str:
+def format_graph(graph: dict[str, Any]) -> str:
     """The graph as text: one line per node (children by id), its saved tensors below it."""
     children: dict[int, list[int]] = {}
     for source, target in graph["edges"]:
