@@ -28,11 +28,13 @@ run: setup
 test: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 	xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 # Run with the machine otherwise idle: every line is a ratio against peers measured in the same run.
 bench: setup

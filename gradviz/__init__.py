@@ -2,25 +2,42 @@
 
 ``gradviz.check(fn, inputs)`` gives gradcheck's verdict with every cell of both Jacobians;
 ``gradviz.show(fn, inputs)`` opens the window on them. ``import gradviz`` does not import torch
-(the window's process imports this package too): the API is loaded on first use.
+(the window's process imports this package too): the API is loaded on first use, by the module
+``__getattr__`` below. Type checkers and editors read the ``TYPE_CHECKING`` imports instead, so
+``gradviz.check`` and ``gradviz.Report`` have their real types there.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # never executed: the same names, for mypy, pyright and editors
+    from gradviz.api.check import check
+    from gradviz.api.report import GradientMismatch, Report
+    from gradviz.api.window import show
+    from gradviz.schema.errors import GradvizError, UserCodeError
 
 from gradviz._version import __version__ as __version__
 
 __all__ = ["GradientMismatch", "GradvizError", "Report", "UserCodeError", "check", "show"]
 
+# each lazy export and the module it comes from (keep in step with the TYPE_CHECKING imports above)
+_LAZY = {
+    "GradientMismatch": "gradviz.api.report",
+    "GradvizError": "gradviz.schema.errors",
+    "Report": "gradviz.api.report",
+    "UserCodeError": "gradviz.schema.errors",
+    "check": "gradviz.api.check",
+    "show": "gradviz.api.window",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name in ("GradvizError", "UserCodeError"):
-        from gradviz.schema import errors
-
-        return getattr(errors, name)
-    if name in __all__:
-        from gradviz import api
-
-        return getattr(api, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'gradviz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

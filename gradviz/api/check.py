@@ -41,7 +41,7 @@ GRADCHECK_ONLY = {
 
 
 def check(
-    fn: Callable,
+    fn: Callable[..., Any],
     inputs: Any,
     *,
     eps: float = _DEFAULT.eps,
@@ -109,7 +109,7 @@ def check(
 
 
 def settings_for(
-    args: tuple,
+    args: tuple[Any, ...],
     *,
     eps: float = _DEFAULT.eps,
     atol: float = _DEFAULT.atol,
@@ -138,7 +138,7 @@ def settings_for(
     return settings, target
 
 
-def as_arguments(inputs: Any) -> tuple:
+def as_arguments(inputs: Any) -> tuple[Any, ...]:
     """gradcheck's reading of ``inputs``: a tuple as is, a list as a tuple, anything else alone."""
     if isinstance(inputs, tuple):
         return inputs
@@ -156,7 +156,7 @@ def _refuse_gradcheck_only(**options: Any) -> None:
             )
 
 
-def _refuse_what_gradcheck_refuses(args: tuple) -> None:
+def _refuse_what_gradcheck_refuses(args: tuple[Any, ...]) -> None:
     """gradcheck raises for these before computing anything; so does gradviz, with advice."""
     wanted = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
     if not wanted:
@@ -173,7 +173,7 @@ def _refuse_what_gradcheck_refuses(args: tuple) -> None:
             )
 
 
-def _first_tensor(args: tuple) -> torch.Tensor:
+def _first_tensor(args: tuple[Any, ...]) -> torch.Tensor:
     """The first input that requires grad (else the first tensor): its device and dtype are the run's."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if not tensors:
@@ -198,7 +198,7 @@ class prepared_arguments:  # lower case: used like the context managers of conte
     exception its generator re-raises, gradviz's frames and their arguments included.
     """
 
-    def __init__(self, checkable: Any, args: tuple, device: torch.device | None) -> None:
+    def __init__(self, checkable: Any, args: tuple[Any, ...], device: torch.device | None) -> None:
         self.names = argument_names(checkable, len(args))
         self.args, self.device = args, device
         self.rng = rng_untouched(args, device)
@@ -241,7 +241,7 @@ def from_first_frame_in(tb: TracebackType, files: set[str]) -> TracebackType:
 
 
 @contextlib.contextmanager
-def rng_untouched(args: tuple, device: torch.device | None) -> Iterator[None]:
+def rng_untouched(args: tuple[Any, ...], device: torch.device | None) -> Iterator[None]:
     """torch's (CPU and the CUDA devices in use), Python's and NumPy's global generators, as they were."""
     devices = {a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "cuda"}
     if device is not None and device.type == "cuda":
@@ -255,7 +255,7 @@ def rng_untouched(args: tuple, device: torch.device | None) -> Iterator[None]:
         np.random.set_state(numpy_state)
 
 
-def owned_copies(args: tuple, device: torch.device | None) -> tuple:
+def owned_copies(args: tuple[Any, ...], device: torch.device | None) -> tuple[Any, ...]:
     """Copies of the caller's arguments (moved to ``device`` when one was asked for), for the
     reproducer and the window: each tensor keeps its dtype, strides and requires_grad, not its graph."""
 

@@ -78,7 +78,7 @@ def _plain_literal(value: Any, base: type) -> str:
     if base is complex:
         real, imag = complex.real.__get__(value), complex.imag.__get__(value)
         return f"complex({_plain_literal(real, float)}, {_plain_literal(imag, float)})"
-    return base.__repr__(value)
+    return base.__repr__(value)  # type: ignore[call-arg]  # the class's own, unbound: base.__repr__(value)
 
 
 def _type_name(kind: type) -> str:

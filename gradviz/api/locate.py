@@ -52,7 +52,7 @@ def reach(fn: Any, place: PathLine | None = None) -> Reach:
     cls = function_class(fn)
     obj = cls or fn
     home = importable_home(obj)
-    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "")
+    name = getattr(obj, "__qualname__", "") or getattr(obj, "__name__", "")
     if home is not None and not _in_test_file(obj):
         module, root = home
         return Reach(name, cls is not None, module=module, root=root)
@@ -78,8 +78,8 @@ def _in_test_file(obj: Any) -> bool:
 
 def importable_home(obj: Any) -> tuple[str, str | None] | None:
     """``(module, folder to put on sys.path)`` when ``import module; module.<qualname>`` is ``obj``."""
-    module_name = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None)
+    module_name = getattr(obj, "__module__", "")
+    qualname = getattr(obj, "__qualname__", "")
     module = sys.modules.get(module_name or "")
     if module is None or module_name in NOT_IMPORTABLE or module_name.startswith("usercode_"):
         return None
@@ -196,12 +196,13 @@ def _lambda_text(fn: types.FunctionType, text: str) -> str:
         for node in (ast.walk(tree) if tree else ())
         if isinstance(node, ast.Lambda) and [a.arg for a in node.args.args] == params
     ]
-    if len(found) != 1:
+    segment = ast.get_source_segment(text, found[0]) if len(found) == 1 else None
+    if segment is None:
         raise NotWritable(
             "a lambda whose source cannot be singled out (give it a name: def checked(x): ...) "
             "cannot be written as source"
         )
-    return ast.get_source_segment(text, found[0])
+    return segment
 
 
 def _globals_of(obj: Any) -> dict[str, Any]:
@@ -242,7 +243,9 @@ def _class_level_names(cls: type) -> set[str]:
     except (OSError, TypeError, SyntaxError):
         return set()
     node = tree.body[0]
-    parts: list[ast.AST] = [*node.bases, *node.keywords, *node.decorator_list]
+    if not isinstance(node, ast.ClassDef):
+        return set()
+    parts: list[ast.AST | None] = [*node.bases, *node.keywords, *node.decorator_list]
     for item in node.body:
         if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
             parts += [*item.decorator_list, *item.args.defaults, *item.args.kw_defaults]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,12 @@ from gradviz.schema.mismatch import Cell, failing_cells, mismatch_message
 from gradviz.schema.report import format_table, result_to_dict, verdict_line
 from gradviz.schema.results import BlockComparison, CheckOutcome, CheckResult
 from gradviz.schema.strict_json import dumps
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from gradviz.schema.settings import SweepOptions
+    from gradviz.schema.sweep import SweepResult
 
 Key = tuple[int, int]  # (output index, input index) of a Jacobian block
 
@@ -45,8 +51,8 @@ class Report:
         self,
         result: CheckResult,
         *,
-        fn: Callable | None = None,
-        inputs: tuple | None = None,
+        fn: Callable[..., Any] | None = None,
+        inputs: tuple[Any, ...] | None = None,
         gradcheck_options: dict[str, Any] | None = None,
     ) -> None:
         self.result = result
@@ -134,7 +140,7 @@ class Report:
         """The failure message of :class:`GradientMismatch` (the verdict line when it passed)."""
         return verdict_line(self.result) if self.passed else mismatch_message(self.result)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """``gradviz check --json``'s object (schema ``check``, with its version stamp)."""
         return stamp(result_to_dict(self.result))
 
@@ -168,7 +174,7 @@ class Report:
         self._need_inputs("reproducer()")
         return reproducer_script(self)
 
-    def sweep(self, block: tuple[int, int] | None = None, options: Any = None) -> Any:
+    def sweep(self, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> SweepResult:
         """Why does it fail? The error at a range of eps, the Taylor remainders' slopes and a
         verdict (backward wrong, eps too small, non-differentiable, ...) with the eps to use; a
         :class:`gradviz.schema.sweep.SweepResult`. ``block`` picks one (output, input) block."""
@@ -177,13 +183,13 @@ class Report:
         self._need_inputs("sweep()")
         return sweep_report(self, block, options)
 
-    def show(self) -> Any:
+    def show(self) -> subprocess.Popen[bytes] | None:
         """Open the desktop window on exactly this Function and these inputs (a process of its own);
         the launched process, or None (and one line saying why) when there is no display."""
         from gradviz.api.window import show_in_window
 
-        self._need_inputs("show()")
-        return show_in_window(self.fn, self.inputs, self.result.settings)
+        fn, inputs = self._need_inputs("show()")
+        return show_in_window(fn, inputs, self.result.settings)
 
     # --- notebooks ------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
@@ -194,11 +200,13 @@ class Report:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/html": self._repr_html_(), "text/plain": str(self)}
 
-    def _need_inputs(self, what: str) -> None:
+    def _need_inputs(self, what: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """The Function and the inputs it was checked at; ValueError for a report without them."""
         if self.fn is None or self.inputs is None:
             raise ValueError(
                 f"Report.{what} needs the Function and inputs: only reports from gradviz.check have them."
             )
+        return self.fn, self.inputs
 
     def _titles(self) -> list[str]:
         return [self.result.block_title(b) for b in self.blocks]

@@ -87,18 +87,19 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
             places.append(f"put_on_path({literal(module)}, {literal(relative_parts(root, folder))})")
         return places[-1]
 
-    where = reach(report.fn, place)
+    fn, args = report._need_inputs("reproducer()")
+    where = reach(fn, place)
     notes: list[str] = []
     try:
         arguments = []
-        for k, value in enumerate(report.inputs):
+        for k, value in enumerate(args):
             own: list[str] = []
             arguments.append(literal(value, own))
             notes += [f"# input {k}: {note}: its own methods are not trusted to write a script." for note in own]
         options = ", ".join(f"{_keyword(k)}={literal(v)}" for k, v in report.gradcheck_options.items())
     except NotWritable as exc:
         raise NotWritable(f"the inputs cannot be written into a script: {exc}") from None
-    helper = needs_helper(report.inputs)
+    helper = needs_helper(args)
     if where.module is not None:
         line = place(where.root, where.module)
         imports = [
@@ -109,6 +110,7 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         ]
         code = "\n".join(i for i in imports if i)
     else:
+        assert where.source is not None  # reach() gives a module or the source
         code = ("import base64\n" if helper else "") + where.source.strip()
     inputs = "inputs = (\n" + "".join(f"    {a},\n" for a in arguments) + ")"
     sections = [

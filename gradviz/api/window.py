@@ -51,7 +51,7 @@ class Launch:
 
 
 def prepare_launch(
-    fn: Callable, inputs: tuple, settings: CheckSettings, folder: str | Path | None = None
+    fn: Callable[..., Any], inputs: tuple[Any, ...], settings: CheckSettings, folder: str | Path | None = None
 ) -> Launch:
     """Write inputs, settings and (if needed) the Function's source; build the command line."""
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
@@ -60,6 +60,7 @@ def prepare_launch(
     if where.module is not None:
         target, paths = f"{where.module}:{where.name}", [where.root] if where.root else []
     else:
+        assert where.source is not None  # reach() gives a module or the source
         source = folder / "checked_function.py"
         source.write_text(where.source, encoding="utf-8")
         target, paths = f"{source}:{where.name}", []
@@ -76,7 +77,7 @@ def prepare_launch(
     return Launch(command, env, os.getcwd(), folder, target, inputs_path, settings_path, paths)
 
 
-def save_inputs(inputs: tuple, path: Path) -> None:
+def save_inputs(inputs: tuple[Any, ...], path: Path) -> None:
     """``torch.save`` the arguments, and make sure ``weights_only`` loading accepts them."""
     try:
         torch.save(tuple(inputs), path)
@@ -95,7 +96,9 @@ def save_inputs(inputs: tuple, path: Path) -> None:
         ) from None
 
 
-def show_in_window(fn: Callable, inputs: tuple, settings: CheckSettings) -> subprocess.Popen | None:
+def show_in_window(
+    fn: Callable[..., Any], inputs: tuple[Any, ...], settings: CheckSettings
+) -> subprocess.Popen[bytes] | None:
     """Start the window on ``fn`` and ``inputs``; None, and one line saying why, without a display
     (asked by connecting to it, before any file is written or process started)."""
     problem = display_problem()
@@ -106,7 +109,7 @@ def show_in_window(fn: Callable, inputs: tuple, settings: CheckSettings) -> subp
     return subprocess.Popen(launch.command, cwd=launch.cwd, env=launch.env, start_new_session=True)
 
 
-def show(fn: Callable, inputs: Any, **options: Any) -> subprocess.Popen | None:
+def show(fn: Callable[..., Any], inputs: Any, **options: Any) -> subprocess.Popen[bytes] | None:
     """Open the window on ``fn`` and ``inputs`` without checking here first; ``options`` as for
     ``gradviz.check`` (eps, atol, rtol, nondet_tol, jacobian_only, all_checks, device)."""
     from gradviz.api.check import as_arguments, owned_copies, settings_for

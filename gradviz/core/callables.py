@@ -34,6 +34,10 @@ class CallableFunction:
         return f"<callable {self.__name__}>"
 
 
+# what ``check_function`` and ``sweep_function`` take: a Function class or the stand-in above
+Checkable = type[torch.autograd.Function] | CallableFunction
+
+
 def function_class(obj: Any) -> type[torch.autograd.Function] | None:
     """The Function class of a class or of its bound ``apply``; None for anything else."""
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
@@ -48,7 +52,7 @@ def function_class(obj: Any) -> type[torch.autograd.Function] | None:
     return None
 
 
-def as_checkable(obj: Any, name: str | None = None) -> type[torch.autograd.Function] | CallableFunction:
+def as_checkable(obj: Any, name: str | None = None) -> Checkable:
     """A Function class as is, its ``apply`` as the class, another callable wrapped; TypeError else."""
     fn = function_class(obj)
     if fn is not None:

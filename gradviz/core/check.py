@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from gradviz.core import checks, large
+from gradviz.core.callables import Checkable
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import (
     RealView,
@@ -129,7 +130,7 @@ def _example_inputs(
 
 
 def check_function(
-    fn: type[torch.autograd.Function],
+    fn: Checkable,
     inputs: PreparedInputs,
     settings: CheckSettings | None = None,
     *,
@@ -267,7 +268,7 @@ def _explain(fn, inputs: PreparedInputs, settings: CheckSettings, result: CheckR
 class _CodeFiles:
     """The files whose frames count as the user's: the loaded source and the Function's own module."""
 
-    def __init__(self, fn: type, loaded: LoadedSource | None) -> None:
+    def __init__(self, fn: Checkable, loaded: LoadedSource | None) -> None:
         own = source_file(fn)
         self.main = loaded.filename if loaded else own or "<source>"
         self.also = {own} if own else set()
@@ -355,7 +356,7 @@ def _other_checks(
     return found
 
 
-def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int], list[int]]:
+def _forward(fn: Checkable, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int], list[int]]:
     """One forward with autograd on; also tells whether later forwards need fresh copies of the
     inputs (it modified one in place, or returned one, as ``mark_dirty`` requires), and which
     modified inputs it did not declare with ``ctx.mark_dirty``, and which inputs it modified."""
@@ -375,7 +376,7 @@ def _forward(fn: type, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list
     return outputs, bool(changed) or returned, undeclared, changed
 
 
-def _output_infos(outputs: tuple, fn: type, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
+def _output_infos(outputs: tuple, fn: Checkable, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
     """What forward returned; outputs gradviz cannot compare (complex, sparse, meta) are refused."""
 
     def refuse(message: str) -> UserCodeError:  # the line is found only when needed: it parses the source
@@ -535,7 +536,7 @@ def _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, l
         raise _backward_error(fn, exc, loaded, code) from None
 
 
-def _backward_error(fn: type, exc: BaseException, loaded: LoadedSource | None, code: _CodeFiles) -> UserCodeError:
+def _backward_error(fn: Checkable, exc: BaseException, loaded: LoadedSource | None, code: _CodeFiles) -> UserCodeError:
     """Name the problem; engine-side checks point at backward's return statement."""
     error = code.error(ErrorKind.BACKWARD, exc, f"{fn.__name__}.backward")
     text = str(exc)

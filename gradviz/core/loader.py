@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from gradviz.core.callables import as_checkable, describe_not_checkable
+from gradviz.core.callables import Checkable, as_checkable, describe_not_checkable
 from gradviz.schema.errors import ErrorKind, Frame, GradvizError, SettingsError, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
 from gradviz.schema.targets import Target, check_inputs_path, locate_module, parse_target
@@ -201,7 +201,7 @@ def required_arguments(fn: type[torch.autograd.Function]) -> list[str]:
     ]
 
 
-def method_line(loaded: LoadedSource, fn: type, method: str, *, last_return: bool = False) -> int | None:
+def method_line(loaded: LoadedSource, fn: Checkable, method: str, *, last_return: bool = False) -> int | None:
     """Line of ``fn.method``'s def (or its last return) in the user's source, found by parsing."""
     try:
         tree = ast.parse(loaded.source)

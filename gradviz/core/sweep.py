@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from gradviz.core.callables import Checkable
 from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
 from gradviz.core.function_info import reads_data_attribute, source_file
 from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
@@ -101,7 +102,7 @@ def sweep_source(
 
 
 def sweep_function(
-    fn: type[torch.autograd.Function],
+    fn: Checkable,
     inputs: PreparedInputs,
     settings: CheckSettings | None = None,
     *,

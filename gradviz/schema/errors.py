@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from types import TracebackType
+from typing import Any
 
 from gradviz.schema.units import format_bytes
 
@@ -91,7 +92,7 @@ _HEADLINES = {
 def error_kind(value: object) -> ErrorKind:
     """The ErrorKind of a kind string from a message; unknown strings read as ERROR."""
     try:
-        return ErrorKind(value)
+        return ErrorKind(value) if isinstance(value, str) else ErrorKind.ERROR
     except ValueError:
         return ErrorKind.ERROR
 
@@ -105,7 +106,7 @@ class GradvizError(Exception):
         super().__init__(message)
         self.message = message
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": str(self.kind), "message": self.message}
 
 
@@ -173,7 +174,7 @@ class UserCodeError(GradvizError):
                 lines.append(f"    {f.line}")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "kind": str(self.kind),
             "message": self.message,
@@ -205,7 +206,9 @@ def trim_frames(keys: Iterable[FrameKey]) -> tuple[list[FrameKey], str]:
     """
     head: list[FrameKey] = []
     tail: deque[FrameKey] = deque(maxlen=TAIL_FRAMES)
-    omitted, previous, run, longest = 0, None, 0, (None, 0)
+    omitted, run = 0, 0
+    previous: FrameKey | None = None
+    longest: tuple[FrameKey | None, int] = (None, 0)
     for key in keys:
         run = run + 1 if key == previous else 1
         previous = key

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class SavedEntry:
     input_index: int | None = None  # role "input": which argument of the call, when known
     error: str | None = None  # could not unpack normally (e.g. modified in place after saving)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "shape": list(self.shape),
@@ -73,7 +74,7 @@ class SavedEntry:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> SavedEntry:
+    def from_dict(cls, d: dict[str, Any]) -> SavedEntry:
         return cls(**{**d, "shape": tuple(d["shape"])})
 
 
@@ -96,7 +97,7 @@ class Node:
         """Bytes of the distinct storages this node keeps."""
         return sum({s.storage_id: s.bytes for s in self.saved}.values())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {
             "id": self.id,
             "name": self.name,
@@ -113,7 +114,7 @@ class Node:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> Node:
+    def from_dict(cls, d: dict[str, Any]) -> Node:
         """``saved_bytes`` is derived and a ``position`` belongs to the GraphModel: both are skipped."""
         return cls(
             id=d["id"],
@@ -137,14 +138,14 @@ class GradSummary:
     norm: float
     values: np.ndarray | None = None  # float64 copy, shaped like the gradient
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         values = None
         if self.values is not None:
             values = [encode(v) for v in self.values.ravel().tolist()]
         return {"shape": list(self.shape), "dtype": self.dtype, "norm": encode(self.norm), "values": values}
 
     @classmethod
-    def from_dict(cls, d: dict) -> GradSummary:
+    def from_dict(cls, d: dict[str, Any]) -> GradSummary:
         """Non-finite numbers come back with their sign (null, from older versions: NaN)."""
         shape = tuple(d["shape"])
         values = None
@@ -153,7 +154,7 @@ class GradSummary:
         return cls(shape, d["dtype"], decode(d["norm"]), values)
 
 
-def _summary(d: dict | None) -> GradSummary | None:
+def _summary(d: dict[str, Any] | None) -> GradSummary | None:
     return GradSummary.from_dict(d) if d is not None else None
 
 
@@ -169,7 +170,7 @@ class NodeFlow:
     grad_outputs: list[GradSummary | None] = field(default_factory=list)
     grad_inputs: list[GradSummary | None] = field(default_factory=list)
 
-    def to_dict(self, node: int) -> dict:
+    def to_dict(self, node: int) -> dict[str, Any]:
         return {
             "node": node,
             "step": self.step,
@@ -178,7 +179,7 @@ class NodeFlow:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> NodeFlow:
+    def from_dict(cls, d: dict[str, Any]) -> NodeFlow:
         """The flow alone; ``d["node"]`` says which node it belongs to."""
         return cls(
             d["step"], [_summary(g) for g in d["grad_outputs"]], [_summary(g) for g in d["grad_inputs"]]
@@ -193,7 +194,7 @@ class OutputInfo:
     differentiable: bool
     node: int | None  # the node its gradient enters, None when not differentiable
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "shape": list(self.shape) if self.shape is not None else None,
@@ -203,7 +204,7 @@ class OutputInfo:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> OutputInfo:
+    def from_dict(cls, d: dict[str, Any]) -> OutputInfo:
         return cls(d["index"], _shape(d["shape"]), d["dtype"], d["differentiable"], d["node"])
 
 
@@ -236,7 +237,7 @@ class GraphModel:
         """Everything the graph keeps alive for backward, each storage once."""
         return self.saved_bytes()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Strict JSON (no NaN): the CLI's ``graph`` schema plus positions, flows and outputs."""
         nodes = []
         for node in self.nodes:
@@ -256,7 +257,7 @@ class GraphModel:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> GraphModel:
+    def from_dict(cls, d: dict[str, Any]) -> GraphModel:
         """The model ``to_dict`` wrote; ``seconds`` is not in the dict and comes back empty."""
         positions = [[decode(v) for v in n["position"]] for n in d["nodes"]]
         return cls(

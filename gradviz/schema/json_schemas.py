@@ -33,4 +33,5 @@ def load(name: str) -> dict[str, Any]:
     if name not in SCHEMAS:
         raise ValueError(f"No schema named {name!r}; the schemas are {', '.join(SCHEMAS)}.")
     text = resources.files("gradviz.schema").joinpath("json", f"{name}.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema

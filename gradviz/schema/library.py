@@ -41,9 +41,9 @@ class LibraryEntry:
 
 def describe(path: Path) -> LibraryEntry:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    constants = {}
+    constants: dict[str, str] = {}  # the module's string constants (CATEGORY, BUG)
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     constants[target.id] = node.value.value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from gradviz.schema.strict_json import decode, encode
 
@@ -51,7 +52,7 @@ class SavedTensor:
         where = f" · {self.attribute}" if self.attribute else ""
         return f"{self.op} #{self.op_number}{where}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "shape": list(self.shape),
             "dtype": self.dtype,
@@ -65,7 +66,7 @@ class SavedTensor:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> SavedTensor:
+    def from_dict(cls, d: dict[str, Any]) -> SavedTensor:
         """Also reads an entry written before tensors were named (then name, op, attribute are '')."""
         return cls(
             tuple(d["shape"]),
@@ -90,7 +91,7 @@ class SavedBytes:
     ctx_attribute_bytes: int = 0  # tensors stored as attributes on custom Functions' ctx
     ctx_tensors: list[SavedTensor] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "saved_bytes": self.saved_bytes,
             "count": self.count,
@@ -100,7 +101,7 @@ class SavedBytes:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> SavedBytes:
+    def from_dict(cls, d: dict[str, Any]) -> SavedBytes:
         """Also reads a VariantMemory dict written without the ctx keys (those are then 0 and [])."""
         return cls(
             d["saved_bytes"],
@@ -122,7 +123,7 @@ class Comparison:
     rtol: float
     passed: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "against": self.against,
             "what": self.what,
@@ -133,7 +134,7 @@ class Comparison:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Comparison:
+    def from_dict(cls, d: dict[str, Any]) -> Comparison:
         return cls(
             d["against"], d["what"], decode(d["max_difference"]), decode(d["scale"]), d["rtol"], d["passed"]
         )
@@ -145,8 +146,8 @@ class VariantMemory:
     peak_bytes: int | None = None  # CUDA only: max_memory_allocated over forward+backward, above the start
     end_of_forward_bytes: int | None = None  # CUDA only: memory_allocated after forward, above the start
 
-    def to_dict(self, *, ctx: bool) -> dict:
-        out = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
+    def to_dict(self, *, ctx: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
         if ctx:
             out["ctx_attribute_bytes"] = self.saved.ctx_attribute_bytes
         out["tensors"] = [t.to_dict() for t in self.saved.tensors]
@@ -158,7 +159,7 @@ class VariantMemory:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> VariantMemory:
+    def from_dict(cls, d: dict[str, Any]) -> VariantMemory:
         """Extra keys (the fused variant's checks) are ConvBNStudy's and are skipped here."""
         return cls(SavedBytes.from_dict(d), d.get("peak_bytes"), d.get("end_of_forward_bytes"))
 
@@ -198,7 +199,7 @@ class ConvBNStudy:
             math.nan,
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         fused = self.fused.to_dict(ctx=True)
         fused["max_output_difference"] = encode(self.max_output_difference) if self.comparisons else None
         fused["formula_gap"] = encode(self.formula_gap)
@@ -217,7 +218,7 @@ class ConvBNStudy:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> ConvBNStudy:
+    def from_dict(cls, d: dict[str, Any]) -> ConvBNStudy:
         """The study ``to_dict`` wrote. That dict has no dtype, out_channels or kernel: read from
         one, they are None (and taken from the dict if a later writer adds them)."""
         fused = d["variants"]["fused"]
@@ -253,11 +254,11 @@ class SweepRow:
     unfused_peak_bytes: int | None = None
     fused_peak_bytes: int | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
     @classmethod
-    def from_dict(cls, d: dict) -> SweepRow:
+    def from_dict(cls, d: dict[str, Any]) -> SweepRow:
         return cls(**d)
 
 
@@ -266,7 +267,7 @@ class SweepRow:
 TENSOR_COLUMNS = ("tensor", "bytes", "shape", "dtype", "saved by")  # what and how much first: a narrow dock shows those
 
 
-def tensor_rows(variant: dict) -> list[tuple[str, str, str, str, str]]:
+def tensor_rows(variant: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """One row of text per saved tensor of a variant dict (``ConvBNStudy.to_dict()['variants'][v]``),
     the ctx attributes after the saved tensors; the CLI's table and the memory panel's list.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from gradviz.schema.strict_json import encode, encode_optional
 from gradviz.schema.sweep import BlockSweep, SweepResult
 
 
-def result_to_dict(result: CheckResult) -> dict:
+def result_to_dict(result: CheckResult) -> dict[str, Any]:
     """The ``gradviz check --json`` object."""
     return {
         "function": result.function,
@@ -76,7 +77,7 @@ def _kink_cells(result: CheckResult, block: BlockComparison) -> list[str]:
     return [result.cell_label(block, int(r), int(c)) for r, c in list(zip(rows, cols))[:MAX_LISTED_KINKS]]
 
 
-def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | None:
+def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict[str, Any] | None:
     """The sweep's slopes and verdict for one block, beside its cells (the whole sweep is under "sweep")."""
     found = result.sweep.block(block.output, block.input) if result.sweep else None
     if found is None:
@@ -92,7 +93,7 @@ def _block_sweep_summary(result: CheckResult, block: BlockComparison) -> dict | 
     }
 
 
-def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict:
+def _large_block_dict(result: CheckResult, block: LargeBlock) -> dict[str, Any]:
     return {
         "output": block.output,
         "input": block.input,
@@ -147,16 +148,16 @@ def format_table(result: CheckResult) -> str:
         found = result.sweep.block(b.output, b.input) if result.sweep else None
         if found is not None:
             lines.append(f"    sweep: {sweep_slopes(found)}: {found.verdict.headline}")
-    for b in result.large_blocks:
-        name = f"out{b.output} / {result.inputs[b.input].name}"
-        shape = f"{b.shape[0]}x{b.shape[1]}"
-        searched = "searched" if b.complete else "searched (stopped at its budget)"
-        lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(b.cells)} failing cell(s) found")
-        for c in b.cells:
-            lines.append(f"    {result.cell_label(b, c.row, c.col)}  analytic {c.analytic:.6g}, numerical {c.numerical:.6g}")
+    for large in result.large_blocks:
+        name = f"out{large.output} / {result.inputs[large.input].name}"
+        shape = f"{large.shape[0]}x{large.shape[1]}"
+        searched = "searched" if large.complete else "searched (stopped at its budget)"
+        lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(large.cells)} failing cell(s) found")
+        for cell in large.cells:
+            lines.append(f"    {result.cell_label(large, cell.row, cell.col)}  analytic {cell.analytic:.6g}, numerical {cell.numerical:.6g}")
     lines.append("")
-    for c in result.checks:
-        lines.append(f"{c.name:<26} {c.status:<7} {c.detail}")
+    for outcome in result.checks:
+        lines.append(f"{outcome.name:<26} {outcome.status:<7} {outcome.detail}")
     if result.checks:
         lines.append("")
     for w in result.warnings:
@@ -204,7 +205,7 @@ def format_sweep(sweep: SweepResult) -> str:
         for k, h in enumerate(sweep.steps):
             mark = "*" if k == sweep.eps_index else " "
             row = f" {mark}{h:>9.3g} {b.remainder[k]:>11.3g} {b.curvature[k]:>11.3g}"
-            if b.swept:
+            if b.errors is not None and b.ratios is not None and b.failing is not None:  # b.swept
                 row += f" {b.errors[k]:>11.3g} {b.ratios[k]:>9.3g} {b.failing[k]:>8}"
                 row += "".join(f"  {c.errors[k]:>28.3g}" for c in b.cells)
             lines.append(row)
@@ -249,7 +250,7 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
     return list(paths)
 
 
-def format_graph(graph: dict) -> str:
+def format_graph(graph: dict[str, Any]) -> str:
     """The graph as text: one line per node (children by id), its saved tensors below it."""
     children: dict[int, list[int]] = {}
     for source, target in graph["edges"]:

@@ -7,6 +7,7 @@ so nothing a user's code produced can execute code in the process that reads a r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from gradviz.schema.sweep import SweepResult
 ARRAYS = ("analytic", "numerical", "error", "failing")
 
 
-def write_check_result(result: CheckResult, directory: str | Path) -> dict:
+def write_check_result(result: CheckResult, directory: str | Path) -> dict[str, Any]:
     """Write every block's arrays to ``directory``; return the JSON summary naming them."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -48,7 +49,7 @@ def write_check_result(result: CheckResult, directory: str | Path) -> dict:
     return summary
 
 
-def read_check_result(summary: dict) -> CheckResult:
+def read_check_result(summary: dict[str, Any]) -> CheckResult:
     """The CheckResult a summary describes, its arrays loaded from the files it names.
 
     What the worker wrote comes back as the very types the core made, so every front-end
@@ -98,7 +99,7 @@ def read_check_result(summary: dict) -> CheckResult:
     )
 
 
-def write_region(region: BlockRegion, directory: str | Path) -> dict:
+def write_region(region: BlockRegion, directory: str | Path) -> dict[str, Any]:
     """A region of a large block (``gradviz.core.region``): its four arrays as .npy files and
     the JSON naming them."""
     directory = Path(directory)
@@ -124,7 +125,7 @@ def write_region(region: BlockRegion, directory: str | Path) -> dict:
     }
 
 
-def read_region(summary: dict) -> BlockRegion:
+def read_region(summary: dict[str, Any]) -> BlockRegion:
     """The region a ``write_region`` summary describes, its arrays loaded without pickles."""
     arrays = read_block_arrays(summary)
     comparison = BlockComparison(
@@ -144,7 +145,7 @@ def read_region(summary: dict) -> BlockRegion:
     return BlockRegion(summary["row0"], summary["col0"], comparison)
 
 
-def _large_block(entry: dict) -> LargeBlock:
+def _large_block(entry: dict[str, Any]) -> LargeBlock:
     cells = [FoundCell(c["row"], c["col"], decode(c["analytic"]), decode(c["numerical"])) for c in entry["failing_cells"]]
     return LargeBlock(
         entry["output"], entry["input"], tuple(entry["out_shape"]), tuple(entry["in_shape"]), cells,
@@ -152,11 +153,11 @@ def _large_block(entry: dict) -> LargeBlock:
     )
 
 
-def _tensor_info(entry: dict, name: str, requires_grad: bool) -> TensorInfo:
+def _tensor_info(entry: dict[str, Any], name: str, requires_grad: bool) -> TensorInfo:
     shape = entry.get("shape")
     return TensorInfo(entry["index"], name, None if shape is None else tuple(shape), entry.get("dtype"), requires_grad)
 
 
-def read_block_arrays(entry: dict) -> dict[str, np.ndarray]:
+def read_block_arrays(entry: dict[str, Any]) -> dict[str, np.ndarray]:
     """Load one block's arrays, refusing pickled objects."""
     return {kind: np.load(path, allow_pickle=False) for kind, path in entry["files"].items()}

@@ -7,6 +7,7 @@ reads them back; one definition serves all of them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -166,7 +167,7 @@ class CheckOutcome:
     def failed(self) -> bool:
         return self.status == FAILED
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed}
 
 

@@ -88,6 +88,10 @@ MEMORY_TYPES: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 
 
+def _four_whole_numbers(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
 def save_session(path: str | Path, session: Session) -> None:
     """Write atomically (``atomic_write``): a crash or a full disk mid-save leaves the old file,
     never half a file."""
@@ -164,7 +168,7 @@ def session_from_dict(data: Any, name: str = "the session") -> Session:
         raise SessionError(
             f"{name}: its code is more than the {format_bytes(MAX_SOURCE_BYTES)} gradviz reads as source code."
         )
-    values = {}
+    values: dict[str, Any] = {}
     for key, accepted in _TYPES.items():
         if key in data:
             if not isinstance(data[key], accepted) or isinstance(data[key], bool):
@@ -175,18 +179,17 @@ def session_from_dict(data: Any, name: str = "the session") -> Session:
     if len(values.get("layout") or "") > MAX_LAYOUT_CHARS:
         raise SessionError(f"{name}: \"layout\" is too long to be a window layout.")
     for key, value in values.get("run", {}).items():
-        accepted = _RUN_TYPES.get(key)
-        if accepted is None:
+        allowed = _RUN_TYPES.get(key)
+        if allowed is None:
             raise SessionError(f"{name}: unknown run setting \"{key}\".")
-        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             raise SessionError(f"{name}: run setting \"{key}\" has the wrong type ({type(value).__name__}).")
     for key, value in values.get("memory", {}).items():
-        accepted = MEMORY_TYPES.get(key)
-        if accepted is None:
+        allowed = MEMORY_TYPES.get(key)
+        if allowed is None:
             raise SessionError(f"{name}: unknown memory option \"{key}\".")
-        if not isinstance(value, accepted) or isinstance(value, bool):
+        if not isinstance(value, allowed) or isinstance(value, bool):
             raise SessionError(f"{name}: memory option \"{key}\" has the wrong type ({type(value).__name__}).")
-        whole = all(isinstance(v, int) and not isinstance(v, bool) for v in value) if key == "shape" else True
-        if key == "shape" and (len(value) != 4 or not whole):
+        if key == "shape" and not _four_whole_numbers(value):
             raise SessionError(f"{name}: memory option \"shape\" must be four whole numbers N, C, H, W.")
     return Session(**values)

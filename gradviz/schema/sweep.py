@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 from gradviz.schema.strict_json import decode_optional, encode_optional
 
@@ -67,15 +67,24 @@ def _out(value: float | None) -> float | str | None:
     return encode_optional(value)
 
 
+@overload
+def _in(value: float | str) -> float: ...
+@overload
+def _in(value: None) -> None: ...
 def _in(value: float | str | None) -> float | None:
     return decode_optional(value)
 
 
-def _outs(values: list[float] | None) -> list | None:
+def _outs(values: list[float] | None) -> list[float | str | None] | None:
     return None if values is None else [_out(float(v)) for v in values]
 
 
-def _ins(values: list | None) -> list[float] | None:
+@overload
+def _ins(values: list[float | str]) -> list[float]: ...
+@overload
+def _ins(values: None) -> None: ...
+def _ins(values: list[float | str] | None) -> list[float] | None:
+    """A list ``_outs`` wrote (never null inside), as floats; None stays None."""
     return None if values is None else [_in(v) for v in values]
 
 

@@ -32,7 +32,7 @@ class Target:
         return f"{where}:{self.attribute}" if self.attribute else where
 
 
-def path_exists(path: str | os.PathLike) -> bool:
+def path_exists(path: str | os.PathLike[str]) -> bool:
     """``Path.exists`` that never raises: a name the OS refuses (over 255 bytes: ENAMETOOLONG, a
     NUL, a folder it may not search) names nothing here, and whoever opens it reports why."""
     try:
@@ -59,7 +59,7 @@ def parse_target(text: str) -> Target:
     return Target(path=text)
 
 
-def locate_module(name: str, first: str | os.PathLike | None = None) -> Path | None:
+def locate_module(name: str, first: str | os.PathLike[str] | None = None) -> Path | None:
     """The source file ``import name`` would run, found without running anything.
 
     ``first`` is searched before ``sys.path`` (the current folder, as ``python -m`` does). Used
@@ -70,11 +70,10 @@ def locate_module(name: str, first: str | os.PathLike | None = None) -> Path | N
     search = [str(first)] if first is not None else []
     search += [p or os.getcwd() for p in sys.path]
     spec = None
-    for depth, part in enumerate(name.split(".")):
+    for part in name.split("."):
+        full = part if spec is None else f"{spec.name}.{part}"
         try:
-            spec = importlib.machinery.PathFinder.find_spec(
-                part if depth == 0 else spec.name + "." + part, search
-            )
+            spec = importlib.machinery.PathFinder.find_spec(full, search)
         except (OSError, ValueError, ImportError):  # a part too long for the file system: not found
             return None
         if spec is None:
@@ -84,7 +83,7 @@ def locate_module(name: str, first: str | os.PathLike | None = None) -> Path | N
     return Path(origin) if origin and origin.endswith(".py") else None
 
 
-def check_inputs_path(path: str | os.PathLike) -> Path:
+def check_inputs_path(path: str | os.PathLike[str]) -> Path:
     """An inputs file that exists and is a regular file, or SettingsError saying what it is instead.
 
     Checked before anything starts (the CLI), and again where the file is loaded (the worker).
