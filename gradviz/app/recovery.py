@@ -30,14 +30,17 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import filelock
 import platformdirs
 
 from gradviz.protocol import owner_lock
 from gradviz.schema.atomic_write import atomic_writer
 from gradviz.schema.source_files import MAX_SOURCE_BYTES
 from gradviz.schema.units import format_bytes
+
+if TYPE_CHECKING:
+    import filelock
 
 RECOVERY_ENV = "GRADVIZ_RECOVERY_DIR"  # tests: a folder, or several joined by os.pathsep (first preferred)
 MAX_RECOVERY_BYTES = 8 * MAX_SOURCE_BYTES  # a format 1 file escaped non-ASCII text (up to 6 bytes a character)

@@ -19,10 +19,12 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-
-import filelock
+from typing import TYPE_CHECKING
 
 from gradviz.protocol import owner_lock
+
+if TYPE_CHECKING:
+    import filelock
 
 PARENT_PID_ENV = "GRADVIZ_PARENT_PID"  # the worker dies with this process (Linux)
 WARM_ENV = "GRADVIZ_WORKER_WARM"  # "1": pay torch's first-call costs before the first request

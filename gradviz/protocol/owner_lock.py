@@ -28,10 +28,13 @@ import contextlib
 import os
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import filelock
+if TYPE_CHECKING:
+    import filelock
 
 _HELD: weakref.WeakSet[filelock.BaseFileLock] = weakref.WeakSet()  # locks this process holds
+_FORK_HOOK: list[bool] = []  # whether the at-fork hook is in place (registered once, on first use)
 
 
 class Held(Exception):
@@ -41,7 +44,14 @@ class Held(Exception):
 def take(path: Path, mode: int = 0o600) -> filelock.BaseFileLock:
     """Hold the lock at ``path`` (created if missing) until ``drop`` or this process ends.
 
-    Raises ``Held`` when a live process holds it, OSError when it cannot be opened."""
+    Raises ``Held`` when a live process holds it, OSError when it cannot be opened. (filelock is
+    imported here, on first use: ``import gradviz`` and a check in the user's process need none.)"""
+    import filelock
+
+    if not _FORK_HOOK:
+        _FORK_HOOK.append(True)
+        if hasattr(os, "register_at_fork") and not hasattr(filelock.BaseFileLock, "_reset_after_fork_in_child"):
+            os.register_at_fork(after_in_child=_forget_in_child)
     lock = filelock.FileLock(str(path), mode=mode, thread_local=False)
     try:
         lock.acquire(timeout=0)
@@ -88,7 +98,3 @@ def _forget_in_child() -> None:
         with contextlib.suppress(OSError):
             os.close(fd)  # the parent's open file keeps the lock
     _HELD.clear()
-
-
-if hasattr(os, "register_at_fork") and not hasattr(filelock.BaseFileLock, "_reset_after_fork_in_child"):
-    os.register_at_fork(after_in_child=_forget_in_child)
