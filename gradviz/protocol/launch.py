@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradviz.protocol import owner_lock
+from gradviz.schema.errors import GradvizError
 
 if TYPE_CHECKING:
     import filelock
@@ -38,7 +39,27 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+class WorkerUnsupported(GradvizError):
+    """The worker cannot run on this platform."""
+
+
+def worker_unsupported(platform: str = sys.platform) -> str | None:
+    """Why the worker cannot run here, or None. Its containment (a subreaper, process groups,
+    signals, ``select`` on pipes) is POSIX; the in-process ``gradviz.check`` works everywhere."""
+    if platform.startswith("win") or platform == "cygwin":
+        return (
+            "The gradviz worker (used by the gradviz command, the window and checks of a file) needs "
+            "Linux or macOS; on Windows, call gradviz.check(fn, inputs) or gradviz.testing.assert_gradients "
+            "in your own process, or use WSL."
+        )
+    return None
+
+
 def worker_command(python: str | None = None) -> list[str]:
+    """How to start the worker; ``WorkerUnsupported`` (a GradvizError) where it cannot run."""
+    problem = worker_unsupported()
+    if problem:
+        raise WorkerUnsupported(problem)
     return [python or sys.executable, *SAFE_PATH, "-m", "gradviz.worker"]
 
 
