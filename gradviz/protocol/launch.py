@@ -43,9 +43,10 @@ class WorkerUnsupported(GradvizError):
     """The worker cannot run on this platform."""
 
 
-def worker_unsupported(platform: str = sys.platform) -> str | None:
+def worker_unsupported(platform: str | None = None) -> str | None:
     """Why the worker cannot run here, or None. Its containment (a subreaper, process groups,
     signals, ``select`` on pipes) is POSIX; the in-process ``gradviz.check`` works everywhere."""
+    platform = platform or sys.platform
     if platform.startswith("win") or platform == "cygwin":
         return (
             "The gradviz worker (used by the gradviz command, the window and checks of a file) needs "

@@ -43,8 +43,10 @@ START_ENV = "GRADVIZ_WORKER_START"
 METHODS = ("fork", "spawn")
 
 
-def start_method(environ: Mapping[str, str] = os.environ, platform: str = sys.platform) -> str:
+def start_method(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
     """``fork`` on Linux, ``spawn`` elsewhere, unless ``GRADVIZ_WORKER_START`` names one."""
+    environ = os.environ if environ is None else environ
+    platform = platform or sys.platform
     forced = environ.get(START_ENV, "").strip().lower()
     if forced in METHODS:
         return forced
