@@ -91,7 +91,7 @@ def _forget_in_child() -> None:
     for lock in list(_HELD):
         context = getattr(lock, "_context", None)
         fd = getattr(context, "lock_file_fd", None)
-        if fd is None:
+        if context is None or fd is None:
             continue
         context.lock_file_fd = None
         context.lock_counter = 0

@@ -157,9 +157,12 @@ class RunStarter:
 def _hand_over(run: Started, request: dict[str, Any], key: bytes, threads: int) -> bool:
     """Send a spawned run its request and key on stdin; False when it is gone."""
     order = json.dumps({"request": request, "key": key.hex(), "threads": threads}).encode()
+    stdin = run.process.stdin if run.process is not None else None
+    if stdin is None:
+        return False
     try:
-        run.process.stdin.write(order)
-        run.process.stdin.close()
+        stdin.write(order)
+        stdin.close()
     except OSError:
         return False
     return True
@@ -174,8 +177,9 @@ def _close_imported(run: Started) -> None:
 def _discard(run: Started) -> None:
     """Kill and reap a run process that never got (or never read) its request (still unreaped:
     the worker's idle reaping leaves the spare alone, so its pid is still ours)."""
-    with contextlib.suppress(OSError):
-        run.process.stdin.close()
+    if run.process is not None and run.process.stdin is not None:
+        with contextlib.suppress(OSError):
+            run.process.stdin.close()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(run.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
