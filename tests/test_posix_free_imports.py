@@ -3,8 +3,9 @@
 ``fcntl``, ``termios`` and ``resource`` do not exist on Windows. Here they are made unimportable
 (a meta-path finder that refuses them, as Windows' missing modules would), then every library
 entry point and every module of ``gradviz.schema`` and ``gradviz.protocol`` is imported and
-``gradviz.check`` (the in-process check) and ``assert_gradients`` run. Only the worker, which is
-POSIX-only by design, may need them.
+``gradviz.check`` (the in-process check) and ``assert_gradients`` run. The CLI and the worker's
+client import too, so ``gradviz check`` reaches its one-line "needs Linux or macOS" error; only
+the worker process itself, POSIX by design, may need them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class NotOnWindows(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, NotOnWindows())
 for name in BLOCKED:
     sys.modules.pop(name, None)
-for name in ("gradviz", "gradviz.api", "gradviz.testing", "gradviz.pytest_plugin", "gradviz.notebook"):
+LIBRARY = ("gradviz", "gradviz.api", "gradviz.testing", "gradviz.pytest_plugin", "gradviz.notebook")
+for name in LIBRARY + ("gradviz.cli", "gradviz.worker.client"):  # the CLI gets as far as its clear error
     importlib.import_module(name)
 for package_name in ("gradviz.schema", "gradviz.protocol"):
     package = importlib.import_module(package_name)
