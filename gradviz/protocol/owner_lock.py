@@ -75,8 +75,12 @@ def drop(lock: filelock.BaseFileLock, *, delete: bool = False) -> None:
 def owner_alive(path: Path) -> bool:
     """Whether a live process holds the lock at ``path``. A missing file means no owner (nothing
     is created then); a file we may not open counts as alive (someone else's: leave it alone)."""
-    if not path.exists():
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
         return False
+    except OSError:  # not even allowed to look (another user's folder)
+        return True
     try:
         drop(take(path))
     except Held:
