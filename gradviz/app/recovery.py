@@ -377,10 +377,13 @@ def _claim(folder: Path, key: str) -> filelock.BaseFileLock | bool:
     if key.isdigit():  # written by a gradviz before the locks: keyed by its process id
         return not _pid_alive(int(key))
     lock_file = folder / f"{PREFIX}{key}.lock"
-    if not lock_file.exists():
+    try:
+        if stat.S_ISLNK(os.lstat(lock_file).st_mode):
+            return False  # not one a window made: leave it alone
+    except FileNotFoundError:
         return True  # the window died between writing its text and its lock, or the lock was removed
-    if lock_file.is_symlink():
-        return False  # not one a window made: leave it alone
+    except OSError:
+        return False
     try:
         return owner_lock.take(lock_file)
     except (owner_lock.Held, OSError):
