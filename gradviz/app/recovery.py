@@ -3,8 +3,8 @@ and removed on a clean exit. A file whose window is gone means gradviz (or the m
 with unsaved work, and the next launch offers it back.
 
 Each window keys its file by a random id (never the process id: in a container every launch
-may get the same pid) and holds an exclusive lock on a companion ``.lock`` file while it lives;
-the kernel drops the lock when the process dies, even by ``kill -9``, so "locked" means "its
+may get the same pid) and holds an exclusive lock on a companion ``.lock`` file while it lives
+(``protocol.owner_lock``); the OS drops the lock when the process dies, even by ``kill -9``, so "locked" means "its
 window is alive" and "unlocked" means "left behind". A later window claims a left-behind file
 by taking its lock before it restores or deletes it, so two windows never restore the same text.
 
@@ -21,7 +21,7 @@ never fatal and never read again.
 from __future__ import annotations
 
 import errno
-import fcntl
+import getpass
 import json
 import math
 import os
@@ -30,12 +30,17 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
+from gradviz.protocol import owner_lock
 from gradviz.schema.atomic_write import atomic_writer
 from gradviz.schema.source_files import MAX_SOURCE_BYTES
 from gradviz.schema.units import format_bytes
+
+if TYPE_CHECKING:
+    import filelock
 
 RECOVERY_ENV = "GRADVIZ_RECOVERY_DIR"  # tests: a folder, or several joined by os.pathsep (first preferred)
 MAX_RECOVERY_BYTES = 8 * MAX_SOURCE_BYTES  # a format 1 file escaped non-ASCII text (up to 6 bytes a character)
@@ -55,7 +60,8 @@ def recovery_dirs() -> list[Path]:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         folders.append(Path(runtime) / "gradviz-recovery")
-    folders.append(Path(tempfile.gettempdir()) / f"gradviz-recovery-{os.getuid()}")
+    user = os.getuid() if hasattr(os, "getuid") else getpass.getuser()  # Windows has no uid
+    folders.append(Path(tempfile.gettempdir()) / f"gradviz-recovery-{user}")
     return folders
 
 
@@ -77,7 +83,7 @@ class Recovered:
         self.size = size  # bytes of UTF-8 text
         self._offset = offset  # where the text starts in the file (format 2)
         self._text = text  # an old (format 1) file's text, already parsed
-        self.lock_fd: int | None = None  # our claim on it while we act on it
+        self.lock: filelock.BaseFileLock | None = None  # our claim on it while we act on it
 
     @property
     def key(self) -> str:
@@ -150,7 +156,7 @@ class RecoveryStore:
             self.directories = [Path(directory)] if isinstance(directory, str | Path) else list(directory)
         self.key = key or f"w{uuid.uuid4().hex}"  # never all digits: those are an old gradviz's pids
         self._where = 0  # which folder this window writes to
-        self._lock_fd: int | None = None
+        self._lock: filelock.BaseFileLock | None = None
         self._locked_in: Path | None = None
         self.refusals: dict[Path, str] = {}  # folder -> why it would not take the text
 
@@ -208,21 +214,17 @@ class RecoveryStore:
             f.write(raw)
 
     def _take_lock(self, folder: Path) -> None:
-        fd = os.open(folder / f"{PREFIX}{self.key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise
-        self._lock_fd, self._locked_in = fd, folder
+            self._lock = owner_lock.take(folder / f"{PREFIX}{self.key}.lock")
+        except owner_lock.Held as exc:  # a random key: only another store with our key holds it
+            raise OSError(errno.EBUSY, "another window holds this recovery file", str(exc)) from None
+        self._locked_in = folder
 
     def _release_lock(self, *, delete: bool) -> None:
-        if self._lock_fd is None:
+        if self._lock is None:
             return
-        if delete and self._locked_in is not None:
-            _unlink_quietly(self._locked_in / f"{PREFIX}{self.key}.lock")
-        os.close(self._lock_fd)
-        self._lock_fd = self._locked_in = None
+        owner_lock.drop(self._lock, delete=delete)
+        self._lock = self._locked_in = None
 
     def clear(self) -> None:
         """The text is saved or discarded: no copy stays behind."""
@@ -265,7 +267,7 @@ class RecoveryStore:
     def claim(recovered: Recovered) -> bool:
         """Take a left-behind file for this window (until ``discard`` or ``release``); False
         when another window took it meanwhile or it is gone."""
-        if recovered.lock_fd is not None:
+        if recovered.lock is not None:
             return True
         claim = _claim(recovered.file.parent, recovered.key)
         if claim is False:
@@ -273,7 +275,7 @@ class RecoveryStore:
         if not recovered.file.exists():
             _unclaim(recovered.file.parent, recovered.key, claim, delete=False)
             return False
-        recovered.lock_fd = claim if isinstance(claim, int) and not isinstance(claim, bool) else None
+        recovered.lock = claim if not isinstance(claim, bool) else None
         return True
 
     @staticmethod
@@ -283,8 +285,8 @@ class RecoveryStore:
         if not RecoveryStore.claim(recovered) and recovered.file.exists():
             return False
         _unlink_quietly(recovered.file)
-        _unclaim(recovered.file.parent, recovered.key, recovered.lock_fd, delete=True)
-        recovered.lock_fd = None
+        _unclaim(recovered.file.parent, recovered.key, recovered.lock, delete=True)
+        recovered.lock = None
         return True
 
     def __repr__(self) -> str:
@@ -368,42 +370,40 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _claim(folder: Path, key: str) -> int | bool:
-    """Lock a left-behind file's ``.lock``: its descriptor when we hold it now, True when there
-    is no lock file (an old gradviz's file, keyed by a process id that is gone), False when its
-    window is alive."""
+def _claim(folder: Path, key: str) -> filelock.BaseFileLock | bool:
+    """Lock a left-behind file's ``.lock``: the lock when we hold it now, True when there is no
+    lock file (an old gradviz's file, keyed by a process id that is gone), False when its window
+    is alive."""
     if key.isdigit():  # written by a gradviz before the locks: keyed by its process id
         return not _pid_alive(int(key))
+    lock_file = folder / f"{PREFIX}{key}.lock"
     try:
-        fd = os.open(folder / f"{PREFIX}{key}.lock", os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        if stat.S_ISLNK(os.lstat(lock_file).st_mode):
+            return False  # not one a window made: leave it alone
     except FileNotFoundError:
         return True  # the window died between writing its text and its lock, or the lock was removed
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+        return owner_lock.take(lock_file)
+    except (owner_lock.Held, OSError):
         return False
-    return fd
 
 
-def _unclaim(folder: Path, key: str, claim: int | bool | None, *, delete: bool) -> None:
-    if isinstance(claim, int) and not isinstance(claim, bool):
-        if delete:
-            _unlink_quietly(folder / f"{PREFIX}{key}.lock")
-        os.close(claim)
+def _unclaim(folder: Path, key: str, claim: filelock.BaseFileLock | bool | None, *, delete: bool) -> None:
+    if claim is not None and not isinstance(claim, bool):
+        owner_lock.drop(claim, delete=delete)
 
 
 def release(recovered: Recovered) -> None:
     """Give up the claim on a left-behind file without deleting it (another launch may offer it)."""
     key = recovered.file.name[len(PREFIX) : -len(SUFFIX)]
-    _unclaim(recovered.file.parent, key, recovered.lock_fd, delete=False)
-    recovered.lock_fd = None
+    _unclaim(recovered.file.parent, key, recovered.lock, delete=False)
+    recovered.lock = None
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
+    if pid <= 0 or os.name == "nt":  # pid-keyed files come from old POSIX gradviz; Windows' kill(pid, 0) is Ctrl+C
         return False
     try:
         os.kill(pid, 0)

@@ -13,13 +13,19 @@ folder it holds a lock on; folders left by clients that died are removed at the 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gradviz.protocol import owner_lock
+from gradviz.schema.errors import GradvizError
+
+if TYPE_CHECKING:
+    import filelock
 
 PARENT_PID_ENV = "GRADVIZ_PARENT_PID"  # the worker dies with this process (Linux)
 WARM_ENV = "GRADVIZ_WORKER_WARM"  # "1": pay torch's first-call costs before the first request
@@ -33,7 +39,28 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+class WorkerUnsupported(GradvizError):
+    """The worker cannot run on this platform."""
+
+
+def worker_unsupported(platform: str | None = None) -> str | None:
+    """Why the worker cannot run here, or None. Its containment (a subreaper, process groups,
+    signals, ``select`` on pipes) is POSIX; the in-process ``gradviz.check`` works everywhere."""
+    platform = platform or sys.platform
+    if platform.startswith("win") or platform == "cygwin":
+        return (
+            "The gradviz worker (used by the gradviz command, the window and checks of a file) needs "
+            "Linux or macOS; on Windows, call gradviz.check(fn, inputs) or gradviz.testing.assert_gradients "
+            "in your own process, or use WSL."
+        )
+    return None
+
+
 def worker_command(python: str | None = None) -> list[str]:
+    """How to start the worker; ``WorkerUnsupported`` (a GradvizError) where it cannot run."""
+    problem = worker_unsupported()
+    if problem:
+        raise WorkerUnsupported(problem)
     return [python or sys.executable, *SAFE_PATH, "-m", "gradviz.worker"]
 
 
@@ -69,50 +96,35 @@ def worker_environment(
     return env
 
 
-_HELD_LOCKS: dict[Path, int] = {}  # run folder -> fd of its lock, held while this process lives
+_HELD_LOCKS: dict[Path, filelock.BaseFileLock] = {}  # run folder -> its lock, held while this process lives
 
 
 def make_run_root() -> Path:
     """A fresh folder for this client's result files, locked while this process lives.
 
     The lock (not the pid: containers reuse pids) tells a later client whether the folder's
-    owner is gone.
+    owner is gone (``owner_lock``).
     """
     remove_stale_run_roots()
     path = Path(tempfile.mkdtemp(prefix=RUN_ROOT_PREFIX))
-    fd = os.open(path / LOCK_NAME, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    _HELD_LOCKS[path] = fd
+    _HELD_LOCKS[path] = owner_lock.take(path / LOCK_NAME)
     return path
 
 
 def remove_run_root(path: Path) -> None:
-    fd = _HELD_LOCKS.pop(path, None)
+    lock = _HELD_LOCKS.pop(path, None)
+    if lock is not None:
+        owner_lock.drop(lock)  # first: Windows cannot remove a locked file
     shutil.rmtree(path, ignore_errors=True)
-    if fd is not None:
-        os.close(fd)
 
 
 def remove_stale_run_roots(tmp: str | None = None) -> list[Path]:
-    """Remove result folders whose owner died (its lock is free); live clients' stay."""
+    """Remove result folders whose owner died (its lock is free); live clients' stay. A folder
+    without a lock file (from before locks, or half made) has no owner either."""
     removed = []
     for path in Path(tmp or tempfile.gettempdir()).glob(f"{RUN_ROOT_PREFIX}*"):
-        if path in _HELD_LOCKS or not path.is_dir():
+        if path in _HELD_LOCKS or not path.is_dir() or owner_lock.owner_alive(path / LOCK_NAME):
             continue
-        try:
-            fd = os.open(path / LOCK_NAME, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:
-            fd = None  # a folder from before locks, or half made: nobody holds it
-        except OSError:
-            continue
-        try:
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # its owner is alive
-        finally:
-            if fd is not None:
-                os.close(fd)
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed

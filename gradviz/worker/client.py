@@ -29,8 +29,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from gradviz.protocol import messages, unresponsive
-from gradviz.protocol.launch import make_run_root, remove_run_root, worker_command, worker_environment
-from gradviz.schema.errors import ErrorKind
+from gradviz.protocol.launch import (
+    WorkerUnsupported,
+    make_run_root,
+    remove_run_root,
+    worker_command,
+    worker_environment,
+)
+from gradviz.schema.errors import ErrorKind, GradvizError
 
 OUTPUT_HEAD = 256 * 1024  # characters of user output passed through as they come, per request
 OUTPUT_TAIL = 16 * 1024  # ... and the last ones, shown at the end when there was more
@@ -38,8 +44,8 @@ STARTUP_TIMEOUT_S = 180.0  # importing torch on a cold disk can be slow; a hung 
 STOP_WAIT_S = 2.0  # how long the worker gets to stop its run and exit before it is killed
 
 
-class WorkerStartError(Exception):
-    """The worker process could not be started or did not get ready."""
+class WorkerStartError(GradvizError):
+    """The worker process could not be started (or cannot run on this platform) or did not get ready."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -153,10 +159,14 @@ class WorkerClient:
     def start(self) -> None:
         """Start the worker; it gets ready (imports torch) while the first request is on its way."""
         self.close()
+        try:
+            command = worker_command(self.python)
+        except WorkerUnsupported as exc:
+            raise WorkerStartError(exc.message) from None
         self.run_root = make_run_root()
         try:
             self._process = subprocess.Popen(
-                worker_command(self.python),
+                command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -16,9 +16,7 @@ temporary folder exists for a killed worker to leave behind.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import resource
 import signal
 import sys
 import tempfile
@@ -106,7 +104,11 @@ def read_faults(fd: int, limit: int = 4 * 2**20) -> str:
 
 def move_high(fd: int) -> int:
     """``fd`` moved to a high, close-on-exec number: programs the run starts do not inherit it, and
-    code that tries the low descriptors one by one does not stumble on it."""
+    code that tries the low descriptors one by one does not stumble on it. (POSIX modules are
+    imported here: the CLI imports the supervisor's ``default_memory_limit`` on any platform.)"""
+    import fcntl
+    import resource
+
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     floor = max(3, min(soft if soft > 0 else 1024, 1024) - 64)
     try:

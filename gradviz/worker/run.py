@@ -1,7 +1,7 @@
-"""One request, in a process forked from the worker for it alone.
+"""One request, in a process of its own, forked from the worker or spawned (``start_method``).
 
-Forked after torch was imported (and warmed), a run process starts in a fraction of a second
-and leaves nothing behind: the user's modules, global state they changed (grad mode,
+Forked after torch was imported (and warmed), a run process starts in a fraction of a second;
+spawned, it imported torch while the worker idled. Either way it leaves nothing behind: the user's modules, global state they changed (grad mode,
 monkeypatches, ``os.chdir``, ``sys.path``, environment), their memory and the processes they
 started all end with it. It lives in a process group of its own, so the worker can stop all of
 it at once, and it writes its Python stack to a fault file when asked (SIGUSR1), on a fatal
@@ -55,13 +55,25 @@ def _too_large(message: dict[str, Any], size: int) -> dict[str, Any]:
     return messages.error(message.get("id"), message.get("op"), detail)
 
 
-def serve_one(request: dict[str, Any], pipe_fd: int, fault_fd: int, threads: int, key: bytes) -> None:
-    """Run ``request`` in this (freshly forked) process, answer, and exit. Never returns."""
+STARTED = "started"  # in a phase message: the request starts now (the worker's clock for its time limit)
+
+
+def serve_one(
+    request: dict[str, Any], pipe_fd: int, fault_fd: int, threads: int, key: bytes, *, prepared: bool = False
+) -> None:
+    """Run ``request`` in this (fresh) process, answer, and exit. Never returns. ``prepared``: a
+    spawned run already called ``become_run_process``."""
     code = 0
     try:
-        _become_run_process(fault_fd, threads)
+        if prepared:
+            import torch
+
+            torch.set_num_threads(threads)
+        else:
+            become_run_process(fault_fd, threads)
         channel = Channel(os.fdopen(containment.move_high(pipe_fd), "wb", buffering=0), key)
         del key
+        channel.send({**messages.phase(request.get("id"), batched=False), STARTED: True})
         channel.send(_answer(request, channel))
     except BaseException:  # nothing may escape a forked child: the worker reports the death
         traceback.print_exc()
@@ -91,7 +103,8 @@ def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
         return messages.error(request_id, op, escaped_error(exc, request))
 
 
-def _become_run_process(fault_fd: int, threads: int) -> None:
+def become_run_process(fault_fd: int, threads: int) -> None:
+    """A group of its own, death with the worker, default signals, stacks to the fault file, torch."""
     os.setpgid(0, 0)  # a group of our own: stopping the run stops whatever it started
     _die_with_parent(signal.SIGKILL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -3,7 +3,8 @@
 Forking is only safe if the worker never started OpenMP's thread pool (a forked child would
 hang in its first parallel op) and never initialised CUDA (a forked child cannot use it). So
 the worker runs torch single-threaded, gives each run the thread count torch would have
-chosen, and asks a throw-away forked process which CUDA devices exist. With ``warm``, the
+chosen, and asks a throw-away process which CUDA devices exist (forked, or a fresh interpreter
+where runs are spawned: ``start_method``). With ``warm``, the
 first-call costs every check pays (module imports, vmap's first batch)
 are paid here, once, on tiny tensors, before the user asks.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from typing import Any
 
 
@@ -72,21 +74,38 @@ def devices() -> list[dict[str, Any]]:
     return found + [{"name": f"cuda:{k}", "label": name, "available": True, "reason": ""} for k, name in enumerate(cuda)]
 
 
+PROBE_TIMEOUT_S = 120.0  # a fresh interpreter importing torch and initialising CUDA
+STARTUP_WAIT_S = 120.0  # how long the worker's ready waits for its first spawned run to import torch
+
+
+def _cuda_names() -> list[str]:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return [torch.cuda.get_device_name(k) for k in range(torch.cuda.device_count())]
+    except Exception:
+        pass
+    return []
+
+
 def _probe_cuda() -> list[str]:
-    """Names of the CUDA devices, asked in a forked process so this one never initialises CUDA."""
+    """Names of the CUDA devices, asked in another process so this one never initialises CUDA."""
+    from gradviz.worker.start_method import cuda_probe_command
+
+    command = cuda_probe_command()
+    if command is not None:
+        try:
+            done = subprocess.run(command, stdout=subprocess.PIPE, timeout=PROBE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        return _names(done.stdout)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        names: list[str] = []
         try:
-            import torch
-
-            if torch.cuda.is_available():
-                names = [torch.cuda.get_device_name(k) for k in range(torch.cuda.device_count())]
-        except Exception:
-            names = []
+            os.write(write_end, json.dumps(_cuda_names()).encode())
         finally:
-            os.write(write_end, json.dumps(names).encode())
             os._exit(0)
     os.close(write_end)
     data = b""
@@ -94,7 +113,15 @@ def _probe_cuda() -> list[str]:
         data += chunk
     os.close(read_end)
     os.waitpid(pid, 0)
+    return _names(data)
+
+
+def _names(data: bytes) -> list[str]:
     try:
         return [str(n) for n in json.loads(data or b"[]")]
     except ValueError:
         return []
+
+
+if __name__ == "__main__":  # the probe, in a fresh interpreter (spawn)
+    print(json.dumps(_cuda_names()))

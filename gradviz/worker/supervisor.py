@@ -1,7 +1,8 @@
-"""The worker process: imports torch once, then forks a fresh run process for every request.
+"""The worker process: imports torch once, then starts a fresh run process for every request.
 
 The worker itself never runs user code. It reads requests on stdin and answers on what was
-its stdout; for each run request it forks a run process (``gradviz.worker.run``), relays that
+its stdout; for each run request it starts a run process (``gradviz.worker.run``: forked on
+Linux, spawned elsewhere, as ``start_method`` decides), relays that
 process's messages, and watches it: past its time limit, on Cancel, or past the memory limit
 it asks the run for its stack (SIGUSR1), stops it and answers with the user's line; if the run
 dies without answering, it says how and where. Whatever a run does, the worker answers for it
@@ -31,12 +32,15 @@ from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV, remove
 from gradviz.schema.errors import ErrorKind
 from gradviz.schema.units import format_bytes
 from gradviz.worker import containment
+from gradviz.worker.run import STARTED
+from gradviz.worker.start_method import RunStarter, Started
 
 POLL_S = 0.05  # how often a run's time, memory and the parent are looked at
 DUMP_WAIT_S = 1.0  # how long a run gets to write its stack before it is killed
 DRAIN_S = 1.0  # how long the worker reads what an ended run left in its pipe
 MEMORY_SHARE = 0.75  # of physical RAM a run may use by default
 KEY_BYTES = 32  # of each run's secret
+START_ALLOWANCE_S = 120.0  # past the time limit, for a spawned run still importing torch to start
 
 
 @dataclass
@@ -44,14 +48,25 @@ class Run:
     """The run process answering one request."""
 
     request: dict[str, Any]
-    pid: int
-    pipe: int  # read end of the run's message pipe
-    faults: int  # descriptor of the run's fault file
+    process: Started  # its pid, message pipe (read end) and fault file
     started: float
     decoder: messages.LineDecoder
     answered: bool = False
+    began: bool = False  # the run said its request started (a spawned run may import torch first)
     tampered: bool = False  # something else than the run's own code wrote into the pipe
     batched: bool = False  # the run said its user code runs under vmap right now
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def pipe(self) -> int:
+        return self.process.pipe
+
+    @property
+    def faults(self) -> int:
+        return self.process.faults
 
     @property
     def id(self) -> int | None:
@@ -60,11 +75,15 @@ class Run:
     @property
     def deadline(self) -> float | None:
         limit = self.request.get("timeout")
-        return self.started + float(limit) if limit else None
+        if not limit:
+            return None
+        return self.started + float(limit) + (0.0 if self.began else START_ALLOWANCE_S)
 
 
 class Supervisor:
-    def __init__(self, out: IO[bytes], requests_fd: int, *, threads: int, memory_limit: int) -> None:
+    def __init__(
+        self, out: IO[bytes], requests_fd: int, *, threads: int, memory_limit: int, starter: RunStarter | None = None
+    ) -> None:
         self.out, self.requests_fd = out, requests_fd
         self.threads, self.memory_limit = threads, memory_limit
         self.run: Run | None = None
@@ -73,6 +92,8 @@ class Supervisor:
         self.parent = os.getppid()
         self.meter = process_tree.TreeMeter(os.getpid())  # memory of everything below us
         self.quitting = False
+        self.starter = starter or RunStarter(threads)
+        self.starter.threads = threads
 
     # --- the loop ------------------------------------------------------------------------
     def serve(self) -> None:
@@ -81,10 +102,13 @@ class Supervisor:
                 self._step()
         finally:
             self.stop_run()
+            self.starter.close()
             containment.end_everything()
             _sweep_run_roots()
 
     def _step(self) -> None:
+        if self.run is None and not self.quitting:
+            self.starter.prepare()  # spawn: the next run imports torch while we wait
         fds = ([self.requests_fd] if self.requests_fd >= 0 else []) + ([self.run.pipe] if self.run else [])
         readable, _, _ = select.select(fds, [], [], POLL_S if self.run else 0.5)
         if self.requests_fd in readable:
@@ -99,8 +123,8 @@ class Supervisor:
             self._relay(os.read(self.run.pipe, 65536))
         if self.run:
             self._watch_run()
-        else:
-            process_tree.reap_exited()  # a process that took longer than REAP_WAIT_S to die
+        else:  # a process that took longer than REAP_WAIT_S to die; the spare is the starter's
+            process_tree.reap_exited(keep=self.starter.spare_pid)
         while self.pending and (self.run is None or self.run.answered) and not self.quitting:
             self._take(self.pending.popleft())
         if os.getppid() != self.parent:  # the client died (reparented): stop everything
@@ -148,19 +172,9 @@ class Supervisor:
 
     def _start_run(self, request: dict[str, Any]) -> None:
         key = os.urandom(KEY_BYTES)  # the run seals its lines with it; user code never gets it handed
-        read_end, write_end = os.pipe()
-        fault_fd = containment.fault_file()
-        pid = os.fork()
-        if pid == 0:  # the run process
-            from gradviz.worker.run import serve_one
-
-            os.close(read_end)
-            if self.requests_fd >= 0:
-                os.close(self.requests_fd)
-            os.close(self.out.fileno())  # the run talks to us only through its pipe
-            serve_one(request, write_end, fault_fd, self.threads, key)
-        os.close(write_end)
-        self.run = Run(request, pid, read_end, fault_fd, time.monotonic(), messages.SealedDecoder(key))
+        self.starter.close_in_child = tuple(fd for fd in (self.requests_fd, self.out.fileno()) if fd >= 0)
+        started = self.starter.start(request, key)
+        self.run = Run(request, started, time.monotonic(), messages.SealedDecoder(key))
 
     # --- a run in progress -------------------------------------------------------------------
     def _relay(self, data: bytes) -> None:
@@ -174,6 +188,8 @@ class Supervisor:
                 continue
             if message.get("type") == "phase":  # between the run and us
                 run.batched = bool(message.get("batched"))
+                if message.get(STARTED):  # a spawned run may still have been importing torch until now
+                    run.started, run.began = time.monotonic(), True
                 continue
             run.answered = messages.is_final(message)
             self.send(message)
@@ -250,6 +266,7 @@ class Supervisor:
         """The run and everything it started go (by ancestry, not by group); bounded waits only."""
         run, self.run = self.run, None
         containment.end_everything(run.pid)
+        run.process.forget()
         os.close(run.pipe)
         os.close(run.faults)
 
@@ -360,10 +377,13 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the client's to handle
     out = take_stdout()
     requests_fd = take_stdin()
-    from gradviz.worker.startup import prepare_torch
+    from gradviz.worker.startup import STARTUP_WAIT_S, prepare_torch
 
+    starter = RunStarter(threads=1)
+    starter.prepare()  # spawn: the first run imports torch while we do
     threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
-    _SUPERVISOR = Supervisor(out, requests_fd, threads=threads, memory_limit=default_memory_limit())
+    starter.wait_spare(STARTUP_WAIT_S)
+    _SUPERVISOR = Supervisor(out, requests_fd, threads=threads, memory_limit=default_memory_limit(), starter=starter)
     _SUPERVISOR.send(messages.ready(os.getpid(), version, devices))
     _SUPERVISOR.serve()
     out.flush()

@@ -1,0 +1,198 @@
+"""How the worker starts each run process: the one place that chooses fork or spawn.
+
+``fork`` (Linux, the default there): the run is forked from the worker after torch was imported
+and warmed, so it starts in milliseconds (``startup`` keeps the worker fork-safe: one thread, no
+CUDA).
+
+``spawn`` (every other platform): forking a process that has imported torch is not safe on
+macOS (Accelerate, libdispatch and the Objective-C runtime do not survive a fork), and Windows
+has no fork. The run is a fresh ``python -P -m gradviz.worker.spawned`` (``subprocess`` execs
+at once, which is safe everywhere). Its message pipe and fault file are inherited descriptors;
+the request, the thread count and the run's secret key come on its stdin, a pipe only the worker
+holds, never in argv or the environment, which other users' ``ps`` can read. Importing torch
+costs a second or two, so one *spare* run process is started while the worker idles (and while
+it starts: its ``ready`` waits for the first spare): it imports torch (and warms up), says so on
+a pipe of its own, and waits on stdin for its request. The run's time limit counts from when it
+says it started (``run.STARTED``), not while a spare handed a request at once still imports.
+
+The worker treats both alike: it relays the run's sealed messages, asks for its stack with
+SIGUSR1, meters and kills everything below itself, and describes a crash from the fault file.
+
+``GRADVIZ_WORKER_START=fork`` or ``=spawn`` forces a method; the worker reads it when it
+starts. (The tests force ``spawn`` on Linux for a subset of the worker tests.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gradviz.protocol import process_tree
+from gradviz.protocol.launch import SAFE_PATH
+from gradviz.worker import containment
+
+START_ENV = "GRADVIZ_WORKER_START"
+METHODS = ("fork", "spawn")
+
+
+def start_method(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """``fork`` on Linux, ``spawn`` elsewhere, unless ``GRADVIZ_WORKER_START`` names one."""
+    environ = os.environ if environ is None else environ
+    platform = platform or sys.platform
+    forced = environ.get(START_ENV, "").strip().lower()
+    if forced in METHODS:
+        return forced
+    if forced:
+        print(f"gradviz: {START_ENV}={forced!r} is not one of {', '.join(METHODS)}; ignored", file=sys.stderr)
+    return "fork" if platform.startswith("linux") else "spawn"
+
+
+@dataclass
+class Started:
+    """A run process the worker watches."""
+
+    pid: int
+    pipe: int  # read end of its message pipe
+    faults: int  # descriptor of its fault file
+    process: subprocess.Popen | None = None  # spawned: kept so Popen never reaps it behind our back
+    imported: int | None = None  # spawned: readable (a byte, or its end) once it imported torch
+
+    def forget(self) -> None:
+        """The run was reaped (``containment``): Popen must not wait on its pid, now free for reuse."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.returncode = -signal.SIGKILL
+
+
+class RunStarter:
+    """Starts run processes by the chosen method; for ``spawn``, keeps one spare ready."""
+
+    def __init__(self, threads: int, *, method: str | None = None, close_in_child: tuple[int, ...] = ()) -> None:
+        self.method = method or start_method()
+        self.threads = threads
+        self.close_in_child = close_in_child  # the worker's own channels: a forked run must not hold them
+        self.spare: Started | None = None
+
+    def wait_spare(self, seconds: float) -> bool:
+        """Block until the spare has imported torch (spawn; the worker's ``ready`` waits for it, so
+        the first request is not charged for an import the client's deadline does not expect)."""
+        if self.spare is None or self.spare.imported is None:
+            return True
+        readable, _, _ = select.select([self.spare.imported], [], [], seconds)
+        return bool(readable)
+
+    def prepare(self) -> None:
+        """While the worker idles: have a spare run process importing torch (spawn only)."""
+        if self.method != "spawn":
+            return
+        if self.spare is not None and process_tree.exit_status(self.spare.pid) is not None:
+            _discard(self.spare)  # it died while it waited (killed by someone, out of memory)
+            self.spare = None
+        if self.spare is None:
+            self.spare = self._spawn()
+
+    def start(self, request: dict[str, Any], key: bytes) -> Started:
+        """A run process serving ``request``, its lines sealed with ``key``."""
+        if self.method == "fork":
+            return self._fork(request, key)
+        run, self.spare = self.spare or self._spawn(), None
+        _close_imported(run)
+        if not _hand_over(run, request, key, self.threads):  # the spare died while it waited
+            _discard(run)
+            run = self._spawn()
+            _hand_over(run, request, key, self.threads)  # should this one die too, the worker says how
+        return run
+
+    @property
+    def spare_pid(self) -> int | None:
+        """The spare's pid: the worker's idle reaping leaves it to us (``prepare`` looks at it)."""
+        return self.spare.pid if self.spare is not None else None
+
+    def close(self) -> None:
+        """The worker stops: the spare goes (it never ran anything)."""
+        if self.spare is not None:
+            _discard(self.spare)
+            self.spare = None
+
+    def _fork(self, request: dict[str, Any], key: bytes) -> Started:
+        read_end, write_end = os.pipe()
+        fault_fd = containment.fault_file()
+        pid = os.fork()
+        if pid == 0:  # the run process
+            from gradviz.worker.run import serve_one
+
+            os.close(read_end)
+            for fd in self.close_in_child:  # the run talks to the worker only through its pipe
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            serve_one(request, write_end, fault_fd, self.threads, key)
+        os.close(write_end)
+        return Started(pid, read_end, fault_fd)
+
+    def _spawn(self) -> Started:
+        read_end, write_end = os.pipe()
+        imported, imported_write = os.pipe()
+        fault_fd = containment.fault_file()
+        passed = (write_end, fault_fd, imported_write)
+        command = [sys.executable, *SAFE_PATH, "-m", "gradviz.worker.spawned", *map(str, passed)]
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, pass_fds=passed)
+        except BaseException:
+            for fd in (read_end, imported, fault_fd):
+                os.close(fd)
+            raise
+        finally:
+            os.close(write_end)
+            os.close(imported_write)
+        return Started(process.pid, read_end, fault_fd, process, imported)
+
+
+def _hand_over(run: Started, request: dict[str, Any], key: bytes, threads: int) -> bool:
+    """Send a spawned run its request and key on stdin; False when it is gone."""
+    order = json.dumps({"request": request, "key": key.hex(), "threads": threads}).encode()
+    stdin = run.process.stdin if run.process is not None else None
+    if stdin is None:
+        return False
+    try:
+        stdin.write(order)
+        stdin.close()
+    except OSError:
+        return False
+    return True
+
+
+def _close_imported(run: Started) -> None:
+    if run.imported is not None:
+        os.close(run.imported)
+        run.imported = None
+
+
+def _discard(run: Started) -> None:
+    """Kill and reap a run process that never got (or never read) its request (still unreaped:
+    the worker's idle reaping leaves the spare alone, so its pid is still ours)."""
+    if run.process is not None and run.process.stdin is not None:
+        with contextlib.suppress(OSError):
+            run.process.stdin.close()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(run.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(run.pid, 0)
+    run.forget()
+    _close_imported(run)
+    os.close(run.pipe)
+    os.close(run.faults)
+
+
+def cuda_probe_command() -> list[str] | None:
+    """How ``startup`` asks for the CUDA devices without initialising CUDA in the worker: None to
+    fork a throw-away child (fork method), else a fresh interpreter to run."""
+    if start_method() == "fork":
+        return None
+    return [sys.executable, *SAFE_PATH, "-m", "gradviz.worker.startup"]

@@ -1,0 +1,40 @@
+"""Which start method the worker uses where, and one clear error where the worker cannot run."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from gradviz.protocol import launch
+from gradviz.schema.errors import GradvizError
+from gradviz.worker.client import WorkerClient, WorkerStartError
+from gradviz.worker.start_method import START_ENV, start_method
+
+
+@pytest.mark.parametrize(
+    ("platform", "environ", "expected"),
+    [
+        ("linux", {}, "fork"),
+        ("darwin", {}, "spawn"),
+        ("freebsd14", {}, "spawn"),
+        ("linux", {START_ENV: "spawn"}, "spawn"),
+        ("darwin", {START_ENV: " Fork "}, "fork"),
+        ("linux", {START_ENV: "forkserver"}, "fork"),  # not a method gradviz has: the platform's
+    ],
+)
+def test_fork_on_linux_spawn_elsewhere_unless_forced(platform, environ, expected, capsys):
+    assert start_method(environ, platform) == expected
+    assert ("forkserver" in capsys.readouterr().err) == (environ.get(START_ENV) == "forkserver")
+
+
+def test_starting_the_worker_on_windows_is_one_gradviz_error_and_leaves_no_folder(monkeypatch, tmp_path):
+    monkeypatch.setattr(launch.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(sys, "platform", "win32")
+    with pytest.raises(WorkerStartError) as raised:
+        WorkerClient(output=None).start()
+    assert isinstance(raised.value, GradvizError)
+    assert "needs Linux or macOS" in str(raised.value) and "gradviz.check" in str(raised.value)
+    assert not list(tmp_path.glob(f"{launch.RUN_ROOT_PREFIX}*"))
+    with pytest.raises(launch.WorkerUnsupported):
+        launch.worker_command()
