@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,7 @@ WARM_ENV = "GRADVIZ_WORKER_WARM"  # "1": pay torch's first-call costs before the
 MEMORY_ENV = "GRADVIZ_WORKER_MEMORY_MB"  # the most a run may use before it is stopped
 RUN_ROOT_PREFIX = "gradviz-runs-"
 LOCK_NAME = ".owner.lock"
+MAKING_GRACE_S = 60.0  # a folder younger than this may be one a client is still making
 
 
 def package_root() -> str:
@@ -120,10 +123,24 @@ def remove_run_root(path: Path) -> None:
 
 def remove_stale_run_roots(tmp: str | None = None) -> list[Path]:
     """Remove result folders whose owner died (its lock is free); live clients' stay. A folder
-    without a lock file (from before locks, or half made) has no owner either."""
+    without a lock file (from before locks, or half made) has no owner either.
+
+    A folder changed in the last ``MAKING_GRACE_S`` stays whatever its lock says: between
+    ``mkdtemp`` and taking the lock, another client's folder is visible and unlocked (two clients
+    starting together removed each other's new folder). A dead owner's young folder goes at a
+    later start."""
     removed = []
+    now = time.time()
     for path in Path(tmp or tempfile.gettempdir()).glob(f"{RUN_ROOT_PREFIX}*"):
-        if path in _HELD_LOCKS or not path.is_dir() or owner_lock.owner_alive(path / LOCK_NAME):
+        if path in _HELD_LOCKS:
+            continue
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or now - info.st_mtime < MAKING_GRACE_S:
+            continue
+        if owner_lock.owner_alive(path / LOCK_NAME):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)

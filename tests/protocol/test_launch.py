@@ -30,6 +30,8 @@ def test_a_killed_clients_folder_is_removed_and_a_live_ones_kept(tmp_path, monke
         (dead_root / "run1").mkdir()
         os.kill(dead.pid, signal.SIGKILL)
         dead.wait()
+        for root in (dead_root, live_root):  # made earlier than any client still making its own
+            _age(root, launch.MAKING_GRACE_S + 1)
         mine = launch.make_run_root()  # the next start cleans up
         assert not dead_root.exists() and live_root.is_dir() and mine.is_dir()
         launch.remove_run_root(mine)
@@ -38,6 +40,23 @@ def test_a_killed_clients_folder_is_removed_and_a_live_ones_kept(tmp_path, monke
         for process in (dead, alive):
             process.kill()
             process.wait()
+
+
+def _age(path: Path, seconds: float) -> None:
+    then = path.stat().st_mtime - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_folder_another_client_is_still_making_is_kept(tmp_path, monkeypatch):
+    """Between mkdtemp and its lock, a client's new folder looks ownerless: a client starting at
+    that moment must not remove it. Older, the same unlocked folder is a dead client's."""
+    monkeypatch.setattr(launch.tempfile, "gettempdir", lambda: str(tmp_path))
+    making = tmp_path / f"{launch.RUN_ROOT_PREFIX}making"
+    making.mkdir()
+    (making / launch.LOCK_NAME).touch()  # created, not yet locked
+    assert launch.remove_stale_run_roots() == [] and making.is_dir()
+    _age(making, launch.MAKING_GRACE_S + 1)
+    assert launch.remove_stale_run_roots() == [making] and not making.exists()
 
 
 def test_the_worker_environment_carries_the_parent_and_the_package(monkeypatch):
