@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
-import os
 import sys
 from pathlib import Path
 
 from gradviz._version import __version__
-from gradviz.cli_contract import ExitCode, add_exit_codes, error_document, json_document, misplaced_options
+from gradviz.cli_contract import (
+    ExitCode,
+    add_exit_codes,
+    error_document,
+    json_document,
+    misplaced_options,
+    short,
+)
+from gradviz.cli_window import launch_window
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
 
 DEFAULTS = CheckSettings()
@@ -176,11 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     if misplaced_options(argv, COMMANDS):
         build_parser().parse_args(argv)  # argparse's usage error (exit 2) for the unknown option
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--version", "--help")):
-        return _launch_app(argv)
+        return launch_window(argv)
     if argv[0] == "app":  # its options belong to the app's own parser
-        return _launch_app(argv[1:])
+        return launch_window(argv[1:])
     if argv[0] not in COMMANDS and argv[0].endswith(DOCUMENTS):
-        return _launch_app(argv)  # a file or session to open in the window
+        return launch_window(argv)  # a file or session to open in the window
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return run_check(args)
@@ -192,87 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_memory(args)
     if args.command == "graph":
         return run_graph(args)
-    return _launch_app(getattr(args, "app_args", []))
-
-
-# The window's packages (the [app] extra), as imported: a core install (`pip install gradviz`) has none.
-APP_MODULES = ("PySide6", "pyqtgraph", "pygments", "platformdirs")
-
-
-def missing_app_module() -> str | None:
-    """The first of the window's packages that is not installed, found without importing any
-    (Qt is imported once, by the window)."""
-    for name in APP_MODULES:
-        try:
-            if importlib.util.find_spec(name) is None:
-                return name
-        except ImportError:  # a finder that refuses the name: as good as absent
-            return name
-    return None
-
-
-def _launch_app(argv: list[str]) -> int:
-    missing = missing_app_module()
-    if missing:
-        print(
-            f"gradviz: the window needs {missing}, which is not installed: pip install 'gradviz[app]' "
-            "(gradviz check, the Python API and the pytest plugin work without it).",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    from gradviz.app.launch import parse_app_args, run_app
-
-    refused = refuse_app_arguments(parse_app_args(argv))
-    if refused:
-        print(f"gradviz: error: {refused}", file=sys.stderr)
-        return EXIT_ERROR
-    return run_app(argv)
-
-
-SCREENSHOT_FORMATS = (".png", ".jpg", ".jpeg", ".bmp")  # what QPixmap.save writes on every platform
-
-
-def refuse_app_arguments(args: argparse.Namespace) -> str | None:
-    """What the window could not honour, said before Qt starts (exit 2); None when all is fine.
-
-    A screenshot into a folder that is not there is refused, not created: a typo in the folder
-    would otherwise scatter folders, and the user sees at once which path was wrong. An unknown
-    ``--example`` is refused with the list, instead of opening the default as if asked for.
-    """
-    from gradviz.schema.library import builtin_functions, find_builtin
-    from gradviz.schema.targets import path_exists
-
-    if args.path:
-        try:
-            os.stat(args.path)
-        except (OSError, ValueError) as exc:  # ENAMETOOLONG and the like: a line, not a traceback
-            why = "no such file" if isinstance(exc, FileNotFoundError) else getattr(exc, "strerror", None) or exc
-            return f"cannot open {_short(args.path)}: {why}."
-    if args.screenshot:
-        shot = Path(args.screenshot)
-        folder = shot.parent
-        if shot.suffix.lower() not in SCREENSHOT_FORMATS:
-            return f"--screenshot {_short(args.screenshot)}: name a {', '.join(SCREENSHOT_FORMATS)} file."
-        if not os.path.isdir(folder):  # never raises: a name too long is not a folder
-            return f"--screenshot {_short(args.screenshot)}: the folder {_short(str(folder))} does not exist; create it first."
-        if not os.access(folder, os.W_OK):
-            return f"--screenshot {_short(args.screenshot)}: the folder {_short(str(folder))} is not writable."
-        if path_exists(shot) and not os.path.isfile(shot):
-            return f"--screenshot {_short(args.screenshot)}: that path is a folder or a special file, not an image file."
-    if args.example is not None:
-        try:
-            found = find_builtin(args.example)
-        except (OSError, ValueError):
-            found = None
-        if found is None:
-            names = ", ".join(entry.name for entry in builtin_functions())
-            return f"--example {_short(args.example)}: no such built-in example; the examples are: {names}."
-    return None
-
-
-def _short(text: str, limit: int = 120) -> str:
-    """A user's name for an error line: long names (a 4 KB path) cut in the middle."""
-    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]}"
+    return launch_window(getattr(args, "app_args", []))
 
 
 def run_list() -> int:
@@ -303,7 +229,7 @@ def run_memory(args: argparse.Namespace) -> int:
             raise ValueError
     except ValueError:
         _print_error(
-            "settings", f"--shape must be four integers N,C,H,W, not {_short(args.shape)!r}.", "", args.json, None
+            "settings", f"--shape must be four integers N,C,H,W, not {short(args.shape)!r}.", "", args.json, None
         )
         return EXIT_ERROR
     if not _stdout_usable(args.json):
@@ -445,7 +371,7 @@ def refuse_saved_arrays(folder: Path) -> str | None:
     if not found:
         return None
     shown = ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
-    return f"--save {_short(str(folder))} already holds {shown}; pass --overwrite to replace them, or save into another folder."
+    return f"--save {short(str(folder))} already holds {shown}; pass --overwrite to replace them, or save into another folder."
 
 
 def run_sweep(args: argparse.Namespace) -> int:

@@ -63,3 +63,8 @@ def misplaced_options(argv: list[str], commands: tuple[str, ...]) -> bool:
     must read them, as it does for ``gradviz check linear --jsn``, instead of the window's parser
     taking the command for a file to open."""
     return bool(argv) and argv[0].startswith("-") and any(word in commands for word in argv[1:])
+
+
+def short(text: str, limit: int = 120) -> str:
+    """A user's name for an error line: long names (a 4 KB path) cut in the middle."""
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]}"

@@ -24,7 +24,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from gradviz.cli import APP_MODULES, missing_app_module
+from gradviz.cli_window import APP_MODULES, missing_app_module
 from tests.install_venv import TORCH_TESTED, build_wheel, clean_env, plan, run, venv_claiming, venv_with_torch
 
 ROOT = Path(__file__).resolve().parents[1]
