@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from gradviz.cli_contract import ExitCode, short
+from gradviz.protocol.launch import worker_unsupported
 
 # The window's packages (the [app] extra), as imported: a core install (`pip install gradviz`) has none.
 APP_MODULES = ("PySide6", "pyqtgraph", "pygments", "platformdirs")
@@ -30,6 +31,10 @@ def missing_app_module() -> str | None:
 def launch_window(argv: list[str]) -> int:
     """``gradviz`` with no command, ``gradviz app ...``, ``gradviz FILE.py``: the window, or one
     line saying why not (its packages missing, an argument it could not honour), before Qt starts."""
+    unsupported = worker_unsupported()  # the window runs every check in the worker
+    if unsupported:
+        print(f"gradviz: {unsupported}", file=sys.stderr)
+        return ExitCode.ERROR
     missing = missing_app_module()
     if missing:
         print(

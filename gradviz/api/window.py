@@ -25,7 +25,7 @@ import torch
 
 from gradviz.api.locate import reach
 from gradviz.protocol.display import display_problem
-from gradviz.protocol.launch import SAFE_PATH, package_root, safe_pythonpath
+from gradviz.protocol.launch import SAFE_PATH, package_root, safe_pythonpath, worker_unsupported
 from gradviz.schema.settings import CheckSettings
 
 NO_DISPLAY = (
@@ -104,6 +104,10 @@ def show_in_window(
     problem = display_problem()
     if problem is not None:
         print(NO_DISPLAY.format(problem=problem), file=sys.stderr)
+        return None
+    unsupported = worker_unsupported()  # the window checks in its worker: none on Windows
+    if unsupported is not None:
+        print(f"gradviz: {unsupported}", file=sys.stderr)
         return None
     launch = prepare_launch(fn, inputs, settings)
     return subprocess.Popen(launch.command, cwd=launch.cwd, env=launch.env, start_new_session=True)

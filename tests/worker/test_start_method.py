@@ -38,3 +38,29 @@ def test_starting_the_worker_on_windows_is_one_gradviz_error_and_leaves_no_folde
     assert not list(tmp_path.glob(f"{launch.RUN_ROOT_PREFIX}*"))
     with pytest.raises(launch.WorkerUnsupported):
         launch.worker_command()
+
+
+def test_the_window_where_the_worker_cannot_run_is_one_line_before_qt(monkeypatch, capsys):
+    """On Windows the window could never check anything: `gradviz` says so instead of opening."""
+    from gradviz import cli
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    qt_before = "PySide6.QtWidgets" in sys.modules
+    assert cli.main(["app"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Linux or macOS" in err and "gradviz.check" in err
+    assert ("PySide6.QtWidgets" in sys.modules) == qt_before
+
+
+def test_show_where_the_worker_cannot_run_starts_nothing(monkeypatch, capsys, tmp_path):
+    import torch
+
+    from gradviz.api import window
+    from gradviz.schema.settings import CheckSettings
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(window, "display_problem", lambda: None)  # as on a Windows desktop
+    monkeypatch.setattr(window.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    assert window.show_in_window(torch.sin, (x,), CheckSettings()) is None
+    assert "Linux or macOS" in capsys.readouterr().err
