@@ -6,6 +6,11 @@ file or a CI log gets nothing (a hundred rewritten lines in a log help nobody). 
 has taken ``DELAY_S``: a quick check stays as quiet as before. The time left comes from
 ``gradviz.schema.time_left``, the estimate the window's run bar shows.
 
+Between the worker's reports the line keeps moving (a ticker thread, every ``TICK_S``): before the
+first report (the worker starting, torch and the user's module importing) it says so with the
+seconds elapsed, and after the last (the Jacobians compared, arrays written) it says it is
+finishing; a line that stood still for half a minute looked like a hang.
+
 The Function's own output goes through ``write`` here: the line is wiped first, so what the
 Function prints never lands in the middle of it, and it comes back at the next report.
 """
@@ -13,6 +18,7 @@ Function prints never lands in the middle of it, and it comes back at the next r
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import IO
@@ -21,6 +27,7 @@ from gradviz.schema.time_left import RunClock, time_left_text
 
 DELAY_S = 1.0  # a run shorter than this shows nothing
 INTERVAL_S = 0.25  # at most four rewrites a second (the worker reports every 0.05 s)
+TICK_S = 0.5  # how often the line moves while no report comes
 
 
 class TerminalProgress:
@@ -43,21 +50,42 @@ class TerminalProgress:
         self._drawn_at: float | None = None
         self._width = 0  # characters of the line on screen now (0: none)
         self._estimate = RunClock()
+        self._last: tuple[int, int] | None = None  # the last report's (done, total)
+        self._lock = threading.RLock()  # the ticker thread and the caller's reports share the line
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        elapsed = self._clock() - self._started
-        left = self._estimate.report(done, total, elapsed)  # every report counts for the rate
-        if not self.enabled or elapsed < DELAY_S or total <= 0:
-            return
-        if self._drawn_at is not None and elapsed - self._drawn_at < INTERVAL_S and done < total:
-            return
-        self._drawn_at = elapsed
-        self._draw(progress_line(done, total, left))
+        with self._lock:
+            elapsed = self._clock() - self._started
+            left = self._estimate.report(done, total, elapsed)  # every report counts for the rate
+            self._last = (done, total)
+            if not self.enabled or elapsed < DELAY_S or total <= 0:
+                return
+            if self._drawn_at is not None and elapsed - self._drawn_at < INTERVAL_S and done < total:
+                return
+            self._drawn_at = elapsed
+            self._draw(progress_line(done, total, left))
+
+    def tick(self) -> None:
+        """Between reports: before the first and after the last, the line says what is going on
+        and for how long (mid-run, the reports themselves move it)."""
+        with self._lock:
+            elapsed = self._clock() - self._started
+            if not self.enabled or elapsed < DELAY_S:
+                return
+            if self._last is not None and self._last[0] < self._last[1]:
+                return
+            if self._drawn_at is not None and elapsed - self._drawn_at < TICK_S:
+                return
+            self._drawn_at = elapsed
+            self._draw(waiting_line(self._last, elapsed))
 
     def write(self, text: str) -> None:
         """The Function's output: on a line of its own, never through the progress line."""
-        self.clear()
-        self._put(text)
+        with self._lock:
+            self.clear()
+            self._put(text)
 
     def flush(self) -> None:
         try:
@@ -67,16 +95,29 @@ class TerminalProgress:
 
     def clear(self) -> None:
         """Wipe the line (blanks over it, the cursor back at its start)."""
-        if self._width:
-            width, self._width = self._width, 0
-            self._put("\r" + " " * width + "\r")
-            self._drawn_at = None  # drawn again at the next report
+        with self._lock:
+            if self._width:
+                width, self._width = self._width, 0
+                self._put("\r" + " " * width + "\r")
+                self._drawn_at = None  # drawn again at the next report
 
     def __enter__(self) -> TerminalProgress:
+        if self.enabled and self._ticker is None:
+            self._stop.clear()
+            self._ticker = threading.Thread(target=self._tick_until_stopped, name="gradviz-progress", daemon=True)
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
         self.clear()
+
+    def _tick_until_stopped(self) -> None:
+        while not self._stop.wait(TICK_S):
+            self.tick()
 
     def _draw(self, line: str) -> None:
         # blanks (not an ANSI erase) over what is longer: every terminal, Windows' console included
@@ -97,6 +138,13 @@ def progress_line(done: int, total: int, seconds_left: float | None) -> str:
     left = time_left_text(seconds_left)
     line = f"gradviz: {100 * done // max(total, 1)}% ({done:,} / {total:,})"
     return f"{line}, {left}" if left else line
+
+
+def waiting_line(last: tuple[int, int] | None, elapsed: float) -> str:
+    """The line while no report comes: before the first (nothing counted yet) or after the last."""
+    if last is None or last[1] <= 0:
+        return f"gradviz: starting (worker, torch, your code)... {elapsed:.0f} s"
+    return f"gradviz: 100% ({last[1]:,} / {last[1]:,}), finishing... {elapsed:.0f} s"
 
 
 def _is_terminal(stream: IO[str]) -> bool:

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from gradviz.terminal_progress import TerminalProgress, progress_line
+from gradviz.terminal_progress import TerminalProgress, progress_line, waiting_line
 from tests.cli.runner import ROOT
 
 SLOW = textwrap.dedent(
@@ -152,3 +152,27 @@ def test_not_a_terminal_gets_nothing_but_the_functions_output():
     progress.write("hello\n")
     progress.clear()
     assert terminal.text == "hello\n"
+
+
+def test_the_line_moves_while_no_report_comes_before_the_first_and_after_the_last():
+    """The worker starting (torch, the user's module) and the work after the last column send no
+    report: the line says what is going on and for how long instead of standing still."""
+    clock, terminal = Clock(), Terminal()
+    progress = TerminalProgress(terminal, clock=clock)
+    clock.now = 0.5
+    progress.tick()
+    assert terminal.text == ""  # under a second: nothing
+    clock.now = 3.2
+    progress.tick()
+    assert terminal.text.endswith(waiting_line(None, 3.2)) and "starting" in terminal.text
+    clock.now = 4.0
+    progress(10, 100)
+    drawn = terminal.text
+    clock.now = 9.0
+    progress.tick()
+    assert terminal.text == drawn  # mid-run the reports move the line, not the ticker
+    progress(100, 100)
+    clock.now = 20.0
+    progress.tick()
+    assert terminal.text.endswith(waiting_line((100, 100), 20.0))
+    assert "finishing" in terminal.text and "20 s" in terminal.text
