@@ -221,6 +221,7 @@ def check_function(
     if not zero_analytic:
         tracker.check_cancel()
         result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
+        result.warnings += checks.fast_mode_warnings(result.checks, result.n_failing)
     end = time.perf_counter()
     result.seconds = {
         "numerical": t_numerical - start,
@@ -332,6 +333,11 @@ def _other_checks(
     """gradcheck's default checks after the Jacobian (unless jacobian_only), then double backward."""
     found = []
     leaf_names = [names[j] for j in in_indices]
+    if settings.fast_mode:
+        tol = {"eps": settings.eps, "atol": settings.atol, "rtol": settings.rtol, "nondet_tol": settings.nondet_tol}
+        found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked))
+    if settings.check_batched_grad:
+        found.append(checks.check_batched_grad(args, outputs, out_indices))
     if not settings.jacobian_only:
         shapes = {(i, j): (tuple(outputs[i].shape), tuple(args[j].shape)) for i in out_indices for j in in_indices}
         if isinstance(second, Exception):
