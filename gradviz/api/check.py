@@ -95,7 +95,7 @@ def check(
         result = check_function(checkable, prepared, settings)
     if not check_undefined_grad:
         result.checks = [c for c in result.checks if c.name != UNDEFINED]
-    options = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
+    options: dict[str, Any] = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
     if not check_undefined_grad:
         options["check_undefined_grad"] = False
     options.update({k: v for k, v in modes.items() if v != getattr(_DEFAULT, k)})  # the reproducer's gradcheck call

@@ -132,3 +132,14 @@ def test_cli_no_backward_ad_is_refused_as_gradcheck_refuses_it():
     out = run_cli("check", str(SOURCE), "--function", "Square", "--no-backward-ad")
     assert out.returncode == ExitCode.ERROR
     assert "check_backward_ad" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("fn", fns.FUNCTIONS, ids=lambda f: f.__name__)
+def test_jacobians_too_large_to_hold_keep_gradchecks_verdict(fn):
+    """Past the memory limit gradviz searches cells by projections; the options still decide."""
+    x = inputs(True)
+    options = {"fast_mode": True, "check_batched_grad": True}
+    torch.manual_seed(0)
+    report = gradviz.check(fn, x, raise_exception=False, max_memory_mb=0.001, **options)
+    assert report.result.analytic_path == "projections"
+    assert report.passed == gradcheck_verdict(fn, x, **options)
