@@ -29,6 +29,7 @@ from gradviz.cli_contract import (
     misplaced_options,
     short,
 )
+from gradviz.cli_gradcheck import add_gradcheck_flags, gradcheck_flags
 from gradviz.cli_window import launch_window
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
 
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all-checks", action="store_true", help="also check double backward (gradgradcheck)"
     )
     check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
+    add_gradcheck_flags(check)
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
     check.add_argument(
@@ -332,6 +334,7 @@ def run_check(args: argparse.Namespace) -> int:
             jacobian_only=args.jacobian_only,
             all_checks=args.all_checks,
             nondet_tol=args.nondet_tol,
+            **gradcheck_flags(args),
         )
 
     if args.save and not args.overwrite:

@@ -31,12 +31,7 @@ _DEFAULT = CheckSettings()
 # gradcheck's options gradviz does not run: accepted at gradcheck's defaults only.
 GRADCHECK_ONLY = {
     "check_grad_dtypes": False,
-    "check_batched_grad": False,
-    "check_batched_forward_grad": False,
     "check_forward_ad": False,
-    "check_backward_ad": True,
-    "fast_mode": False,
-    "masked": None,
 }
 
 
@@ -72,15 +67,15 @@ def check(
     backward, ``device`` moves the inputs first (None: where they are).
     """
     __tracebackhide__ = True
-    _refuse_gradcheck_only(
-        check_grad_dtypes=check_grad_dtypes,
-        check_batched_grad=check_batched_grad,
-        check_batched_forward_grad=check_batched_forward_grad,
-        check_forward_ad=check_forward_ad,
-        check_backward_ad=check_backward_ad,
-        fast_mode=fast_mode,
-        masked=masked,
-    )
+    _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes, check_forward_ad=check_forward_ad)
+    modes = {
+        "fast_mode": fast_mode,
+        "check_batched_grad": check_batched_grad,
+        "check_batched_forward_grad": check_batched_forward_grad,
+        "check_forward_ad": check_forward_ad,
+        "check_backward_ad": check_backward_ad,
+        "masked": masked,
+    }
     checkable = as_checkable(fn)
     args = as_arguments(inputs)
     _refuse_what_gradcheck_refuses(args)
@@ -94,14 +89,16 @@ def check(
         all_checks=all_checks,
         device=device,
         max_memory_mb=max_memory_mb,
+        **modes,
     )
     with prepared_arguments(checkable, args, target) as prepared:
         result = check_function(checkable, prepared, settings)
     if not check_undefined_grad:
         result.checks = [c for c in result.checks if c.name != UNDEFINED]
-    options = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
+    options: dict[str, Any] = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
     if not check_undefined_grad:
         options["check_undefined_grad"] = False
+    options.update({k: v for k, v in modes.items() if v != getattr(_DEFAULT, k)})  # the reproducer's gradcheck call
     report = Report(result, fn=fn, inputs=owned_copies(args, target), gradcheck_options=options)
     if raise_exception and not report.passed:
         raise GradientMismatch(report)
@@ -119,8 +116,10 @@ def settings_for(
     all_checks: bool = _DEFAULT.all_checks,
     device: str | torch.device | None = None,
     max_memory_mb: float | None = None,
+    **modes: Any,
 ) -> tuple[CheckSettings, torch.device | None]:
-    """Validated settings for these arguments, and the device to move them to (None: stay)."""
+    """Validated settings for these arguments, and the device to move them to (None: stay).
+    ``modes``: gradcheck's own options that CheckSettings carries (fast_mode, masked, ...)."""
     target = resolve_device(str(device)) if device is not None else None
     first = _first_tensor(args)
     settings = CheckSettings(
@@ -133,6 +132,7 @@ def settings_for(
         jacobian_only=jacobian_only,
         all_checks=all_checks,
         max_jacobian_bytes=memory_limit_bytes(max_memory_mb) if max_memory_mb is not None else None,
+        **modes,
     )
     settings.validate()
     return settings, target

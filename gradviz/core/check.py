@@ -221,6 +221,7 @@ def check_function(
     if not zero_analytic:
         tracker.check_cancel()
         result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
+        result.warnings += checks.fast_mode_warnings(result.checks, result.n_failing)
     end = time.perf_counter()
     result.seconds = {
         "numerical": t_numerical - start,
@@ -332,6 +333,11 @@ def _other_checks(
     """gradcheck's default checks after the Jacobian (unless jacobian_only), then double backward."""
     found = []
     leaf_names = [names[j] for j in in_indices]
+    if settings.fast_mode:
+        tol = {"eps": settings.eps, "atol": settings.atol, "rtol": settings.rtol, "nondet_tol": settings.nondet_tol}
+        found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked))
+    if settings.check_batched_grad:
+        found.append(checks.check_batched_grad(args, outputs, out_indices))
     if not settings.jacobian_only:
         shapes = {(i, j): (tuple(outputs[i].shape), tuple(args[j].shape)) for i in out_indices for j in in_indices}
         if isinstance(second, Exception):
@@ -464,6 +470,8 @@ def _check_large(
     start = time.perf_counter()
     tracker = Progress(len(out_indices) * len(in_indices) * large.MAX_PROBES, progress, cancel)
     checks_found = [_fast_gradcheck(fn, args, settings)]
+    if settings.check_batched_grad:
+        checks_found.append(checks.check_batched_grad(args, outputs, out_indices))
     found = []
     for i in out_indices:
         for j in in_indices:
@@ -499,6 +507,9 @@ def _large_title(block, names) -> str:
 
 def _fast_gradcheck(fn, args, settings: CheckSettings) -> CheckOutcome:
     """torch.autograd.gradcheck(fast_mode=True) itself: PyTorch's verdict from random projections."""
+    # asked for by name (fast_mode=True): its verdict is the check's; else one check among the searched cells
+    name = checks.FAST_MODE if settings.fast_mode else "fast_projection"
+
     def wrapper(*a):
         return call_apply(fn.apply, a, clone=True)
 
@@ -507,12 +518,12 @@ def _fast_gradcheck(fn, args, settings: CheckSettings) -> CheckOutcome:
             warnings.simplefilter("ignore")
             torch.autograd.gradcheck(
                 wrapper, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol, fast_mode=True,
-                check_undefined_grad=not settings.jacobian_only, nondet_tol=settings.nondet_tol,
+                check_undefined_grad=not settings.jacobian_only, nondet_tol=settings.nondet_tol, masked=settings.masked,
             )
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return CheckOutcome("fast_projection", checks.FAILED, f"gradcheck(fast_mode=True) failed: {first}")
-    return CheckOutcome("fast_projection", checks.PASSED, "gradcheck(fast_mode=True) passed on random projections.")
+        return CheckOutcome(name, checks.FAILED, f"gradcheck(fast_mode=True) failed: {first}")
+    return CheckOutcome(name, checks.PASSED, "gradcheck(fast_mode=True) passed on random projections.")
 
 
 _COUNT = re.compile(r"returned an incorrect number of gradients")

@@ -4,12 +4,15 @@ By default ``torch.autograd.gradcheck`` also fails a backward that is not reentr
 through the same graph differ), one that is not multiplied by grad_output (zero output
 gradients must give zero input gradients) and one that mishandles undefined output gradients.
 gradviz runs the same checks by default, so its verdict is gradcheck's; ``--all-checks`` adds
-double backward (``gradgradcheck``). A backward decorated ``@once_differentiable`` has declared
+double backward (``gradgradcheck``). gradcheck's opt-in checks run under their own names: ``fast_mode``
+(gradcheck's verdict from random projections, which then replaces the cell-by-cell one) and
+``batched_grad`` (gradcheck's own batched-gradient test). A backward decorated ``@once_differentiable`` has declared
 it has no double backward, which is reported as such rather than as a failure.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,12 +22,14 @@ from gradviz.core.function_info import is_once_differentiable
 from gradviz.core.jacobian import Jacobian, call_apply
 from gradviz.core.vjp import vjp
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import DECLARED, FAILED, PASSED, CheckOutcome
+from gradviz.schema.results import DECLARED, FAILED, FAST_MODE, PASSED, CheckOutcome
 
 REENTRANT = "reentrant"
 GRAD_OUTPUT = "multiplied_by_grad_output"
 UNDEFINED = "undefined_output_grads"
 DOUBLE_BACKWARD = "double_backward"
+BATCHED_GRAD = "batched_grad"
+__all__ = ["BATCHED_GRAD", "DOUBLE_BACKWARD", "FAST_MODE", "GRAD_OUTPUT", "REENTRANT", "UNDEFINED"]
 
 
 class ReentrancyMeter:
@@ -194,4 +199,62 @@ def check_double_backward(fn, args, *, eps: float, atol: float, rtol: float) -> 
         DOUBLE_BACKWARD,
         PASSED if ok else FAILED,
         "gradgradcheck passed." if ok else "gradgradcheck failed.",
+    )
+
+
+def check_fast_mode(fn, args: Sequence, *, eps: float, atol: float, rtol: float, nondet_tol: float, masked) -> CheckOutcome:
+    """``torch.autograd.gradcheck(fast_mode=True)`` itself: it compares v^T J u for random u, v (atol
+    scaled by sum|u|·sum|v|), so it may pass where a cell fails by a little, or the other way round.
+    The undefined-gradient and batched tests are left to their own named checks."""
+
+    def apply(*a):
+        return call_apply(fn.apply, a, clone=True)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.autograd.gradcheck(
+                apply, tuple(args), eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol, fast_mode=True,
+                check_undefined_grad=False, masked=masked,
+            )  # fmt: skip
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CheckOutcome(
+            FAST_MODE, FAILED, f"gradcheck(fast_mode=True) fails: {first} The cells shown are the full Jacobians."
+        )
+    return CheckOutcome(
+        FAST_MODE,
+        PASSED,
+        "gradcheck(fast_mode=True) passes on random projections v^T J u; this is the verdict, whatever the cells "
+        "of the full Jacobians shown say.",
+    )
+
+
+def fast_mode_warnings(found: Sequence[CheckOutcome], n_failing: int) -> list[str]:
+    """Where the cells shown and gradcheck's fast verdict disagree, say which one is the verdict."""
+    fast = next((c for c in found if c.name == FAST_MODE), None)
+    if fast is None or not n_failing or fast.failed:
+        return []
+    return [
+        f"{n_failing:,} cell(s) of the full Jacobians fail the element-wise comparison, but gradcheck(fast_mode=True) "
+        "passes: its random projections v^T J u allow atol scaled by sum|u|·sum|v|. The verdict is fast mode's; "
+        "run without fast_mode for the element-wise one."
+    ]
+
+
+def check_batched_grad(args: Sequence, outputs: Sequence[torch.Tensor], out_indices: Sequence[int]) -> CheckOutcome:
+    """gradcheck's ``check_batched_grad``, by PyTorch's own test: backward under the prototype
+    ``torch._vmap_internals.vmap`` must equal two plain backward calls. That vmap never calls a
+    Function's ``vmap`` staticmethod or ``generate_vmap_rule``: a NumPy backward fails it, a wrong
+    vmap rule passes it."""
+    from torch.autograd.gradcheck import GradcheckError, _test_batched_grad
+
+    try:
+        for i in out_indices:
+            _test_batched_grad(tuple(args), outputs[i], i)
+    except GradcheckError as exc:
+        first = str(exc).strip().splitlines()[0]
+        return CheckOutcome(BATCHED_GRAD, FAILED, f"gradcheck's batched-gradient test fails: {first}")
+    return CheckOutcome(
+        BATCHED_GRAD, PASSED, "backward under gradcheck's prototype vmap equals plain backward calls."
     )

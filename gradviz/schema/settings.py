@@ -61,6 +61,16 @@ def dtype_defaults(dtype: str) -> Tolerance:
     return Tolerance(**asdict(DTYPE_DEFAULTS[dtype]))
 
 
+# gradcheck's boolean options that CheckSettings carries under gradcheck's own names
+GRADCHECK_FLAGS = (
+    "fast_mode",
+    "check_batched_grad",
+    "check_batched_forward_grad",
+    "check_forward_ad",
+    "check_backward_ad",
+)
+
+
 @dataclass
 class CheckSettings:
     """One check's settings; the defaults are gradcheck's."""
@@ -75,6 +85,13 @@ class CheckSettings:
     jacobian_only: bool = False  # skip gradcheck's other default checks (reentrancy, grad_output, undefined)
     all_checks: bool = False  # add double backward (gradgradcheck)
     nondet_tol: float = 0.0
+    # gradcheck's own options, with its defaults and meaning (see gradviz/core/gradcheck_options.py)
+    fast_mode: bool = False  # the verdict is gradcheck(fast_mode=True)'s: random projections u^T J v
+    check_batched_grad: bool = False  # also gradcheck's batched-grad test (prototype vmap over backward)
+    check_batched_forward_grad: bool = False  # needs check_forward_ad, which gradviz does not run yet
+    check_forward_ad: bool = False  # not run yet: refused by validate()
+    check_backward_ad: bool = True  # False needs check_forward_ad, as gradcheck requires
+    masked: bool | None = None  # masked semantics of sparse inputs; no effect on dense ones
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     batched: bool = True  # vmap batches where they agree with plain calls; False: plain calls only
     # explanations, never part of the verdict: a float64 re-check when a lower precision fails,
@@ -123,9 +140,33 @@ class CheckSettings:
         if self.max_jacobian_bytes is not None:
             check_positive_int("the memory limit (bytes)", self.max_jacobian_bytes)
         check_positive_int("chunk_bytes", self.chunk_bytes)
-        for name in ("jacobian_only", "all_checks", "batched", "explain"):
+        for name in ("jacobian_only", "all_checks", "batched", "explain", *GRADCHECK_FLAGS):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be true or false, not {getattr(self, name)!r}.")
+        if self.masked is not None and not isinstance(self.masked, bool):
+            raise SettingsError(f"masked must be true, false or null, not {self.masked!r}.")
+        self._validate_modes()
+
+    def _validate_modes(self) -> None:
+        """gradcheck's own preconditions (it raises before computing anything), and forward mode,
+        which gradviz does not run yet."""
+        if not (self.check_forward_ad or self.check_backward_ad):
+            raise SettingsError(
+                "Expected at least one of check_forward_ad or check_backward_ad to be True (gradcheck "
+                "refuses check_backward_ad=False alone too): keep check_backward_ad=True."
+            )
+        if self.check_batched_grad and not self.check_backward_ad:
+            raise SettingsError("Setting check_batched_grad=True requires check_backward_ad to be True.")
+        if self.check_batched_forward_grad and not self.check_forward_ad:
+            raise SettingsError(
+                "Setting check_batched_forward_grad=True requires check_forward_ad to be True (as gradcheck "
+                "requires), and gradviz does not run forward mode (check_forward_ad) yet."
+            )
+        if self.check_forward_ad:
+            raise SettingsError(
+                "gradviz does not run forward mode (check_forward_ad=True) yet: call "
+                "torch.autograd.gradcheck(..., check_forward_ad=True) for that check."
+            )
 
 
 def _number(name: str, value: object) -> float:

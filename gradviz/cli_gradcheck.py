@@ -1,0 +1,43 @@
+"""``gradviz check``'s flags for gradcheck's own opt-in options, under names that say what they do.
+
+Each maps to the CheckSettings field of gradcheck's name, so ``gradviz check --fast-mode`` gives
+``torch.autograd.gradcheck(..., fast_mode=True)``'s verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_gradcheck_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags, on the ``check`` subcommand."""
+    parser.add_argument(
+        "--fast-mode",
+        action="store_true",
+        help="gradcheck's fast_mode: the verdict compares random projections v^T J u (the full Jacobians are "
+        "still shown)",
+    )
+    parser.add_argument(
+        "--batched-grad",
+        action="store_true",
+        help="gradcheck's check_batched_grad: backward under PyTorch's prototype vmap must equal plain calls",
+    )
+    parser.add_argument(
+        "--masked", action="store_true", help="gradcheck's masked=True (only sparse inputs differ; dense are checked)"
+    )
+    parser.add_argument(
+        "--no-backward-ad",
+        action="store_true",
+        help="gradcheck's check_backward_ad=False (needs forward mode, which gradviz does not run yet)",
+    )
+
+
+def gradcheck_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The CheckSettings fields the flags set."""
+    return {
+        "fast_mode": args.fast_mode,
+        "check_batched_grad": args.batched_grad,
+        "masked": True if args.masked else None,
+        "check_backward_ad": not args.no_backward_ad,
+    }
