@@ -52,19 +52,29 @@ def parameter_names(module: torch.nn.Module, parameters: bool | Sequence[str]) -
 class ModuleFunction(CallableFunction):
     """``module`` as a pure function of its inputs then the named parameters, dressed for the core.
 
-    ``input_names`` is read by ``argument_names``: the inputs keep the names of the module's
-    ``forward`` parameters, the parameters are named as ``named_parameters`` names them."""
+    The parameters are the last ``len(names)`` arguments, so the number of inputs need not be
+    known before they are made (a CLI target's ``example_inputs`` runs after the Function is
+    chosen). ``argument_names_for`` is read by ``argument_names``: the inputs keep the names of
+    the module's ``forward`` parameters, the parameters are named as ``named_parameters`` does."""
 
-    def __init__(self, module: torch.nn.Module, count: int, names: list[str]) -> None:
-        self.module, self.count, self.parameter_names = module, count, names
+    def __init__(self, module: torch.nn.Module, names: list[str]) -> None:
+        self.module, self.parameter_names = module, names
 
         def call(*args: Any) -> Any:
-            inputs, params = args[:count], args[count:]
-            return torch.func.functional_call(module, dict(zip(names, params, strict=True)), inputs)
+            count = len(args) - len(names)
+            params = dict(zip(names, args[count:], strict=True))
+            return torch.func.functional_call(module, params, args[:count])
 
         super().__init__(call, callable_name(module))
-        inputs = argument_names(CallableFunction(module.forward), count)
-        self.input_names = inputs + names
+
+    def argument_names_for(self, count: int) -> list[str]:
+        inputs = count - len(self.parameter_names)
+        return argument_names(CallableFunction(self.module.forward), inputs) + self.parameter_names
+
+    def parameter_copies(self) -> tuple[torch.Tensor, ...]:
+        """The chosen parameters as fresh leaves gradviz may perturb: the module's stay untouched."""
+        own = dict(self.module.named_parameters())
+        return tuple(own[name].detach().clone().requires_grad_(True) for name in self.parameter_names)
 
 
 def with_parameters(
@@ -72,12 +82,16 @@ def with_parameters(
 ) -> tuple[ModuleFunction, tuple[Any, ...]]:
     """The module as a function of ``args`` then the chosen parameters, and those arguments: the
     parameters as detached copies (their dtype, device and values; requires_grad set)."""
+    fn = ModuleFunction(module, chosen_parameters(module, parameters))
+    return fn, (*args, *fn.parameter_copies())
+
+
+def chosen_parameters(module: torch.nn.Module, parameters: bool | Sequence[str]) -> list[str]:
+    """``parameter_names``, refusing an empty choice (there would be nothing added to check)."""
     names = parameter_names(module, parameters)
     if not names:
         raise ValueError(
             f"{type(module).__name__} has no parameter that requires grad to check: "
             "pass parameters=[names] or leave parameters off."
         )
-    own = dict(module.named_parameters())
-    copies = tuple(own[name].detach().clone().requires_grad_(True) for name in names)
-    return ModuleFunction(module, len(args), names), (*args, *copies)
+    return names
