@@ -69,7 +69,8 @@ class ModuleFunction(CallableFunction):
 
     def argument_names_for(self, count: int) -> list[str]:
         inputs = count - len(self.parameter_names)
-        return argument_names(CallableFunction(self.module.forward), inputs) + self.parameter_names
+        forward: Any = CallableFunction(self.module.forward)  # read like any callable's forward
+        return argument_names(forward, inputs) + self.parameter_names
 
     def parameter_copies(self) -> tuple[torch.Tensor, ...]:
         """The chosen parameters as fresh leaves gradviz may perturb: the module's stay untouched."""

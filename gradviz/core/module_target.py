@@ -35,7 +35,7 @@ def use_module_parameters(
             f"{type(module).__name__}.",
         )
     try:
-        fn = ModuleFunction(module, chosen_parameters(module, parameters))
+        fn: Any = ModuleFunction(module, chosen_parameters(module, parameters))  # a Checkable
     except ValueError as exc:
         raise TargetError(ErrorKind.SETTINGS, str(exc)) from None
     inputs = loaded.example_inputs
