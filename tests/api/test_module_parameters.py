@@ -154,3 +154,15 @@ def test_the_memory_guard_counts_the_parameter_columns():
     both = gradviz.check(module, x, parameters=True, max_memory_mb=limit_mb)
     assert both.passed == _oracle(module, x, ["weight", "bias"])
     assert both.result.large_blocks and any("Jacobians would take" in w for w in both.warnings)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_the_verdict_and_names_are_gradchecks():
+    module, x = _net(HalfWeightFn)
+    module, x = module.cuda(), x.detach().cuda().requires_grad_(True)
+    before = _snapshot(module)
+    report = gradviz.check(module, x, parameters=True, raise_exception=False)
+    assert report.passed == _oracle(module, x, [n for n, _ in module.named_parameters()])
+    assert not report.block(0, "layer.weight").passed and report.block(0, "x").passed
+    for name, tensor in module.named_parameters():
+        assert torch.equal(tensor, before[name]) and tensor.grad is None
