@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from gradviz.core.callables import CallableFunction
 from gradviz.core.loader import LoadedSource, TargetError, choose_function
 from gradviz.core.module_parameters import ModuleFunction, chosen_parameters, is_module
 from gradviz.schema.errors import ErrorKind, from_exception
@@ -24,6 +25,12 @@ def use_module_parameters(
     """Make ``function`` (a callable returning an nn.Module) the module checked with ``parameters``."""
     name = function or loaded.default_function or next(iter(loaded.functions))
     factory = choose_function(loaded, name)
+    if not isinstance(factory, CallableFunction):  # a Function class: nothing to build a module with
+        raise TargetError(
+            ErrorKind.NO_FUNCTION,
+            f"--parameters checks an nn.Module's parameters: name a callable that returns one "
+            f"(pkg.mod:make_model or file.py:make_model); {name} is a torch.autograd.Function.",
+        )
     try:
         module = factory.apply()
     except (Exception, SystemExit) as exc:

@@ -119,3 +119,13 @@ def test_an_unknown_parameter_name_is_refused_with_the_valid_ones(package):
     out = gradviz("check", f"{PACKAGE}.nets:good", "--parameters", "layer.wieght", cwd=package)
     assert out.returncode == 2
     assert "layer.wieght" in out.stderr and "layer.weight, layer.bias" in out.stderr
+
+
+def test_a_file_target_with_its_factory_works_and_a_function_class_is_refused(package, monkeypatch):
+    nets = package / PACKAGE / "nets.py"
+    out = gradviz("check", f"{nets}:bad", "--parameters", "layer.weight", "--json", cwd=package)
+    document = json.loads(out.stdout)
+    assert [i["name"] for i in document["inputs"]] == ["x", "layer.weight"]
+    assert document["passed"] == _oracle(package, "bad", ["layer.weight"], monkeypatch) is False
+    refused = gradviz("check", f"{nets}:LinearFn", "--parameters", cwd=package)
+    assert refused.returncode == 2 and "LinearFn is a torch.autograd.Function" in refused.stderr
