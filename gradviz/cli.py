@@ -93,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
         "too large, non-differentiable) in the table and the JSON",
     )
     check.add_argument(
+        "--parameters",
+        nargs="?",
+        const=True,
+        metavar="NAMES",
+        help="TARGET is a callable returning an nn.Module: also check its parameters' gradients, all of them or "
+        "those named (layer.weight,layer.bias); off by default, each parameter element adds a Jacobian column",
+    )
+    check.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
@@ -351,6 +359,8 @@ def run_check(args: argparse.Namespace) -> int:
         "overwrite": args.overwrite,
         "sweep": args.sweep,
     }
+    if args.parameters is not None:  # True: all; NAME,NAME: those
+        extra["parameters"] = args.parameters if args.parameters is True else args.parameters.split(",")
     reply = _run_in_worker("check", args, settings, extra)
     if reply is None:
         return EXIT_ERROR

@@ -13,7 +13,7 @@ also writes the report, its figures and a reproducer script for every failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -47,6 +47,7 @@ def assert_gradients(
     all_checks: bool = _DEFAULT.all_checks,
     device: str | torch.device | None = None,
     max_memory_mb: float | None = None,
+    parameters: bool | Sequence[str] = False,
 ) -> Report:
     """``gradviz.check(fn, inputs, ...)`` that raises :class:`GradientMismatch` (an
     AssertionError) on failure; the report when it passes. The keywords are ``gradviz.check``'s
@@ -75,4 +76,5 @@ def assert_gradients(
         all_checks=all_checks,
         device=device,
         max_memory_mb=max_memory_mb,
+        parameters=parameters,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -24,6 +24,7 @@ from gradviz.core.check import check_function
 from gradviz.core.checks import UNDEFINED
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device
 from gradviz.core.loader import argument_names
+from gradviz.core.module_parameters import ModuleFunction, is_module, with_parameters
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import DTYPES, CheckSettings, memory_limit_bytes
 
@@ -56,6 +57,7 @@ def check(
     all_checks: bool = _DEFAULT.all_checks,
     device: str | torch.device | None = None,
     max_memory_mb: float | None = None,
+    parameters: bool | Sequence[str] = False,
 ) -> Report:
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
@@ -65,6 +67,13 @@ def check(
     ``raise_exception=False``; an exception in the Function's code raises
     :class:`gradviz.UserCodeError` chained to it, the traceback holding the user's frames only. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double
     backward, ``device`` moves the inputs first (None: where they are).
+
+    ``parameters`` (``fn`` an ``nn.Module``): also check the gradients of its parameters, all that
+    require grad (``True``) or those named (``["layer.weight"]``); blocks are then named
+    ``out0 / layer.weight``. Off by default: every parameter element adds a column to the
+    Jacobian (two more forward calls), and a model's parameters outnumber its inputs by far;
+    ``max_memory_mb`` bounds the added columns as it does the inputs'. The module's own
+    parameters are left untouched (gradviz perturbs copies, passed via ``functional_call``).
     """
     __tracebackhide__ = True
     _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes, check_forward_ad=check_forward_ad)
@@ -78,6 +87,10 @@ def check(
     }
     checkable = as_checkable(fn)
     args = as_arguments(inputs)
+    called: Callable[..., Any] = fn
+    if parameters is not False:
+        checkable, args = module_with_parameters(fn, args, parameters)
+        called = checkable.apply
     _refuse_what_gradcheck_refuses(args)
     settings, target = settings_for(
         args,
@@ -99,10 +112,21 @@ def check(
     if not check_undefined_grad:
         options["check_undefined_grad"] = False
     options.update({k: v for k, v in modes.items() if v != getattr(_DEFAULT, k)})  # the reproducer's gradcheck call
-    report = Report(result, fn=fn, inputs=owned_copies(args, target), gradcheck_options=options)
+    report = Report(result, fn=called, inputs=owned_copies(args, target), gradcheck_options=options)
     if raise_exception and not report.passed:
         raise GradientMismatch(report)
     return report
+
+
+def module_with_parameters(
+    fn: Any, args: tuple[Any, ...], parameters: bool | Sequence[str]
+) -> tuple[ModuleFunction, tuple[Any, ...]]:
+    """``parameters=`` applies to an ``nn.Module``: TypeError for anything else."""
+    if not is_module(fn):
+        raise TypeError(
+            f"parameters= needs an nn.Module to take the parameters from; fn is a {type(fn).__name__}."
+        )
+    return with_parameters(fn, args, parameters)
 
 
 def settings_for(

@@ -181,7 +181,11 @@ def forward_parameters(fn: type[torch.autograd.Function]) -> list[inspect.Parame
 
 
 def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
-    """Names of the arguments of ``apply``, for labels such as ``weight[2,0]``."""
+    """Names of the arguments of ``apply``, for labels such as ``weight[2,0]``: the callable's own
+    own ``argument_names_for`` when it has one (a module checked with its parameters: ``layer.weight``)."""
+    given = getattr(fn, "argument_names_for", None)
+    if callable(given):
+        return list(given(count))
     params = forward_parameters(fn)
     names = []
     for j in range(count):

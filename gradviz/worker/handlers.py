@@ -29,10 +29,15 @@ def _load(request: dict[str, Any]):
     if request.get("target"):
         loaded = load_target(request["target"], inputs_path=request.get("inputs_path"))
         request.setdefault("filename", loaded.filename)  # so an escaped error names the module's lines
-        return loaded
-    if request.get("path"):
-        return load_file(request["path"])
-    return load_source(request["source"], request.get("filename") or "<editor>")
+    elif request.get("path"):
+        loaded = load_file(request["path"])
+    else:
+        loaded = load_source(request["source"], request.get("filename") or "<editor>")
+    if request.get("parameters"):  # pkg.mod:factory --parameters: the module it returns, with them
+        from gradviz.core.module_target import use_module_parameters
+
+        use_module_parameters(loaded, request.get("function"), request["parameters"])
+    return loaded
 
 
 def _progress(request: dict[str, Any], send: Send) -> Callable[[int, int], None]:
