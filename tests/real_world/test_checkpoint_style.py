@@ -38,8 +38,13 @@ def _gradcheck(fn, args) -> bool:
             return False
 
 
-def _args(module):
-    return module.example_inputs(torch.device("cpu"), torch.float64)
+def _args(module, device: str = "cpu"):
+    return module.example_inputs(torch.device(device), torch.float64)
+
+
+# On CUDA the perturbation writes through torch indexing instead of a NumPy view: it must leave the
+# version counter of what the forward saved untouched, or the backward that follows would refuse to run.
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +52,16 @@ def corpus():
     return oracle.load_module(FILE)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", NAMES)
-def test_api_verdict_is_gradchecks(corpus, name):
+def test_api_verdict_is_gradchecks(corpus, name, device):
     fn = getattr(corpus, name)
-    expected = _gradcheck(fn, _args(corpus))
+    expected = _gradcheck(fn, _args(corpus, device))
     assert expected == (name == "Checkpoint")  # the corpus itself is sound
-    args = _args(corpus)
+    args = _args(corpus, device)
     before = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
     rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state() if device == "cuda" else None
     report = gradviz.check(fn, args, raise_exception=False)
     assert report.passed == expected, report
     weight = next(b for b in report.result.blocks if b.input == 2)
@@ -64,6 +71,8 @@ def test_api_verdict_is_gradchecks(corpus, name):
             assert torch.equal(a.detach(), b) and a.grad is None
             assert a.detach().view(-1).view(torch.int64).equal(b.view(-1).view(torch.int64))  # bitwise
     assert torch.equal(torch.get_rng_state(), rng)
+    if cuda_rng is not None:
+        assert torch.equal(torch.cuda.get_rng_state(), cuda_rng)
     assert not any(ZERO_BLOCK in w for w in report.result.warnings)
 
 
@@ -108,3 +117,28 @@ def test_all_zero_block_is_named_by_the_cli(tmp_path):
     table = _cli(f"{UNUSED}:UnusedWeight", cwd=tmp_path)
     assert table.returncode == (0 if expected else 1), table.stderr
     assert ZERO_BLOCK in " ".join(table.stdout.split()), table.stdout
+
+
+class _RaisesWhenMoved(torch.autograd.Function):
+    """Raises as soon as its first element is not where the caller left it (mid-perturbation)."""
+
+    home: float = 0.0
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.flatten()[0].item() != _RaisesWhenMoved.home:
+            raise ValueError("moved")
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        return 3 * g
+
+
+def test_caller_tensor_restored_bitwise_when_forward_raises_mid_perturbation():
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    before = x.detach().clone()
+    _RaisesWhenMoved.home = x[0].item()
+    with pytest.raises(gradviz.UserCodeError):
+        gradviz.check(_RaisesWhenMoved, (x,), raise_exception=False)
+    assert x.detach().view(torch.int64).equal(before.view(torch.int64)) and x.grad is None
