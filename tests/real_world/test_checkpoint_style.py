@@ -142,3 +142,19 @@ def test_caller_tensor_restored_bitwise_when_forward_raises_mid_perturbation():
     with pytest.raises(gradviz.UserCodeError):
         gradviz.check(_RaisesWhenMoved, (x,), raise_exception=False)
     assert x.detach().view(torch.int64).equal(before.view(torch.int64)) and x.grad is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_weight_larger_than_a_batch_chunk_gets_gradchecks_verdict(corpus, name):
+    """48 weight elements: more than gradviz computes by plain calls before trying vmapped
+    batches, which would perturb copies the module never reads."""
+    fn = getattr(corpus, name)
+
+    def args():
+        torch.manual_seed(0)
+        block = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.Tanh()).double()
+        return (block, torch.randn(5, 8, dtype=torch.float64, requires_grad=True), *block.parameters())
+
+    report = gradviz.check(fn, args(), raise_exception=False)
+    assert report.passed == _gradcheck(fn, args())
+    assert not [w for w in report.result.warnings if ZERO_BLOCK in w]
