@@ -2,8 +2,10 @@
 
 Same parameter names and defaults as ``torch.autograd.gradcheck`` (the defaults come from
 ``CheckSettings``, gradviz's one home for them), so swapping one call for the other changes the
-output, never the verdict. The core works on fresh copies of the inputs, and every random
-number generator the Function could draw from is put back afterwards.
+output, never the verdict. As gradcheck does, the core perturbs the caller's own tensors in
+place (a Function may also read them through a module) and restores every element bitwise; a
+forward that modifies its inputs gets copies. Every random number generator the Function could
+draw from is put back afterwards.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def check(
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
     ``fn``: a Function class, its ``.apply``, or any callable built on Functions. ``inputs``: a
-    tensor or a tuple of arguments, as gradcheck takes them; they are never modified. A failure
+    tensor or a tuple of arguments, as gradcheck takes them; they come back bitwise unchanged. A failure
     raises :class:`GradientMismatch` (an AssertionError carrying the report) unless
     ``raise_exception=False``; an exception in the Function's code raises
     :class:`gradviz.UserCodeError` chained to it, the traceback holding the user's frames only. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double

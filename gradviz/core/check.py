@@ -63,6 +63,13 @@ DTYPE_DEFAULTS_NOTE = (
 )
 
 
+ALL_ZERO = (
+    "{blocks}: both Jacobians are all zero: the output does not depend on this input through what gradviz "
+    "perturbs, so the block passes without checking the backward. If the Function reads the input another "
+    "way too (a module's weight read through the module), pass that very tensor, not a copy."
+)
+
+
 class NothingToCheck(GradvizError):
     """Every Jacobian block has zero cells: there is no verdict to give."""
 
@@ -365,7 +372,10 @@ def _other_checks(
 def _forward(fn: Checkable, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int], list[int]]:
     """One forward with autograd on; also tells whether later forwards need fresh copies of the
     inputs (it modified one in place, or returned one, as ``mark_dirty`` requires), and which
-    modified inputs it did not declare with ``ctx.mark_dirty``, and which inputs it modified."""
+    modified inputs it did not declare with ``ctx.mark_dirty``, and which inputs it modified.
+
+    The first forward runs on copies, to see what it modifies; when it modifies nothing, the
+    outputs returned come from a second forward on the inputs themselves, as gradcheck's do."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     versions = [a._version if isinstance(a, torch.Tensor) else None for a in copies]
     try:
@@ -379,7 +389,16 @@ def _forward(fn: Checkable, args: tuple, code: _CodeFiles) -> tuple[tuple, bool,
     nodes = {o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None}
     undeclared = [j for j in changed if nodes and copies[j].requires_grad and copies[j].grad_fn not in nodes]
     returned = any(o is c for o in outputs for c in copies if isinstance(c, torch.Tensor))
-    return outputs, bool(changed) or returned, undeclared, changed
+    mutates = bool(changed) or returned
+    if not mutates:
+        # gradcheck's graph: on the caller's own tensors, so a backward that differentiates with respect
+        # to an argument it also reads another way (through a module) finds it in its recomputation
+        try:
+            with torch.enable_grad():
+                outputs = call_apply(fn.apply, args, clone=False)
+        except (Exception, SystemExit) as exc:
+            raise code.error(ErrorKind.FORWARD, exc, f"{fn.__name__}.forward") from None
+    return outputs, mutates, undeclared, changed
 
 
 def _output_infos(outputs: tuple, fn: Checkable, code: _CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:
@@ -676,6 +695,9 @@ def _warnings(result: CheckResult, leaves, settings: CheckSettings, zero_analyti
             )
     if empty:
         warnings.append(f"Nothing to check in {', '.join(empty)}: 0 elements.")
+    zero = [f"out{b.output} / {result.inputs[b.input].name}" for b in result.blocks if b.all_zero]
+    if zero and not zero_analytic:
+        warnings.append(ALL_ZERO.format(blocks=", ".join(zero)))
     if zero_analytic:
         warnings.append(
             "No output is differentiable, so the numerical Jacobian must be exactly zero (as gradcheck requires)."

@@ -1,7 +1,10 @@
-"""Turn what ``example_inputs`` returned into fresh leaf tensors on the chosen device.
+"""Check what ``example_inputs`` (or the API's caller) gave, and pass the tensors on as they are.
 
-Fresh leaves matter: an in-place Function (``mark_dirty``) then works without the user
-cloning, and nothing the check does can touch tensors the user's module keeps.
+The differentiable inputs are the caller's own tensors, never copies: gradcheck perturbs them in
+place, so a Function that also reads one another way (a checkpoint-style Function reading the
+module's weight through the module) sees every perturbation. The Jacobians restore each element
+bitwise after perturbing it (``jacobian._Perturber``); a forward that modifies an input in place
+always gets copies (``check._forward``), so the caller's tensors come back unchanged.
 """
 
 from __future__ import annotations
@@ -67,12 +70,13 @@ def prepare_inputs(
     names: list[str],
     filename: str = "<source>",
 ) -> PreparedInputs:
-    """The arguments for ``apply`` as gradcheck would see them, with fresh differentiable leaves.
+    """The arguments for ``apply`` as gradcheck would see them: the caller's own tensors.
 
     Tensors keep the dtype, device, strides and layout ``example_inputs`` gave them (it is told
-    the run's device and dtype; a note says when it used others). Differentiable inputs become
-    fresh leaves gradviz owns and may perturb, keeping any memory they share with other arguments
-    (``(x, x)``, ``(x, x.detach())``), as gradcheck's in-place perturbation would see it. Fixed
+    the run's device and dtype; a note says when it used others). Differentiable inputs stay the
+    caller's tensors, perturbed in place and restored as gradcheck does, so memory they share with
+    other arguments or with a module (``(x, x)``, ``(x, x.detach())``, ``module.weight``) moves
+    with them as it does under gradcheck. Fixed
     arguments (a sparse adjacency matrix, an index, a config dict) pass through untouched.
     ``device`` and ``dtype`` are what was asked for (None: nothing, as for the caller's own tensors).
     """
@@ -95,7 +99,6 @@ def prepare_inputs(
     args = list(raw)
     if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         args = _with_grad_on_floats(args, names, notes, filename)
-    args = _fresh_leaves(args)
     _note_other_dtypes(args, device, dtype, names, notes)
     return PreparedInputs(tuple(args), names, notes)
 
@@ -198,34 +201,6 @@ def _storage_key(t: torch.Tensor) -> tuple[str, int] | None:
         return None
     ptr = t.untyped_storage().data_ptr()
     return (str(t.device), ptr) if ptr else None
-
-
-def _fresh_leaves(args: list) -> list:
-    """Differentiable inputs as new leaves with their own memory; arguments that shared memory
-    with one of them share the new memory the same way (same offsets and strides)."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    for j, a in enumerate(args):
-        key = _storage_key(a) if isinstance(a, torch.Tensor) else None
-        if key is not None:
-            groups.setdefault(key, []).append(j)
-    fresh = list(args)
-    for positions in groups.values():
-        if not any(args[j].requires_grad for j in positions):
-            continue  # fixed data: untouched
-        storage = args[positions[0]].untyped_storage()
-        copy = storage.clone() if len(positions) > 1 else None
-        made: dict[int, torch.Tensor] = {}  # id of an original tensor -> its new twin
-        for j in positions:
-            original = args[j]
-            if id(original) not in made:
-                if copy is None:
-                    twin = original.detach().clone(memory_format=torch.preserve_format)
-                else:
-                    twin = torch.empty(0, dtype=original.dtype, device=original.device)
-                    twin.set_(copy, original.storage_offset(), original.size(), original.stride())
-                made[id(original)] = twin.requires_grad_(original.requires_grad)
-            fresh[j] = made[id(original)]
-    return fresh
 
 
 def shares_memory_with_others(args: Sequence[Any], j: int) -> bool:

@@ -60,6 +60,11 @@ class BlockComparison:
     def passed(self) -> bool:
         return self.n_failing == 0
 
+    @property
+    def all_zero(self) -> bool:
+        """Both Jacobians identically zero: the block passes, but it has checked nothing of the backward."""
+        return self.analytic.size > 0 and not self.analytic.any() and not self.numerical.any()
+
     def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """``(index into output i, index into input j)`` of Jacobian cell ``(row, col)``."""
         return cell_index(row, col, self.out_shape, self.in_shape)
