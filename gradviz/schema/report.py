@@ -158,6 +158,7 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(large.cells)} failing cell(s) found")
         for cell in large.cells:
             lines.append(f"    {result.cell_label(large, cell.row, cell.col)}  analytic {cell.analytic:.6g}, numerical {cell.numerical:.6g}")
+    lines += _forward_rows(result)
     lines.append("")
     for outcome in result.checks:
         lines.append(f"{outcome.name:<26} {outcome.status:<7} {outcome.detail}")
@@ -171,15 +172,39 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"note: {note}")
     total = sum(b.n_failing for b in result.blocks) + sum(len(b.cells) for b in result.large_blocks)
     cells = sum(b.analytic.size for b in result.blocks) + sum(b.shape[0] * b.shape[1] for b in result.large_blocks)
+    forward = sum(b.n_failing for b in result.forward_blocks)
     failed_checks = [c.name for c in result.checks if c.failed]
     if result.passed:
         verdict = "PASSED"
-    elif total:
-        verdict = f"FAILED: {total:,} of {cells:,} cells outside tolerance"
+    elif total or forward:
+        found = [f"{total:,} of {cells:,} cells"] if total else []
+        if forward:
+            found.append(f"{forward:,} of {sum(b.analytic.size for b in result.forward_blocks):,} forward-mode cells")
+        verdict = f"FAILED: {' and '.join(found)} outside tolerance"
     else:
         verdict = f"FAILED: {', '.join(failed_checks)}"
     lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
     return "\n".join(lines)
+
+
+def _forward_rows(result: CheckResult) -> list[str]:
+    """The forward blocks (check_forward_ad): the forward-mode Jacobian against the numerical one."""
+    if not result.forward_blocks:
+        return []
+    lines = [
+        "",
+        "forward mode (jvp / forward AD) against numerical:",
+        f"{'block':<24} {'shape':>12} {'max |f-n|':>11} {'failing':>9}  worst cell",
+    ]
+    for b in result.forward_blocks:
+        worst = ""
+        if b.worst and not b.passed:
+            r, c = b.worst
+            worst = f"{result.cell_label(b, r, c)}  forward {b.analytic[r, c]:.6g}, numerical {b.numerical[r, c]:.6g}"
+        shape = f"{b.shape[0]}x{b.shape[1]}"
+        lines.append(f"{result.block_title(b):<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
+        lines.extend(f"    hint: {h}" for h in b.hints)
+    return lines
 
 
 def sweep_slopes(b: BlockSweep) -> str:
@@ -306,9 +331,21 @@ def verdict_line(result: CheckResult) -> str:
     """One line for a banner: the verdict, and the worst cell or the failing checks."""
     if result.large_blocks and not result.blocks:
         return _large_verdict_line(result)
+    forward_cells = sum(b.analytic.size for b in result.forward_blocks)
     if result.passed:
-        return f"PASSED: {result.function}, all {result.n_cells:,} cells within tolerance"
+        also = f" and all {forward_cells:,} forward-mode cells" if result.forward_blocks else ""
+        cells = f"all {result.n_cells:,} cells{also}" if result.blocks else f"all {forward_cells:,} forward-mode cells"
+        return f"PASSED: {result.function}, {cells} within tolerance"
     failed_blocks = [b for b in result.blocks if not b.passed]
+    failed_forward = [b for b in result.forward_blocks if not b.passed]
+    if not failed_blocks and failed_forward:
+        worst = max(failed_forward, key=lambda b: b.max_abs_error)
+        where = result.cell_label(worst, *worst.worst) if worst.worst else ""
+        failing = sum(b.n_failing for b in failed_forward)
+        return (
+            f"FAILED: {failing:,} of {forward_cells:,} forward-mode cells; worst {where} "
+            f"(|err| {worst.max_abs_error:.2g})"
+        )
     if not failed_blocks:
         return f"FAILED: {result.function}: {', '.join(c.name for c in result.checks if c.failed)}"
     worst = max(failed_blocks, key=lambda b: b.max_abs_error)
