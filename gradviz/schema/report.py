@@ -247,7 +247,7 @@ def format_sweep(sweep: SweepResult) -> str:
     return "\n".join(lines)
 
 
-SAVED_ARRAYS = ("analytic", "numerical")  # what ``gradviz check --save`` writes per block
+SAVED_ARRAYS = ("analytic", "numerical", "forward")  # what ``gradviz check --save`` writes per block
 
 
 class ExistingArrays(FileExistsError):
@@ -255,7 +255,8 @@ class ExistingArrays(FileExistsError):
 
 
 def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols).
+    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols), and
+    ``forward_o{i}_i{j}.npy`` (the forward-mode Jacobian) with check_forward_ad.
 
     Without ``overwrite`` a file of the same name is never replaced: ExistingArrays naming every
     one, before anything is written, and each file is created exclusively (``xb``)."""
@@ -266,6 +267,9 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
         for b in result.blocks
         for kind, array in zip(SAVED_ARRAYS, (b.analytic, b.numerical))
     }
+    for b in result.forward_blocks:  # the numerical Jacobian is the same; without backward mode, saved here
+        paths[directory / f"forward_o{b.output}_i{b.input}.npy"] = b.analytic
+        paths.setdefault(directory / f"numerical_o{b.output}_i{b.input}.npy", b.numerical)
     existing = [p.name for p in paths if p.exists() or p.is_symlink()]
     if existing and not overwrite:
         raise ExistingArrays(
