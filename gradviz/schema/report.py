@@ -177,10 +177,10 @@ def format_table(result: CheckResult) -> str:
     if result.passed:
         verdict = "PASSED"
     elif total or forward:
-        found = [f"{total:,} of {cells:,} cells"] if total else []
+        counts = [f"{total:,} of {cells:,} cells"] if total else []
         if forward:
-            found.append(f"{forward:,} of {sum(b.analytic.size for b in result.forward_blocks):,} forward-mode cells")
-        verdict = f"FAILED: {' and '.join(found)} outside tolerance"
+            counts.append(f"{forward:,} of {sum(b.analytic.size for b in result.forward_blocks):,} forward-mode cells")
+        verdict = f"FAILED: {' and '.join(counts)} outside tolerance"
     else:
         verdict = f"FAILED: {', '.join(failed_checks)}"
     lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
