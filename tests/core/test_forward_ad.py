@@ -3,7 +3,11 @@ Jacobian is torch.func.jacfwd's, and a missing forward formula is said by name."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,6 +87,8 @@ def test_a_wrong_jvp_passes_gradcheck_by_default_and_fails_in_forward_mode(fn):
     assert failing
     if fn is jf.MulAddWrongJvp:  # only the second output's tangent in y is wrong
         assert failing == [(1, 1)]
+    wrong = report.result.forward_block(*failing[0])
+    assert any("jvp) is wrong here" in h for h in wrong.hints)
     assert "forward" in str(report).lower()
 
 
@@ -209,3 +215,15 @@ def test_the_report_shows_forward_blocks_in_text_message_json_and_html():
     ]
     assert "forward-mode block" in report._repr_html_()
     np.testing.assert_array_equal(report.forward[wrong.output, wrong.input], wrong.analytic)
+
+
+def test_the_reproducer_runs_gradcheck_with_check_forward_ad(tmp_path):
+    report = gradviz.check(jf.SinWrongJvp, jf.example_inputs(), check_forward_ad=True, raise_exception=False)
+    script = tmp_path / "reproducer.py"
+    script.write_text(report.reproducer(), encoding="utf-8")
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": root}, timeout=300
+    )
+    assert "check_forward_ad=True" in script.read_text(encoding="utf-8")
+    assert out.returncode == 1, out.stderr  # gradcheck itself fails the wrong jvp
