@@ -3,6 +3,7 @@ Jacobian is torch.func.jacfwd's, and a missing forward formula is said by name."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -227,3 +228,13 @@ def test_the_reproducer_runs_gradcheck_with_check_forward_ad(tmp_path):
     )
     assert "check_forward_ad=True" in script.read_text(encoding="utf-8")
     assert out.returncode == 1, out.stderr  # gradcheck itself fails the wrong jvp
+
+
+def test_report_save_keeps_the_forward_arrays(tmp_path):
+    report = gradviz.check(jf.MulAddWrongJvp, jf.two_inputs(), check_forward_ad=True, raise_exception=False)
+    report.save(tmp_path)
+    data = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    with np.load(tmp_path / "report.npz", allow_pickle=False) as npz:
+        for entry, block in zip(data["forward_blocks"], report.forward_blocks):
+            np.testing.assert_array_equal(npz[entry["arrays"]["analytic"]], block.analytic)
+            np.testing.assert_array_equal(npz[entry["arrays"]["numerical"]], block.numerical)
