@@ -238,3 +238,14 @@ def test_report_save_keeps_the_forward_arrays(tmp_path):
         for entry, block in zip(data["forward_blocks"], report.forward_blocks):
             np.testing.assert_array_equal(npz[entry["arrays"]["analytic"]], block.analytic)
             np.testing.assert_array_equal(npz[entry["arrays"]["numerical"]], block.numerical)
+
+
+@pytest.mark.parametrize("fn", [jf.SinJvp, jf.SinWrongJvp, jf.SinNoJvp], ids=_name)
+def test_jacobians_too_large_to_hold_keep_the_forward_verdict(fn):
+    """Past the memory limit the verdict comes from gradcheck's projections, forward mode included."""
+    args = jf.example_inputs()
+    expected = gradcheck_verdict(fn, args, check_forward_ad=True)
+    torch.manual_seed(0)
+    report = gradviz.check(fn, args, check_forward_ad=True, raise_exception=False, max_memory_mb=1e-5)
+    assert report.result.analytic_path == "projections"
+    assert report.passed == expected
