@@ -136,8 +136,9 @@ def zero_tangent_warnings(
         reason = NO_FORMULA.format(name=name)
         advice = (
             "forward AD attached no tangent to its output, so every cell of the forward Jacobian is 0 where "
-            "finite differences are not. Give it one (a jvp staticmethod; for a torch.library.custom_op, "
-            "implement it with differentiable torch operations, or check backward mode only)."
+            "finite differences are not. A torch.library.custom_op's register_autograd gives a backward "
+            "only: for forward mode, call the op from a torch.autograd.Function with a jvp staticmethod, or "
+            "check backward mode only (without check_forward_ad)."
         )
     else:
         reason = f"{name}'s jvp returns a zero tangent"

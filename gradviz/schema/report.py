@@ -131,6 +131,8 @@ def format_table(result: CheckResult) -> str:
         "",
         f"{'block':<24} {'shape':>12} {'max |a-n|':>11} {'failing':>9}  worst cell",
     ]
+    if not result.settings.check_backward_ad and not result.blocks:  # forward mode alone decides
+        lines[-1] = "backward mode not checked (check_backward_ad=False)"
     for b in result.blocks:
         name = f"out{b.output} / {result.inputs[b.input].name}"
         worst = ""

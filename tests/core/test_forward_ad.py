@@ -249,3 +249,13 @@ def test_jacobians_too_large_to_hold_keep_the_forward_verdict(fn):
     report = gradviz.check(fn, args, check_forward_ad=True, raise_exception=False, max_memory_mb=1e-5)
     assert report.result.analytic_path == "projections"
     assert report.passed == expected
+
+
+def test_without_backward_mode_the_table_says_so_and_shows_the_forward_blocks():
+    report = gradviz.check(
+        jf.SinRightJvpWrongBackward, jf.example_inputs(), check_forward_ad=True, check_backward_ad=False
+    )
+    text = str(report)
+    assert "backward mode not checked (check_backward_ad=False)" in text
+    assert "forward mode (jvp / forward AD) against numerical" in text and text.splitlines()[-1].startswith("PASSED")
+    assert "forward-mode cells within tolerance" in repr(report)
