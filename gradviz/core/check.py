@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from gradviz.core import checks, large
+from gradviz.core import checks, large, vmap_rule
 from gradviz.core.callables import Checkable
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import (
@@ -345,6 +345,9 @@ def _other_checks(
         found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked))
     if settings.check_batched_grad:
         found.append(checks.check_batched_grad(args, outputs, out_indices))
+    if settings.check_vmap_rule or (settings.check_vmap_rule is None and vmap_rule.vmap_rule_of(fn)):
+        tol = {"atol": settings.atol, "rtol": settings.rtol, "seed": settings.seed}
+        found.append(vmap_rule.check_vmap_rule(fn, args, in_indices, out_indices, names, **tol))
     if not settings.jacobian_only:
         shapes = {(i, j): (tuple(outputs[i].shape), tuple(args[j].shape)) for i in out_indices for j in in_indices}
         if isinstance(second, Exception):
