@@ -345,9 +345,7 @@ def _other_checks(
         found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked))
     if settings.check_batched_grad:
         found.append(checks.check_batched_grad(args, outputs, out_indices))
-    if settings.check_vmap_rule or (settings.check_vmap_rule is None and vmap_rule.vmap_rule_of(fn)):
-        tol = {"atol": settings.atol, "rtol": settings.rtol, "seed": settings.seed}
-        found.append(vmap_rule.check_vmap_rule(fn, args, in_indices, out_indices, names, **tol))
+    found += _vmap_rule(fn, args, in_indices, out_indices, names, settings)
     if not settings.jacobian_only:
         shapes = {(i, j): (tuple(outputs[i].shape), tuple(args[j].shape)) for i in out_indices for j in in_indices}
         if isinstance(second, Exception):
@@ -370,6 +368,15 @@ def _other_checks(
             checks.check_double_backward(fn, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol)
         )
     return found
+
+
+def _vmap_rule(fn, args, in_indices, out_indices, names, settings: CheckSettings) -> list[CheckOutcome]:
+    """Beyond gradcheck, never the verdict: the Function's own vmap rule against plain calls
+    (by default only where it declares one)."""
+    if not (settings.check_vmap_rule or (settings.check_vmap_rule is None and vmap_rule.vmap_rule_of(fn))):
+        return []
+    tol = {"atol": settings.atol, "rtol": settings.rtol, "seed": settings.seed}
+    return [vmap_rule.check_vmap_rule(fn, args, in_indices, out_indices, names, **tol)]
 
 
 def _forward(fn: Checkable, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int], list[int]]:
@@ -494,6 +501,7 @@ def _check_large(
     checks_found = [_fast_gradcheck(fn, args, settings)]
     if settings.check_batched_grad:
         checks_found.append(checks.check_batched_grad(args, outputs, out_indices))
+    checks_found += _vmap_rule(fn, args, in_indices, out_indices, inputs.names, settings)
     found = []
     for i in out_indices:
         for j in in_indices:

@@ -131,3 +131,32 @@ def test_cli_json_shows_the_check_and_keeps_the_verdict():
     )
     off = run_cli("check", str(SOURCE), "--function", fn.__name__, "--no-vmap-rule", "--json")
     assert VMAP_RULE not in {c["name"] for c in json.loads(off.stdout)["checks"]}
+
+
+def test_past_the_memory_limit_the_check_still_runs():
+    """Jacobians too large to hold (searched by projections): the rule is still checked, same outcome."""
+    report = gradviz.check(vf.RowSumWrongRule, x(), raise_exception=False, max_memory_mb=1e-4)
+    assert report.result.large_blocks, "the check took the large-Jacobian path"
+    assert vmap_outcome(report).status == (
+        "passed" if rule_agrees_with_loop(vf.RowSumWrongRule) else "warned"
+    )
+    assert report.passed == torch.autograd.gradcheck(vf.RowSumWrongRule.apply, (x(),), raise_exception=False)
+
+
+def test_notebook_shows_a_warned_rule_as_a_warning_not_a_failure():
+    from gradviz.notebook import BAD, WARN
+
+    html = gradviz.check(vf.RowSumWrongRule, x(), raise_exception=False)._repr_html_()
+    line = next(part for part in html.split("<div>") if "vmap_rule: warned" in part)
+    assert WARN in line and BAD not in line
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA paths run where a GPU is lent")
+@pytest.mark.parametrize("fn", WITH_RULES, ids=name)
+def test_on_cuda_the_outcome_is_the_cpu_one(fn):
+    on_cpu = vmap_outcome(gradviz.check(fn, x(), raise_exception=False)).status
+    on_cuda = gradviz.check(fn, x().detach().cuda().requires_grad_(), raise_exception=False)
+    assert vmap_outcome(on_cuda).status == on_cpu
+    assert on_cuda.passed == torch.autograd.gradcheck(
+        apply(fn), (x().detach().cuda().requires_grad_(),), raise_exception=False
+    )
