@@ -84,16 +84,22 @@ def check_vmap_rule(
             batched = torch.func.vmap(forward, in_dims=in_dims)(*_fresh(stacked))
     except Exception as exc:
         return _raised(fn, rule, "forward", exc)
-    with torch.no_grad():
-        plain = [forward(*[_detached(a) for a in s]) for s in samples]
+    try:
+        with torch.no_grad():
+            plain = [forward(*[_detached(a) for a in s]) for s in samples]
+    except Exception as exc:  # e.g. a sample outside the forward's domain: nothing to compare with
+        return _raised(fn, rule, "plain call on a sample near the inputs", exc)
     labels = [f"out{i}" for i in out_indices]
     problem = _first_difference(batched, plain, labels, atol, rtol)
     if problem:
         return CheckOutcome(VMAP_RULE, WARNED, f"{_name(fn)} under torch.func.vmap ({rule}): {problem}")
 
-    backward = _backward_problem(
-        fn, args, samples, stacked, in_dims, in_indices, out_indices, names, atol, rtol, seed
-    )
+    try:
+        backward = _backward_problem(
+            fn, args, samples, stacked, in_dims, in_indices, out_indices, names, atol, rtol, seed
+        )
+    except Exception as exc:  # the plain backward itself raised: gradcheck's checks say why
+        return _raised(fn, rule, "plain backward (torch.func.vjp) on a sample", exc)
     if backward:
         return CheckOutcome(VMAP_RULE, WARNED, f"{_name(fn)} under torch.func.vmap ({rule}): {backward}")
     return CheckOutcome(
@@ -228,7 +234,7 @@ def _raised(fn: Any, rule: str, what: str, exc: Exception) -> CheckOutcome:
     return CheckOutcome(
         VMAP_RULE,
         WARNED,
-        f"{_name(fn)} under torch.func.vmap ({rule}): the {what} raised {type(exc).__name__}: {first}",
+        f"{_name(fn)} under torch.func.vmap ({rule}): the {what} raised {type(exc).__name__}: {first}"[:2000],
     )
 
 
