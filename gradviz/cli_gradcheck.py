@@ -24,6 +24,13 @@ def add_gradcheck_flags(parser: argparse.ArgumentParser) -> None:
         help="gradcheck's check_batched_grad: backward under PyTorch's prototype vmap must equal plain calls",
     )
     parser.add_argument(
+        "--vmap-rule",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="beyond gradcheck, never the verdict: run the Function under torch.func.vmap and compare each sample "
+        "with a plain call (default: only where it declares a vmap rule)",
+    )
+    parser.add_argument(
         "--masked", action="store_true", help="gradcheck's masked=True (only sparse inputs differ; dense are checked)"
     )
     parser.add_argument(
@@ -54,4 +61,5 @@ def gradcheck_flags(args: argparse.Namespace) -> dict[str, Any]:
         "check_forward_ad": args.forward_ad,
         "check_batched_forward_grad": args.batched_forward_grad,
         "check_backward_ad": not args.no_backward_ad,
+        "check_vmap_rule": args.vmap_rule,
     }

@@ -16,7 +16,7 @@ from gradviz.render.figure import INK, MUTED, PAPER, block_svg
 from gradviz.render.sweep_figure import sweep_svg
 from gradviz.schema.mismatch import failing_cells
 from gradviz.schema.report import verdict_line
-from gradviz.schema.results import CheckResult
+from gradviz.schema.results import WARNED, CheckResult
 from gradviz.schema.sweep import SweepResult, Verdict
 
 MAX_FIGURES = 6  # blocks drawn, failing ones first; a notebook output should stay light
@@ -130,7 +130,7 @@ def _forward_table(result: CheckResult) -> list[str]:
 def _lines(result: CheckResult) -> list[str]:
     out = []
     for c in result.checks:
-        color = BAD if c.failed else GOOD
+        color = BAD if c.failed else WARN if c.status == WARNED else GOOD  # warned: beyond gradcheck (vmap_rule)
         out.append(
             f'<div><span style="color:{color}">{escape(c.name)}: {escape(c.status)}</span> {escape(c.detail)}</div>'
         )

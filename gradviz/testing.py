@@ -48,6 +48,7 @@ def assert_gradients(
     device: str | torch.device | None = None,
     max_memory_mb: float | None = None,
     parameters: bool | Sequence[str] = False,
+    check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
 ) -> Report:
     """``gradviz.check(fn, inputs, ...)`` that raises :class:`GradientMismatch` (an
     AssertionError) on failure; the report when it passes. The keywords are ``gradviz.check``'s
@@ -77,4 +78,5 @@ def assert_gradients(
         device=device,
         max_memory_mb=max_memory_mb,
         parameters=parameters,
+        check_vmap_rule=check_vmap_rule,
     )

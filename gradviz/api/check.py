@@ -60,6 +60,7 @@ def check(
     device: str | torch.device | None = None,
     max_memory_mb: float | None = None,
     parameters: bool | Sequence[str] = False,
+    check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
 ) -> Report:
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
@@ -81,6 +82,11 @@ def check(
     Jacobian (two more forward calls), and a model's parameters outnumber its inputs by far;
     ``max_memory_mb`` bounds the added columns as it does the inputs'. The module's own
     parameters are left untouched (gradviz perturbs copies, passed via ``functional_call``).
+
+    ``check_vmap_rule`` (beyond gradcheck; None: only where the Function declares a vmap rule or the
+    op has ``register_vmap``): run it under ``torch.func.vmap`` and compare each sample with a
+    plain call. A mismatch is the named check ``vmap_rule`` with status "warned"; it never changes
+    the verdict.
     """
     __tracebackhide__ = True
     _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes)
@@ -109,6 +115,7 @@ def check(
         all_checks=all_checks,
         device=device,
         max_memory_mb=max_memory_mb,
+        check_vmap_rule=check_vmap_rule,
         **modes,
     )
     with prepared_arguments(checkable, args, target) as prepared:

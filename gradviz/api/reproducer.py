@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from gradviz._version import __version__
 from gradviz.api.literals import TENSOR_HELPER, NotWritable, literal, needs_helper
 from gradviz.api.locate import path_line, reach
+from gradviz.api.reproducer_module import built_module
 from gradviz.schema.report import verdict_line
 
 if TYPE_CHECKING:
@@ -54,12 +55,11 @@ FINDER = '''def put_on_path(module, hint=(), made_at=None):
         print(f"{'/'.join(parts)}.py is neither beside this script nor in the current folder: run it from "
               "your project's folder, or put the folder that holds it on PYTHONPATH.", file=sys.stderr)'''
 
-TAIL = '''def fn(*args):
+CALL = '''def fn(*args):
     """{call} on clones of the inputs, as gradviz calls it: an in-place Function leaves gradcheck's leaves alone."""
-    return {call}(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+    return {call}(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))'''
 
-
-try:
+GRADCHECK = '''try:
     torch.autograd.gradcheck(fn, inputs, {options})
 except Exception as exc:  # a mismatch, or an error in the Function's code: gradcheck's "fail"
     print(f"gradcheck FAILED: {{type(exc).__name__}}: {{exc}}")
@@ -88,7 +88,8 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         return places[-1]
 
     fn, args = report._need_inputs("reproducer()")
-    where = reach(fn, place)
+    built = built_module(fn)  # a module checked with its parameters: its class, rebuilt with its state
+    where = built.reach(place) if built else reach(fn, place)
     notes: list[str] = []
     try:
         arguments = []
@@ -99,7 +100,7 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         options = ", ".join(f"{_keyword(k)}={literal(v)}" for k, v in report.gradcheck_options.items())
     except NotWritable as exc:
         raise NotWritable(f"the inputs cannot be written into a script: {exc}") from None
-    helper = needs_helper(args)
+    helper = needs_helper(args) or bool(built and built.needs_helper())
     if where.module is not None:
         line = place(where.root, where.module)
         imports = [
@@ -118,8 +119,10 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         FINDER if places else "",
         code,
         TENSOR_HELPER.strip() if helper else "",
+        built.build_lines(where) if built else "",
         "# The inputs exactly as gradviz checked them.\n" + "".join(n + "\n" for n in notes) + inputs,
-        TAIL.format(call=where.call, options=options),
+        built.call() if built else CALL.format(call=where.call),
+        GRADCHECK.format(options=options),
     ]
     return "\n\n\n".join(s for s in sections if s)
 

@@ -4,6 +4,8 @@ The window's process never imports torch, so nothing live travels: the inputs go
 written by ``torch.save`` that ``torch.load(weights_only=True)`` reads back (checked before
 launching), the Function as an import target (``pkg.ops:Square``) or, when it lives in a
 notebook or a script, as a source file written next to the inputs, and the settings as JSON.
+A module checked with its parameters travels as a module written next to the inputs that
+rebuilds it from its class and state (``gradviz.api.reproducer_module``).
 The window hands target and inputs to its worker, which rebuilds both. ::
 
     python -m gradviz app --target pkg.ops:Square --inputs DIR/inputs.pt --settings DIR/settings.json
@@ -24,6 +26,7 @@ from typing import Any
 import torch
 
 from gradviz.api.locate import reach
+from gradviz.api.reproducer_module import built_module, window_source
 from gradviz.protocol.display import display_problem
 from gradviz.protocol.launch import SAFE_PATH, package_root, safe_pythonpath, worker_unsupported
 from gradviz.schema.settings import CheckSettings
@@ -34,6 +37,7 @@ NO_DISPLAY = (
     "`gradviz check TARGET --inputs FILE`."
 )
 FOLDER_PREFIX = "gradviz-show-"
+MODULE_FILE = "gv_checked_module"  # the module (checked with its parameters) rebuilt, in the folder written
 
 
 @dataclass
@@ -56,8 +60,12 @@ def prepare_launch(
     """Write inputs, settings and (if needed) the Function's source; build the command line."""
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
     folder.mkdir(parents=True, exist_ok=True)
-    where = reach(fn)  # NotWritable (a ValueError) when neither importable nor writable
-    if where.module is not None:
+    built = built_module(fn)
+    if built is not None:  # a module checked with its parameters: a file that rebuilds it, state and all
+        text, name, paths = window_source(built)
+        (folder / f"{MODULE_FILE}.py").write_text(text, encoding="utf-8")
+        target, paths = f"{MODULE_FILE}:{name}", [str(folder), *paths]  # imported: it defines no Function class
+    elif (where := reach(fn)).module is not None:  # NotWritable (a ValueError): neither importable nor writable
         target, paths = f"{where.module}:{where.name}", [where.root] if where.root else []
     else:
         assert where.source is not None  # reach() gives a module or the source
@@ -115,9 +123,15 @@ def show_in_window(
 
 def show(fn: Callable[..., Any], inputs: Any, **options: Any) -> subprocess.Popen[bytes] | None:
     """Open the window on ``fn`` and ``inputs`` without checking here first; ``options`` as for
-    ``gradviz.check`` (eps, atol, rtol, nondet_tol, jacobian_only, all_checks, device)."""
-    from gradviz.api.check import as_arguments, owned_copies, settings_for
+    ``gradviz.check`` (eps, atol, rtol, nondet_tol, jacobian_only, all_checks, device, and
+    ``parameters`` for an ``nn.Module``: its class is rebuilt in the window's worker with no
+    arguments and the state it has now)."""
+    from gradviz.api.check import as_arguments, module_with_parameters, owned_copies, settings_for
 
     args = as_arguments(inputs)
+    parameters = options.pop("parameters", False)
+    if parameters is not False:
+        checkable, args = module_with_parameters(fn, args, parameters)
+        fn = checkable.apply
     settings, device = settings_for(args, **options)
     return show_in_window(fn, owned_copies(args, device), settings)

@@ -57,6 +57,8 @@ def as_checkable(obj: Any, name: str | None = None) -> Checkable:
     fn = function_class(obj)
     if fn is not None:
         return fn
+    if isinstance(obj, CallableFunction):  # a stand-in already (a module with its parameters, from gradviz.show)
+        return obj
     if isinstance(obj, type) or not callable(obj):
         raise TypeError(f"fn {describe_not_checkable(obj)}")
     return CallableFunction(obj, name)

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from gradviz.core import checks, forward_jacobian, large
+from gradviz.core import checks, forward_jacobian, large, vmap_rule
 from gradviz.core.callables import Checkable
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import (
@@ -354,6 +354,7 @@ def _other_checks(
         tol = {"eps": settings.eps, "atol": settings.atol, "rtol": settings.rtol, "nondet_tol": settings.nondet_tol}
         modes = {"check_forward_ad": settings.check_forward_ad, "check_backward_ad": settings.check_backward_ad}
         found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked, **modes))
+    found += _vmap_rule(fn, args, in_indices, out_indices, names, settings)
     if not settings.check_backward_ad:  # gradcheck's other checks rely on backward mode
         return found
     if settings.check_batched_grad:
@@ -380,6 +381,15 @@ def _other_checks(
             checks.check_double_backward(fn, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol)
         )
     return found
+
+
+def _vmap_rule(fn, args, in_indices, out_indices, names, settings: CheckSettings) -> list[CheckOutcome]:
+    """Beyond gradcheck, never the verdict: the Function's own vmap rule against plain calls
+    (by default only where it declares one)."""
+    if not (settings.check_vmap_rule or (settings.check_vmap_rule is None and vmap_rule.vmap_rule_of(fn))):
+        return []
+    tol = {"atol": settings.atol, "rtol": settings.rtol, "seed": settings.seed}
+    return [vmap_rule.check_vmap_rule(fn, args, in_indices, out_indices, names, **tol)]
 
 
 def _forward(fn: Checkable, args: tuple, code: _CodeFiles) -> tuple[tuple, bool, list[int], list[int]]:
@@ -504,6 +514,7 @@ def _check_large(
     checks_found = [_fast_gradcheck(fn, args, settings)]
     if settings.check_batched_grad:
         checks_found.append(checks.check_batched_grad(args, outputs, out_indices))
+    checks_found += _vmap_rule(fn, args, in_indices, out_indices, inputs.names, settings)
     found = []
     for i in out_indices if settings.check_backward_ad else []:  # the search probes the backward
         for j in in_indices:

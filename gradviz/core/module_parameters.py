@@ -65,6 +65,7 @@ class ModuleFunction(CallableFunction):
             params = dict(zip(names, args[count:], strict=True))
             return torch.func.functional_call(module, params, args[:count])
 
+        call.module_function = self  # type: ignore[attr-defined]  # what the reproducer and the window rebuild
         super().__init__(call, callable_name(module))
 
     def argument_names_for(self, count: int) -> list[str]:

@@ -17,6 +17,9 @@ from gradviz.schema.settings import CheckSettings
 from gradviz.schema.sweep import SweepResult
 
 PASSED, FAILED, DECLARED = "passed", "failed", "not supported (declared)"
+# a check beyond gradcheck (vmap_rule) that found a problem: named and explained, but not part of the
+# verdict, which stays gradcheck's (CheckOutcome.failed is False, so CheckResult.passed ignores it)
+WARNED = "warned"
 FAST_MODE = "fast_mode"  # the check whose verdict replaces the cells' (gradcheck(fast_mode=True))
 
 
@@ -162,7 +165,7 @@ class CheckOutcome:
     """One of gradcheck's checks besides the Jacobian comparison, with a sentence of detail."""
 
     name: str
-    status: str  # PASSED, FAILED or DECLARED (double backward of a @once_differentiable backward)
+    status: str  # PASSED, FAILED, DECLARED (double backward of a @once_differentiable backward) or WARNED
     detail: str
 
     @property

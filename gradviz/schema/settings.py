@@ -92,6 +92,7 @@ class CheckSettings:
     check_forward_ad: bool = False  # also the forward-mode Jacobian (jvp / forward AD): CheckResult.forward_blocks
     check_backward_ad: bool = True  # False: forward mode alone decides (needs check_forward_ad, as gradcheck)
     masked: bool | None = None  # masked semantics of sparse inputs; no effect on dense ones
+    check_vmap_rule: bool | None = None  # beyond gradcheck, never the verdict; None: where a vmap rule exists
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     batched: bool = True  # vmap batches where they agree with plain calls; False: plain calls only
     # explanations, never part of the verdict: a float64 re-check when a lower precision fails,
@@ -143,8 +144,9 @@ class CheckSettings:
         for name in ("jacobian_only", "all_checks", "batched", "explain", *GRADCHECK_FLAGS):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be true or false, not {getattr(self, name)!r}.")
-        if self.masked is not None and not isinstance(self.masked, bool):
-            raise SettingsError(f"masked must be true, false or null, not {self.masked!r}.")
+        for name in ("masked", "check_vmap_rule"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise SettingsError(f"{name} must be true, false or null, not {getattr(self, name)!r}.")
         self._validate_modes()
 
     def _validate_modes(self) -> None:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVB
 
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import verdict_line
-from gradviz.schema.results import PASSED, BlockComparison, CheckResult
+from gradviz.schema.results import PASSED, WARNED, BlockComparison, CheckResult
 
 STYLES = {
     "passed": "background:#e6f4ea; color:#0d5223; border:1px solid #9ad0a8;",
@@ -139,7 +139,9 @@ class VerdictBanner(QWidget):
         lines = [f"⚠ {escape(w, quote=False)}" for w in result.warnings]
         # failed checks with their detail, the others on one line
         lines += [f"✗ <b>{escape(c.name)}</b>: {escape(c.detail, quote=False)}" for c in result.checks if c.failed]
-        quiet = [c for c in result.checks if not c.failed]
+        # a check beyond gradcheck that found a problem (vmap_rule): its detail, outside the verdict
+        lines += [f"⚠ <b>{escape(c.name)}</b>: {escape(c.detail, quote=False)}" for c in result.checks if c.status == WARNED]
+        quiet = [c for c in result.checks if not c.failed and c.status != WARNED]
         if quiet:
             lines.append(
                 " · ".join(f"{'✓' if c.status == PASSED else '–'} {escape(c.name)}" for c in quiet)
