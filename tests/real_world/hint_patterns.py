@@ -1,0 +1,99 @@
+"""Functions whose failing checks invite contradictory diagnoses (issue 23 item 7).
+
+Pattern (a): float32 checks. ``Cube`` is right; in float32 at gradcheck's eps=1e-6 its cells fail
+from round-off alone. ``CubeWrong`` has a wrong backward (3x where 3x² belongs): wrong in any dtype.
+Pattern (b): a float64 Function whose forward computes in float32 inside (``x.float().sin().double()``).
+``SinViaFloat32`` has the right backward (cos x, in float64): its failing cells are the forward's
+float32 noise. ``SinViaFloat32Wrong``'s backward is wrong (cos x + 0.5·x).
+Pattern (c): straight-through estimators. The forward is piecewise constant (round, sign, floor), the
+backward passes grad_output through (or clipped to |x| <= 1): finite differences see 0 almost
+everywhere, by design.
+"""
+
+import torch
+
+
+class Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * g
+
+
+class CubeWrong(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x * g  # 3x² belongs
+
+
+class SinViaFloat32(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.float().sin().to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return x.cos() * g
+
+
+class SinViaFloat32Wrong(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.float().sin().to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return (x.cos() + 0.5 * x) * g  # cos x alone belongs
+
+
+class RoundSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class FloorSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.floor()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.clone()
+
+
+class ClippedSignSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sign()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() <= 1).to(g.dtype)
+
+
+def example_inputs(device, dtype):
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4, generator=generator, dtype=torch.float64) * 1.5 + 0.3
+    return (x.to(device=device, dtype=dtype).requires_grad_(True),)
