@@ -97,3 +97,15 @@ def example_inputs(device, dtype):
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(3, 4, generator=generator, dtype=torch.float64) * 1.5 + 0.3
     return (x.to(device=device, dtype=dtype).requires_grad_(True),)
+
+
+class NoisyScale(torch.autograd.Function):
+    """Right backward for x·s, but the forward draws s = 1 + 1e-4·u afresh on every call."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * (1 + 1e-4 * torch.rand_like(x))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
