@@ -221,15 +221,16 @@ def piecewise_constant(
     floor, a threshold). An output that never moves ignores the input instead: not listed.
     """
     generator = torch.Generator(device="cpu").manual_seed((seed + 3) % 2**63)
-    x = args[j]
-    direction = {
-        j: torch.randn(x.shape, generator=generator, dtype=torch.float64)
-        * (1 + x.detach().double().abs().cpu())
-    }
     moves = [0.0, eps, -eps, *LARGE_MOVES, *(-m for m in LARGE_MOVES)]
-    try:
+    try:  # the check's forwards say what fails; only the hint is lost here
+        x = args[j].detach()
+        direction = {
+            j: torch.randn(x.shape, generator=generator, dtype=torch.float64) * (1 + x.double().abs().cpu())
+        }
+        if not bool(((x.double() + eps * direction[j].to(x.device)).to(x.dtype) != x).all()):
+            return set()  # eps below the input's resolution: finite differences see 0 for that reason alone
         outs = forwards_along(apply, args, [j], direction, moves)
-    except (Exception, SystemExit):  # the check's forwards say what fails; only the hint is lost here
+    except (Exception, SystemExit):
         return set()
     found = set()
     for i in out_indices:

@@ -114,14 +114,14 @@ def forward_machine_eps(
     tau = eps * NOISE_STEP
     ks = np.arange(-NOISE_POINTS, NOISE_POINTS + 1, dtype=float)
     rows: dict[int, list[np.ndarray]] = {i: [] for i in out_indices}
-    directions = {}
-    for j in in_indices:
-        x = args[j]
-        v = torch.randn(x.shape, generator=generator, dtype=torch.float64)
-        directions[j] = v * (1 + x.detach().double().abs().cpu())
-    try:
+    try:  # the check's own forwards say what fails; here only the estimate is lost
+        directions = {
+            j: torch.randn(args[j].shape, generator=generator, dtype=torch.float64)
+            * (1 + args[j].detach().double().abs().cpu())
+            for j in in_indices
+        }
         outs_by_step = forwards_along(apply, args, in_indices, directions, ks * tau)
-    except (Exception, SystemExit):  # the check's own forwards say what fails; here only the estimate is lost
+    except (Exception, SystemExit):
         return {}
     for outs in outs_by_step:
         for i in out_indices:

@@ -1,5 +1,8 @@
 """Functions whose failing checks invite contradictory diagnoses (issue 23 item 7).
 
+Source: gradviz's own issue 23 (this project): float32 round-off, float32 arithmetic inside a float64
+forward (mixed-precision code), and straight-through estimators (BinaryConnect, DoReFa, BitNet).
+
 Pattern (a): float32 checks. ``Cube`` is right; in float32 at gradcheck's eps=1e-6 its cells fail
 from round-off alone. ``CubeWrong`` has a wrong backward (3x where 3x² belongs): wrong in any dtype.
 Pattern (b): a float64 Function whose forward computes in float32 inside (``x.float().sin().double()``).
