@@ -143,13 +143,11 @@ def explain_failures(
             result.warnings.append(precision.message)
     coarse = [found.machine[b.output] for b in undecided if b.output in found.machine]
     if coarse and not found.float64:
-        found.internal = rounds_like(max(coarse))
-        checked = recheck_at_forward_precision(
-            fn, inputs, settings, found.internal, check, cancel=cancel_flag
-        )
+        internal = found.internal = rounds_like(max(coarse))
+        checked = recheck_at_forward_precision(fn, inputs, settings, internal, check, cancel=cancel_flag)
         if checked is not None:
             found.coarse = {(b.output, b.input): b for b in checked.blocks}
-            result.warnings.append(_forward_precision_warning(found, settings, result, checked))
+            result.warnings.append(_forward_precision_warning(internal, found, settings, result, checked))
     diagnoses = [decide(b, result.inputs[b.input].name, found, settings) for b in failing]
     for b, d in zip(failing, diagnoses):
         b.hints = d.hints
@@ -255,9 +253,10 @@ def piecewise_constant_hint(in_name: str) -> str:
 
 
 def _forward_precision_warning(
-    found: _Evidence, settings: CheckSettings, result: CheckResult, checked: CheckResult
+    internal: str, found: _Evidence, settings: CheckSettings, result: CheckResult, checked: CheckResult
 ) -> str:
-    internal = found.internal
+    """The run's warning for a forward that rounds like ``internal``: what was measured, and what
+    the re-check at ``internal``'s tolerances says about the backward."""
     tol = dtype_defaults(internal)
     worst = max(found.machine.values())
     where = f"(eps={tol.eps:g}, atol={tol.atol:g}, rtol={tol.rtol:g})"
