@@ -170,8 +170,8 @@ def decide(block: BlockComparison, in_name: str, found: _Evidence, settings: Che
     copy = found.float64.get(key)
     if copy is not None and copy.passed:
         return Diagnosis(*key, Cause.PRECISION, [
-            f"These cells fail from {found.dtype} round-off only: the float64 copy of this block passes gradcheck's defaults, so the backward is right here "
-            "(see the warning)."
+            f"These cells fail from {found.dtype} round-off only: the float64 copy of this block passes "
+            "gradcheck's defaults, so the backward is right here (see the warning)."
         ])  # fmt: skip
     coarse = found.coarse.get(key)
     if coarse is not None and coarse.passed and found.internal:
