@@ -139,16 +139,26 @@ def explain_failures(
         result.precision = precision
         if float64 is not None:
             found.float64 = {(b.output, b.input): b for b in float64.blocks}
-        if precision is not None:
-            result.warnings.append(precision.message)
+    else:
+        precision = None
+    checked = None
     coarse = [found.machine[b.output] for b in undecided if b.output in found.machine]
     if coarse and not found.float64:
         internal = found.internal = rounds_like(max(coarse))
         checked = recheck_at_forward_precision(fn, inputs, settings, internal, check, cancel=cancel_flag)
         if checked is not None:
             found.coarse = {(b.output, b.input): b for b in checked.blocks}
-            result.warnings.append(_forward_precision_warning(internal, found, settings, result, checked))
     diagnoses = [decide(b, result.inputs[b.input].name, found, settings) for b in failing]
+    wrong = any(d.cause is Cause.BACKWARD for d in diagnoses)
+    if precision is not None:
+        only_kinks = precision.float64_failing and not wrong
+        result.warnings.append(
+            _KINKS_IN_FLOAT64.format(n=precision.float64_failing) if only_kinks else precision.message
+        )
+    if checked is not None and found.internal:
+        result.warnings.append(
+            _forward_precision_warning(found.internal, found, settings, result, checked, wrong)
+        )
     for b, d in zip(failing, diagnoses):
         b.hints = d.hints
         if d.cause in NOT_THE_BACKWARD and b.kinks is not None:
@@ -167,13 +177,22 @@ def decide(block: BlockComparison, in_name: str, found: _Evidence, settings: Che
         ])  # fmt: skip
     if early is Cause.PIECEWISE_CONSTANT:
         return Diagnosis(*key, early, [piecewise_constant_hint(in_name)])
+    kinks = block.kinks if block.kinks is not None else np.zeros(block.shape, dtype=bool)
     copy = found.float64.get(key)
+    coarse = found.coarse.get(key) if found.internal else None
+    rechecked = copy if copy is not None else coarse
+    kink = kink_hint(block, in_name)
+    if rechecked is not None and rechecked.n_failing and not np.any(rechecked.failing & ~kinks) and kink:
+        where = "in the float64 copy" if copy is not None else f"with {found.internal}'s eps and tolerances"
+        return Diagnosis(*key, Cause.KINK, [
+            kink,
+            f"The other failing cells are round-off: {where} only the cells at the kink still fail.",
+        ])  # fmt: skip
     if copy is not None and copy.passed:
         return Diagnosis(*key, Cause.PRECISION, [
             f"These cells fail from {found.dtype} round-off only: the float64 copy of this block passes "
             "gradcheck's defaults, so the backward is right here (see the warning)."
         ])  # fmt: skip
-    coarse = found.coarse.get(key)
     if coarse is not None and coarse.passed and found.internal:
         tol = dtype_defaults(found.internal)
         return Diagnosis(*key, Cause.FORWARD_PRECISION, [
@@ -182,7 +201,6 @@ def decide(block: BlockComparison, in_name: str, found: _Evidence, settings: Che
             f"eps={tol.eps:g}, atol={tol.atol:g}, rtol={tol.rtol:g} this block passes: the failure comes from the "
             "forward's internal precision, not the backward."
         ])  # fmt: skip
-    kink = kink_hint(block, in_name)
     if kink and block.n_kinks == block.n_failing:
         return Diagnosis(*key, Cause.KINK, [kink])
     hints = list(block.hints)
@@ -252,8 +270,19 @@ def piecewise_constant_hint(in_name: str) -> str:
     )
 
 
+_KINKS_IN_FLOAT64 = (
+    "Fails in float64 too, but only at kinks of the forward ({n:,} cells): neither a precision problem nor a "
+    "wrong backward. Re-draw the inputs away from the kinks (jitter) to check the backward."
+)
+
+
 def _forward_precision_warning(
-    internal: str, found: _Evidence, settings: CheckSettings, result: CheckResult, checked: CheckResult
+    internal: str,
+    found: _Evidence,
+    settings: CheckSettings,
+    result: CheckResult,
+    checked: CheckResult,
+    wrong: bool,
 ) -> str:
     """The run's warning for a forward that rounds like ``internal``: what was measured, and what
     the re-check at ``internal``'s tolerances says about the backward."""
@@ -266,10 +295,15 @@ def _forward_precision_warning(
         f"in the numerical Jacobian. It computes in {internal} inside."
     )
     n = sum(b.n_failing for b in checked.blocks)
-    if n:
+    if n and wrong:
         return (
             f"{head} Re-checked with {internal}'s defaults {where}, {n:,} of {checked.n_cells:,} cells still fail: "
             "a real bug in the backward, not the forward's precision."
+        )
+    if n:
+        return (
+            f"{head} Re-checked with {internal}'s defaults {where}, only {n:,} cells at kinks of the forward still "
+            "fail: the other failures are its round-off, not your backward."
         )
     return (
         f"{head} Re-checked with {internal}'s defaults {where}, every cell passes: the failure comes from the "

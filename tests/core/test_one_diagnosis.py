@@ -128,3 +128,15 @@ def test_cli_json_tells_one_story_with_the_sweep():
     assert any("backward is wrong" in h for h in block["hints"])
     assert not says(block["hints"] + data["warnings"], CLEAR)
     assert data["sweep"]["verdict"] == "backward_wrong" and block["sweep"]["verdict"] == "backward_wrong"
+
+
+def test_kinks_and_forward_round_off_together_clear_the_backward():
+    """Cells at relu's kink fail at every eps; the others only from float32 round-off inside."""
+    x = hp.relu_inputs("cpu", torch.float64)[0]
+    report = check(hp.ReluViaFloat32, x)
+    assert not report.passed
+    block = report.blocks[0]
+    assert 0 < block.n_kinks < block.n_failing
+    assert not says(report.hints + report.warnings, ("backward is wrong", "real bug", "a term is missing"))
+    assert says(report.hints, ("sits at a kink",)) and says(report.warnings, ("not your backward",))
+    assert report.sweep().verdict == Verdict.NON_DIFFERENTIABLE

@@ -112,3 +112,23 @@ class NoisyScale(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return g
+
+
+class ReluViaFloat32(torch.autograd.Function):
+    """Right backward; the forward is relu computed in float32: kinks at 0 and float32 round-off elsewhere."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.float().relu().to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x > 0).to(g.dtype)
+
+
+def relu_inputs(device, dtype):
+    """Two entries exactly on relu's kink at 0, the others away from it."""
+    x = torch.tensor([0.0, 0.7, -0.4, 1.3, 0.0, 2.1], dtype=torch.float64)
+    return (x.to(device=device, dtype=dtype).requires_grad_(True),)
