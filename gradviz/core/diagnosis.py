@@ -13,7 +13,8 @@ first, then each failing block gets one ``Cause``, most fundamental first:
 3. PRECISION: inputs in float32/16: the float64 copy of the block passes.
 4. FORWARD_PRECISION: the forward rounds like a coarser dtype than it returns (measured), and the
    block passes with that dtype's eps and tolerances.
-5. KINK: every failing cell sits at a kink (a few at a kink: the kink hint leads the others).
+5. KINK: every failing cell sits at a kink, or a re-check (3, 4) still fails at the kinks only
+   (a few at a kink and the rest unexplained: the kink hint leads the others).
 6. BACKWARD: none of the above; confirmed by a re-check where one ran, else the pattern hints.
 
 The block's hints, its kink marks and the run's warnings are rendered from that cause, and the
