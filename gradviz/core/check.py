@@ -27,6 +27,7 @@ from gradviz.core.complex_view import (
     outputs_need_real_view,
     real_view,
 )
+from gradviz.core.diagnosis import explain_failures, is_nondeterministic
 from gradviz.core.function_info import reads_data_attribute, source_file
 from gradviz.core.hints import diagnose, diagnose_across
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
@@ -39,9 +40,8 @@ from gradviz.core.jacobian import (
     call_apply,
     numerical_jacobian,
 )
-from gradviz.core.kinks import jitter_inputs, kink_hint, mark_kinks
+from gradviz.core.kinks import jitter_inputs
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
-from gradviz.core.precision import recheck_in_float64
 from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
@@ -233,7 +233,7 @@ def check_function(
         )  # fmt: skip
         result.forward_blocks, result.warnings = forward.blocks, result.warnings + forward.warnings
     if settings.explain and not zero_analytic:
-        _explain(fn, inputs, settings, result, mutates, tracker)
+        _explain(fn, inputs, settings, result, mutates, tracker, noise)
     if not zero_analytic:
         tracker.check_cancel()
         result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
@@ -262,25 +262,14 @@ def _in_place_note(changed: list[int], in_indices: list[int], names: list[str]) 
     ]
 
 
-def _explain(fn, inputs: PreparedInputs, settings: CheckSettings, result: CheckResult, mutates: bool, tracker) -> None:
-    """Why cells fail, never whether: kinks marked on failing cells, and a float64 re-check of a
-    failing lower-precision check. Neither touches a verdict; a failure here only loses the note."""
-    if not result.n_failing:
-        return
-    try:
-        mark_kinks(fn.apply, inputs.args, result.blocks, settings, clone_inputs=mutates, cancel=tracker.check_cancel)
-    except Cancelled:
-        raise
-    except (Exception, SystemExit):
-        for b in result.blocks:
-            b.kinks = None
-    for b in result.blocks:
-        hint = kink_hint(b, result.inputs[b.input].name)
-        if hint:  # a kink explains its cells better than any pattern found in them
-            b.hints = [hint] if b.n_kinks == b.n_failing else [hint, *b.hints]
-    result.precision = recheck_in_float64(fn, inputs, settings, result, check_function, cancel=tracker.cancel)
-    if result.precision is not None:
-        result.warnings.append(result.precision.message)
+def _explain(fn, inputs: PreparedInputs, settings: CheckSettings, result: CheckResult, mutates: bool, tracker, noise: float) -> None:
+    """Why cells fail, never whether: one diagnosis per failing block (``core/diagnosis.py``) from
+    the kink probe, the forward's measured round-off and a re-check where one helps."""
+    if result.n_failing:
+        explain_failures(
+            fn, inputs, settings, result, check_function, clone_inputs=mutates, noise=noise,
+            cancel=tracker.check_cancel, cancel_flag=tracker.cancel,
+        )  # fmt: skip
 
 
 class _CodeFiles:
@@ -695,7 +684,7 @@ def _forward_warnings(fn, names, undeclared, noise: float, settings: CheckSettin
             f"Call ctx.mark_dirty({names[j]}) and return it, or work on a copy ({names[j]} = {names[j]}.clone())."
         )
     jacobian_noise = noise / (2 * settings.eps)
-    if noise > 0 and jacobian_noise > 0.1 * settings.atol:
+    if is_nondeterministic(noise, settings):
         warnings.append(
             f"forward is not deterministic: finite differences are noise. Two forwards on the same inputs "
             f"differ by up to {noise:.3g}, which is up to {jacobian_noise:.3g} in the numerical Jacobian "

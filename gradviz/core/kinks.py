@@ -22,13 +22,17 @@ import numpy as np
 import torch
 
 from gradviz.core.inputs import PreparedInputs
-from gradviz.core.jacobian import chunk_length
+from gradviz.core.jacobian import call_apply, chunk_length
 from gradviz.core.perturb import PerturbedForward
 from gradviz.schema.results import BlockComparison
 from gradviz.schema.settings import MACHINE_EPS, CheckSettings
 
 MAX_KINK_COLUMNS = 2048  # failing columns probed per input; beyond that the marks are partial
 ROUNDOFF_FACTOR = 16.0  # D± are trusted this far above their round-off, eps_machine·|f| / h
+NOISE_POINTS = 4  # the round-off probe evaluates f at x + k·τ·v, k = -NOISE_POINTS … NOISE_POINTS
+NOISE_STEP = 1 / 64  # τ as a fraction of the check's eps: far below it, so f is a parabola there
+NOISE_TO_MACHINE = 5.0  # a value rounded to machine eps ε scatters by about ε/5 around its parabola
+COARSER = 256.0  # measured round-off this many times the dtype's: the forward computes in a coarser dtype
 
 
 def mark_kinks(
@@ -39,8 +43,14 @@ def mark_kinks(
     *,
     clone_inputs: bool = False,
     cancel: Callable[[], None] | None = None,
+    machine: dict[int, float] | None = None,
 ) -> None:
-    """Set ``block.kinks`` (a bool map, True: non-differentiable here) on every failing block."""
+    """Set ``block.kinks`` (a bool map, True: non-differentiable here) on every failing block.
+
+    ``machine``: the relative round-off of each output, as ``forward_machine_eps`` measured it; the
+    output dtype's machine eps where absent. A forward that computes in float32 inside a float64
+    Function rounds like float32, and its noise must not be read as kinks.
+    """
     failing = [b for b in blocks if b.n_failing and b.analytic.size]
     for j in sorted({b.input for b in failing}):
         mine = [b for b in failing if b.input == j]
@@ -59,16 +69,19 @@ def mark_kinks(
             chunk = columns[c0 : c0 + k]
             outs = forward(forward.shifted(chunk, steps))
             for b in mine:
-                marks = _kink_columns(outs[b.output], forward.reference[b.output], len(chunk), h, settings)
+                ref = forward.reference[b.output]
+                eps_machine = max(_dtype_machine_eps(ref.dtype), (machine or {}).get(b.output, 0.0))
+                marks = _kink_columns(outs[b.output], ref, len(chunk), h, settings, eps_machine)
                 b.kinks[:, chunk] = marks & b.failing[:, chunk]
 
 
-def _kink_columns(outs: torch.Tensor, f0: torch.Tensor, n: int, h: float, settings: CheckSettings) -> np.ndarray:
+def _kink_columns(
+    outs: torch.Tensor, f0: torch.Tensor, n: int, h: float, settings: CheckSettings, machine: float
+) -> np.ndarray:
     """``(rows, n)`` marks from the outputs at x+h, x-h, x+h/2, x-h/2 of n columns."""
     f = outs.double().cpu().numpy().reshape(4, n, -1).transpose(0, 2, 1)  # step, row, column
     base = f0.double().cpu().numpy().reshape(-1, 1)
     plus, minus, half_plus, half_minus = f
-    machine = MACHINE_EPS.get(str(f0.dtype).removeprefix("torch."), MACHINE_EPS["float64"])
     with np.errstate(invalid="ignore", over="ignore"):
         forward, backward = (plus - base) / h, (base - minus) / h
         jump = np.abs(forward - backward)
@@ -78,6 +91,73 @@ def _kink_columns(outs: torch.Tensor, f0: torch.Tensor, n: int, h: float, settin
         ratio = half / np.where(jump > 0, jump, 1.0)
         marks = (jump > bound) & (jump > roundoff) & ((ratio < 0.25) | (ratio > 0.75))
     return np.nan_to_num(marks, nan=False).astype(bool)
+
+
+def _dtype_machine_eps(dtype: torch.dtype) -> float:
+    return MACHINE_EPS.get(str(dtype).removeprefix("torch."), MACHINE_EPS["float64"])
+
+
+def forward_machine_eps(
+    apply: Callable, args: Sequence, in_indices: Sequence[int], out_indices: Sequence[int], eps: float, seed: int
+) -> dict[int, float]:
+    """The relative round-off each output really carries, measured: ``{output: machine eps}``.
+
+    The output's dtype says how finely it *could* round; a forward that computes in float32 and
+    returns float64 rounds like float32. Along one random direction v (all differentiable inputs
+    at once) f is evaluated at x + k·τ·v, τ far below eps: there f is a parabola to many digits,
+    so what a quadratic fit leaves is round-off. Its median over entries, relative to |f|, times
+    NOISE_TO_MACHINE is the machine eps the forward behaves as. Only outputs that round COARSER
+    times worse than their dtype are listed (the fit's own rounding is a few ulps); a few entries
+    on a kink do not move the median. 2·NOISE_POINTS + 1 forwards.
+    """
+    generator = torch.Generator(device="cpu").manual_seed((seed + 2) % 2**63)
+    tau = eps * NOISE_STEP
+    ks = np.arange(-NOISE_POINTS, NOISE_POINTS + 1, dtype=float)
+    rows: dict[int, list[np.ndarray]] = {i: [] for i in out_indices}
+    try:  # the check's own forwards say what fails; here only the estimate is lost
+        directions = {
+            j: torch.randn(args[j].shape, generator=generator, dtype=torch.float64)
+            * (1 + args[j].detach().double().abs().cpu())
+            for j in in_indices
+        }
+        outs_by_step = forwards_along(apply, args, in_indices, directions, ks * tau)
+    except (Exception, SystemExit):
+        return {}
+    for outs in outs_by_step:
+        for i in out_indices:
+            rows[i].append(outs[i].detach().double().cpu().reshape(-1).numpy())
+    found = {}
+    for i in out_indices:
+        f = np.stack(rows[i])  # step, entry
+        if not np.all(np.isfinite(f)):
+            f = np.where(np.isfinite(f), f, 0.0)
+        fit = np.polynomial.polynomial.polyfit(ks, f, 2)
+        residual = f - np.polynomial.polynomial.polyval(ks, fit).T
+        spread = np.sqrt(np.mean(residual**2, axis=0))
+        size = np.abs(f[NOISE_POINTS])
+        keep = np.isfinite(spread) & (size > 0)
+        relative = float(np.median(spread[keep] / size[keep])) if np.any(keep) else 0.0
+        if NOISE_TO_MACHINE * relative >= COARSER * _dtype_machine_eps(outs_by_step[0][i].dtype):
+            found[i] = NOISE_TO_MACHINE * relative
+    return found
+
+
+def rounds_like(machine: float) -> str:
+    """The dtype whose machine eps is nearest (in decades) to a measured one."""
+    return min(MACHINE_EPS, key=lambda name: abs(np.log(MACHINE_EPS[name] / machine)))
+
+
+def forwards_along(apply: Callable, args: Sequence, in_indices, directions, moves) -> list[tuple]:
+    """The outputs at x + t·v for each t in ``moves`` (fresh inputs each call)."""
+    found = []
+    with torch.no_grad():
+        for t in moves:
+            call = list(args)
+            for j in in_indices:
+                x = args[j].detach()
+                call[j] = (x.double() + float(t) * directions[j].to(x.device)).to(x.dtype)
+            found.append(call_apply(apply, call, clone=False))
+    return found
 
 
 def kink_hint(block: BlockComparison, in_name: str) -> str | None:

@@ -29,11 +29,19 @@ def recheck_in_float64(
 
     ``check`` is ``check_function`` (passed in, so this module does not import the one that calls it).
     """
+    return recheck_in_float64_blocks(fn, inputs, settings, result, check, **kwargs)[0]
+
+
+def recheck_in_float64_blocks(
+    fn: type, inputs: PreparedInputs, settings: CheckSettings, result: CheckResult, check: Check, **kwargs: Any
+) -> tuple[PrecisionCheck | None, CheckResult | None]:
+    """``recheck_in_float64``'s verdict and the float64 copy's own result (its blocks, one per
+    block of ``result``: which of them pass there), or None where it did not run."""
     leaves = [inputs.args[j] for j in inputs.grad_indices]
     low = sorted({str(x.dtype).removeprefix("torch.") for x in leaves if x.dtype != torch.float64})
     n_failing = sum(b.n_failing for b in result.blocks)
     if not low or not n_failing:
-        return None
+        return None, None
     reference = dtype_defaults("float64")
     settings64 = replace(
         settings, dtype="float64", **asdict(reference), jacobian_only=True, all_checks=False, explain=False, jitter=0.0
@@ -55,10 +63,29 @@ def recheck_in_float64(
         raise
     except GradvizError as exc:
         found.error = exc.message
-        return found
+        return found, None
     found.float64_failing = sum(b.n_failing for b in checked.blocks)
     found.float64_cells = checked.n_cells
-    return found
+    return found, checked
+
+
+def recheck_at_forward_precision(
+    fn: type, inputs: PreparedInputs, settings: CheckSettings, internal: str, check: Check, **kwargs: Any
+) -> CheckResult | None:
+    """The same check with ``internal``'s eps, atol and rtol, on the same inputs; None if it raises.
+
+    For a forward that rounds like ``internal`` (float32 inside a float64 Function): its round-off
+    swamps gradcheck's eps=1e-6, but not ``internal``'s own step, so what fails there is the backward.
+    """
+    coarse = replace(
+        settings, **asdict(dtype_defaults(internal)), jacobian_only=True, all_checks=False, explain=False, jitter=0.0
+    )
+    try:
+        return check(fn, inputs, coarse, **kwargs)
+    except Cancelled:
+        raise
+    except GradvizError:
+        return None
 
 
 def as_float64(value: Any) -> Any:

@@ -35,6 +35,7 @@ import torch
 
 from gradviz.core.callables import Checkable
 from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
+from gradviz.core.diagnosis import explain_sweep, machine_eps_for_sweep
 from gradviz.core.function_info import reads_data_attribute, source_file
 from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
 from gradviz.core.jacobian import (
@@ -161,7 +162,8 @@ def sweep_function(
     units = sum(sweep_units(args[j].numel(), len(steps), options) for j in {j for _, j in swept})
     tracker = Progress(units + 2 * len(steps) * (len(in_indices) + 1), progress, cancel)
     dtype_name = str(leaves[0].dtype).removeprefix("torch.")
-    machine = MACHINE_EPS.get(dtype_name, MACHINE_EPS["float64"])
+    # the forward's measured round-off where coarser than its dtype's (float32 inside a float64 Function)
+    machine = machine_eps_for_sweep(fn, args, in_indices, out_indices, settings, MACHINE_EPS.get(dtype_name, MACHINE_EPS["float64"]))
     generator = torch.Generator(device="cpu").manual_seed((settings.seed + 1) % 2**63)
 
     directional = _Directional(fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings)
@@ -200,6 +202,7 @@ def sweep_function(
         classify(b, steps, settings, dtype_name)
         blocks.append(b)
     overall = _overall(directional, blocks, steps, settings, dtype_name, tracker, outputs, args, in_indices)
+    explain_sweep(fn, args, blocks, overall, settings, directional.g)  # the check's diagnosis, same probes
     skipped = [b.title for b in blocks if not b.swept]
     if skipped and options.block is None:
         notes.append(
