@@ -1,4 +1,5 @@
-"""The run bar: Run / Cancel, progress with time left, device, dtype, tolerances, seed, timeout.
+"""The run bar: Run / Cancel, progress with time left, device, dtype, tolerances, seed, timeout,
+and gradcheck's options (``check_options``).
 
 A toolbar of small groups, Run and the progress first: in a narrow window the last groups go
 into the toolbar's overflow menu (») instead of pushing the window wider than the screen.
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.panels.check_options import CheckOptionsButton
 from gradviz.app.state import RunSettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
@@ -174,6 +176,8 @@ class RunBar(QToolBar):
             ("timeout", self.timeout),
         ):
             self.addWidget(_group(QLabel(label), widget))
+        self.options_button = CheckOptionsButton(settings)  # gradcheck's options, in a dialog
+        self.addWidget(_group(self.options_button))
 
         self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
         settings.device_changed.connect(self._on_device_changed)

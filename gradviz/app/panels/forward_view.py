@@ -1,0 +1,130 @@
+"""The forward-mode Jacobian in the Jacobian panel: a switch "backward (vjp) | forward (jvp)".
+
+A check run with ``check_forward_ad`` carries ``CheckResult.forward_blocks``: for each block, the
+Jacobian that forward mode (the Function's ``jvp``, or forward AD) gives, in ``analytic``, beside
+the same numerical one, with its own error map and failing cells under gradcheck's rule. The
+switch appears only when a result has them. On "forward" the panel draws the forward Jacobian
+where the analytic one was and its error map where the backward error was; the numerical map
+stays, so the two modes are compared against one reference. Titles, the failing outlines, the
+worst cell and the hover readout follow the mode; the block list, the overview thumbnails and the
+banner's hints stay those of the backward comparison (the verdict names each failing check).
+
+The switch keeps the user's choice from one result to the next while results have forward
+blocks. It renders; it computes nothing but the display prep of a forward block on its first visit.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from gradviz.app.display import BlockDisplay
+from gradviz.app.panels.heatmap_plots import TITLES
+from gradviz.schema.report import cell_readout
+from gradviz.schema.results import BlockComparison, CheckResult
+
+BACKWARD, FORWARD = "backward", "forward"
+FORWARD_TITLES = (
+    ("Forward mode (jvp)", "Forward (jvp)", "Forward"),
+    TITLES[1],  # the numerical Jacobian is the same in both modes
+    ("Error |F − N| (forward)", "Error |F − N|", "|F − N|"),
+)
+ERROR_CAPTIONS = {BACKWARD: "|A − N|", FORWARD: "|F − N|"}
+
+
+def forward_blocks(result: CheckResult | None) -> list[BlockComparison]:
+    """The result's forward-mode blocks (none unless it was run with check_forward_ad)."""
+    return list(getattr(result, "forward_blocks", None) or []) if result is not None else []
+
+
+def forward_counterpart(result: CheckResult | None, block: BlockComparison) -> BlockComparison | None:
+    """The forward-mode comparison of ``block``'s (output, input), or None."""
+    return next(
+        (f for f in forward_blocks(result) if f.output == block.output and f.input == block.input), None
+    )
+
+
+class ForwardSwitch(QWidget):
+    """Two exclusive buttons, backward (vjp) | forward (jvp), shown only for a result with
+    forward blocks; Tab reaches them, Space or a click switches."""
+
+    mode_changed = Signal(str)  # BACKWARD or FORWARD
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._result: CheckResult | None = None
+        self._displays: dict[int, BlockDisplay] = {}  # forward display prep, per index into result.blocks
+        self.label = QLabel("Jacobian:")
+        self.backward_button = QPushButton("backward (vjp)")
+        self.backward_button.setToolTip("The analytic Jacobian from backward (vector-Jacobian products)")
+        self.forward_button = QPushButton("forward (jvp)")
+        self.forward_button.setToolTip(
+            "The Jacobian from forward mode (jvp / forward AD, Jacobian-vector products) against the same numerical one"
+        )
+        self.group = QButtonGroup(self)
+        self.group.setExclusive(True)
+        for button in (self.backward_button, self.forward_button):
+            button.setCheckable(True)
+            button.setAutoDefault(False)
+            self.group.addButton(button)
+        self.backward_button.setChecked(True)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.label)
+        layout.addWidget(self.backward_button)
+        layout.addWidget(self.forward_button)
+        self.forward_button.toggled.connect(self._on_forward_toggled)
+        self.hide()
+
+    # --- the result -----------------------------------------------------------------------------
+    def set_result(self, result: CheckResult | None) -> None:
+        """A new result: shown only when it has forward blocks; the chosen mode stays."""
+        self._result = result
+        self._displays.clear()
+        self.setVisible(bool(forward_blocks(result)))
+
+    def mode(self) -> str:
+        """What the maps show: FORWARD only while the switch says so and the result has forward blocks."""
+        return FORWARD if self.forward_button.isChecked() and forward_blocks(self._result) else BACKWARD
+
+    def set_mode(self, mode: str) -> None:
+        (self.forward_button if mode == FORWARD else self.backward_button).setChecked(True)
+
+    # --- what the panel draws -------------------------------------------------------------------
+    def shown(self, block: BlockComparison) -> BlockComparison:
+        """The comparison the maps show for ``block``: its forward one in forward mode (when the
+        result has it), else ``block`` itself."""
+        if self.mode() == FORWARD:
+            return forward_counterpart(self._result, block) or block
+        return block
+
+    def display(self, index: int, block: BlockComparison, atol: float) -> BlockDisplay | None:
+        """Display prep of the forward comparison of ``block`` (index ``index`` of result.blocks),
+        made on its first visit; None in backward mode."""
+        shown = self.shown(block)
+        if shown is block:
+            return None
+        if index not in self._displays:
+            self._displays[index] = BlockDisplay(shown, atol)
+        return self._displays[index]
+
+    def titles(self) -> tuple[tuple[str, ...], ...]:
+        """The three maps' titles (each from its longest wording to its shortest)."""
+        return FORWARD_TITLES if self.mode() == FORWARD else TITLES
+
+    def error_caption(self, log: bool) -> str:
+        caption = ERROR_CAPTIONS[self.mode()]
+        return f"log10 {caption}" if log else caption
+
+    def readout(self, result: CheckResult, block: BlockComparison, row: int, col: int, offset=(0, 0)) -> str:
+        """The hover line; in forward mode the value compared is the forward one, and says so."""
+        text = cell_readout(result, block, row, col, offset=offset)
+        if self.mode() == FORWARD and block is not None:
+            label = f"{result.cell_label(block, row, col)}: "
+            text = text.replace(f"{label}analytic ", f"{label}forward (jvp) ", 1)
+        return text
+
+    # --- events ---------------------------------------------------------------------------------
+    def _on_forward_toggled(self, _checked: bool) -> None:
+        self.mode_changed.emit(self.mode())

@@ -1,0 +1,284 @@
+"""gradcheck's options in the window (issue 23, items 2-4): the options dialog sends them with the
+run, the verdict shown is gradcheck's with the same options, a combination gradcheck refuses shows
+its sentence, the options survive a relaunch, and the forward-mode Jacobian has its switch.
+
+The oracle is torch.autograd.gradcheck, called here with the same options; nothing is typed in."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PySide6.QtCore import QSettings, Qt
+
+from gradviz.app.panels.check_options import OPTIONS, CheckOptionsDialog
+from gradviz.app.panels.forward_view import FORWARD, FORWARD_TITLES
+from gradviz.app.panels.heatmap_plots import TITLES
+from gradviz.app.panels.jacobian_panel import JacobianPanel
+from gradviz.app.state import RunSettings
+from gradviz.schema.errors import SettingsError
+from gradviz.schema.report import cell_readout
+from gradviz.schema.settings import CheckSettings
+from tests.app.conftest import ARTIFACTS
+from tests.core import option_functions as fns
+
+RUN_TIMEOUT = 60_000
+OPTION_SOURCE = Path(fns.__file__).read_text(encoding="utf-8")
+SHOTS = Path("/work/notes/shots")
+NAMES = [name for name, *_ in OPTIONS]
+
+
+def gradcheck_passes(fn, **options) -> bool:
+    """PyTorch's verdict on ``fn`` with these options, on the inputs the window's worker makes."""
+    (x,) = fns.example_inputs(torch.device("cpu"), torch.float64)
+    return torch.autograd.gradcheck(fn.apply, (x,), raise_exception=False, **options)
+
+
+def refusal(**options) -> str | None:
+    """CheckSettings.validate's sentence for these options (None: accepted)."""
+    try:
+        CheckSettings(**options).validate()
+    except SettingsError as exc:
+        return exc.message
+    return None
+
+
+def record_requests(window, monkeypatch) -> list[dict]:
+    """The payloads of the worker requests the window sends from now on."""
+    sent: list[dict] = []
+    submit = window.worker.submit
+
+    def recording(op, **payload):
+        sent.append({"op": op, **payload})
+        return submit(op, **payload)
+
+    monkeypatch.setattr(window.worker, "submit", recording)
+    return sent
+
+
+def open_options(qtbot, window) -> CheckOptionsDialog:
+    """Run → gradcheck options…, from the keyboard."""
+    qtbot.keyClick(window, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    dialog = window.run_bar.options_button.dialog
+    assert dialog is not None
+    qtbot.waitExposed(dialog)
+    return dialog
+
+
+def run_and_wait(qtbot, window) -> None:
+    with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
+        window.request_run()
+
+
+def show_function(window, name: str) -> None:
+    window.source.set_source(OPTION_SOURCE, None, function=name)
+
+
+def save_shot(widget, name: str) -> None:
+    for folder in (SHOTS, ARTIFACTS):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            widget.grab().save(str(folder / f"win-{name}.png"))
+        except OSError:
+            pass
+
+
+# --- the options dialog and the run settings, without a worker ------------------------------------
+
+
+def test_each_box_sets_its_option_and_follows_the_settings(qtbot):
+    settings = RunSettings()
+    dialog = CheckOptionsDialog(settings)
+    qtbot.addWidget(dialog)
+    boxes = dialog.options.boxes
+    assert set(boxes) == set(CheckSettings.__dataclass_fields__) & set(NAMES) == set(NAMES)
+    defaults = CheckSettings()
+    assert all(boxes[n].isChecked() == getattr(defaults, n) for n in NAMES)  # gradcheck's defaults
+    boxes["fast_mode"].click()
+    assert settings.fast_mode is True and settings.check_settings().fast_mode is True
+    settings.check_batched_grad = True  # state → box
+    assert boxes["check_batched_grad"].isChecked()
+
+
+def test_a_combination_gradcheck_refuses_shows_its_sentence_and_changes_nothing(qtbot):
+    settings = RunSettings()
+    dialog = CheckOptionsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    options = dialog.options
+    before = settings.check_settings()
+    options.boxes["check_backward_ad"].click()  # backward off with forward off: gradcheck refuses it
+    said = refusal(check_backward_ad=False)
+    assert said and options.message.isVisible() and options.message.text() == said
+    assert options.boxes["check_backward_ad"].isChecked() and settings.check_settings() == before
+    options.boxes["fast_mode"].click()  # an accepted change clears the sentence
+    assert not options.message.isVisible() and settings.fast_mode
+
+
+def test_options_restored_one_at_a_time_or_together_in_any_order():
+    """What a session or the saved settings hold is a valid set, whatever order it comes in."""
+    wanted = {"check_forward_ad": True, "check_backward_ad": False, "check_batched_forward_grad": True}
+    if refusal(**wanted):
+        pytest.skip("forward mode is not run by this gradviz yet")
+    for values in (wanted, dict(reversed(wanted.items()))):
+        settings = RunSettings()
+        assert settings.update(values) == []
+        assert all(settings.get(k) == v for k, v in values.items())
+        back = RunSettings()
+        assert back.update({"check_backward_ad": True, "check_forward_ad": False, "check_batched_forward_grad": False})
+
+
+# --- the real window and its worker ----------------------------------------------------------------
+
+
+def test_each_option_goes_with_the_request(qtbot, main_window, monkeypatch):
+    window = main_window
+    show_function(window, "Square")
+    sent = record_requests(window, monkeypatch)
+    dialog = open_options(qtbot, window)
+    boxes = dialog.options.boxes
+    defaults = CheckSettings()
+    toggled = []
+    for name in ("fast_mode", "check_batched_grad", "check_forward_ad", "check_batched_forward_grad", "check_backward_ad"):
+        wanted = {**{n: window.run_settings.get(n) for n in NAMES}, name: not getattr(defaults, name)}
+        if refusal(**wanted):  # forward mode before gradviz runs it: the sentence instead
+            boxes[name].click()
+            assert dialog.options.message.text() == refusal(**wanted)
+            continue
+        boxes[name].setFocus()
+        qtbot.keyClick(boxes[name], Qt.Key.Key_Space)  # the keyboard toggles a box
+        assert window.run_settings.get(name) == wanted[name]
+        toggled.append(name)
+        run_and_wait(qtbot, window)
+        request = [r for r in sent if r["op"] == "check"][-1]
+        assert {n: request["settings"][n] for n in NAMES} == wanted
+        assert window.current.result.settings.to_dict()[name] == wanted[name]  # the worker ran with it
+    assert {"fast_mode", "check_batched_grad"} <= set(toggled)
+
+
+@pytest.mark.parametrize(
+    ("function", "options"),
+    [
+        ("NumpyBackward", {"check_batched_grad": True}),  # fails only gradcheck's batched-gradient test
+        ("OneCellOff", {"fast_mode": True}),  # fails the cells, passes fast mode's projections
+    ],
+)
+def test_the_verdict_shown_is_gradchecks_with_the_same_options(qtbot, main_window, function, options):
+    window = main_window
+    fn = getattr(fns, function)
+    show_function(window, function)
+    run_and_wait(qtbot, window)
+    assert window.current.result.passed == gradcheck_passes(fn)
+    assert window.banner.state == ("passed" if gradcheck_passes(fn) else "failed")
+    dialog = open_options(qtbot, window)
+    for name, value in options.items():
+        if dialog.options.boxes[name].isChecked() != value:
+            dialog.options.boxes[name].click()
+    run_and_wait(qtbot, window)
+    expected = gradcheck_passes(fn, **options)
+    assert expected != gradcheck_passes(fn)  # the option decides this Function's verdict
+    result = window.current.result
+    assert result.passed == expected
+    assert window.banner.state == ("passed" if expected else "failed")
+    named = {c.name: c for c in result.checks}
+    for name in options:
+        check = "batched_grad" if name == "check_batched_grad" else name
+        assert named[check].passed == expected  # the named check carries the verdict
+        assert check in window.banner.details.text() or check in window.banner.headline.text()
+    if not expected:
+        assert window.banner.headline.text().startswith("FAILED")
+    save_shot(window, f"verdict-{function}")
+
+
+def test_the_options_survive_a_relaunch(qtbot, main_window, settings_store):
+    from gradviz.app.main_window import MainWindow
+
+    window = main_window
+    dialog = open_options(qtbot, window)
+    for name in ("fast_mode", "check_batched_grad"):
+        dialog.options.boxes[name].click()
+    qtbot.waitUntil(lambda: settings_store.value("run/check_batched_grad") in (True, "true"), timeout=10_000)
+    save_shot(dialog, "options-dialog")
+    save_shot(window, "options-window")
+    again = MainWindow(QSettings(settings_store.fileName(), QSettings.Format.IniFormat), auto_run=False)
+    qtbot.addWidget(again)
+    try:
+        assert again.run_settings.fast_mode and again.run_settings.check_batched_grad
+        assert not again.run_settings.check_forward_ad and again.run_settings.check_backward_ad
+        assert not again.preferences.dropped
+        assert again.run_bar.options_button.text() == "Checks: fast, batched"
+        assert again.run_settings.check_settings().check_batched_grad
+    finally:
+        again.close()
+
+
+# --- the forward-mode Jacobian ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def forward_result(make_check_result):
+    """A result whose forward blocks are the Jacobians of another backward (WrongFactor's, a
+    factor off) against the same numerical ones: the core computes every array."""
+    result = make_check_result(source=OPTION_SOURCE + "\nFUNCTION = 'Square'\n")
+    other = make_check_result(source=OPTION_SOURCE + "\nFUNCTION = 'WrongFactor'\n")
+    if not hasattr(result, "forward_blocks"):
+        result = dataclasses.replace(result)
+    result.forward_blocks = list(other.blocks)
+    assert np.array_equal(result.blocks[0].numerical, other.blocks[0].numerical)
+    return result
+
+
+@pytest.fixture
+def panel(qtbot):
+    widget = JacobianPanel()
+    qtbot.addWidget(widget)
+    widget.resize(1280, 560)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def titles(panel) -> list[str]:
+    return [plot.titleLabel.text for plot in panel.plot_items]
+
+
+def test_the_switch_shows_the_forward_jacobian_and_its_errors(qtbot, panel, forward_result):
+    result = forward_result
+    backward, forward = result.blocks[0], result.forward_blocks[0]
+    assert backward.passed and not forward.passed  # the core's verdicts, not typed
+    panel.set_result(result)
+    switch = panel.forward
+    assert switch.isVisible() and switch.mode() != FORWARD
+    assert titles(panel)[0] in TITLES[0]
+    np.testing.assert_array_equal(panel.analytic_image.image, backward.analytic.astype(np.float32))
+    assert panel.failing_outline.cells() == []
+
+    switch.forward_button.setFocus()
+    qtbot.keyClick(switch.forward_button, Qt.Key.Key_Space)  # keyboard: Tab to it, Space
+    assert switch.mode() == FORWARD
+    np.testing.assert_array_equal(panel.analytic_image.image, forward.analytic.astype(np.float32))
+    np.testing.assert_array_equal(panel.numerical_image.image, backward.numerical.astype(np.float32))
+    np.testing.assert_array_equal(panel.error_image.image, forward.error.astype(np.float32))
+    assert titles(panel)[0] in FORWARD_TITLES[0] and titles(panel)[2] in FORWARD_TITLES[2]
+    rows, cols = np.nonzero(forward.failing)
+    assert rows.size and sorted(panel.failing_outline.cells()) == sorted(zip(rows.tolist(), cols.tolist()))
+    panel.go_to_worst()
+    assert panel.highlighted_cell() == forward.worst
+    text = panel.readout.text()
+    expected = cell_readout(result, forward, *forward.worst)
+    assert text == expected.replace(": analytic ", ": forward (jvp) ", 1) and "fails" in text
+    save_shot(panel, "forward-switch")
+
+    switch.backward_button.click()
+    np.testing.assert_array_equal(panel.analytic_image.image, backward.analytic.astype(np.float32))
+    assert panel.readout.text() == cell_readout(result, backward, *forward.worst)
+    assert titles(panel)[0] in TITLES[0]
+
+
+def test_no_switch_without_forward_blocks(qtbot, panel, make_check_result):
+    result = make_check_result(source=OPTION_SOURCE + "\nFUNCTION = 'Square'\n")
+    panel.set_result(result)
+    assert not panel.forward.isVisible() and panel.forward.mode() != FORWARD
