@@ -34,24 +34,8 @@ def result_to_dict(result: CheckResult) -> dict[str, Any]:
             {"index": t.index, "shape": _shape(t.shape), "dtype": t.dtype, "differentiable": t.requires_grad}
             for t in result.outputs
         ],
-        "blocks": [
-            {
-                "output": b.output,
-                "input": b.input,
-                "rows": b.shape[0],
-                "cols": b.shape[1],
-                "max_abs_error": encode(b.max_abs_error),
-                "failing": b.n_failing,
-                "nonfinite": b.n_nonfinite,
-                "worst": list(b.worst) if b.worst else None,
-                "worst_cell": result.cell_label(b, *b.worst) if b.worst else None,
-                "hints": b.hints,
-                "kinks": b.n_kinks,
-                "kink_cells": _kink_cells(result, b),
-                "sweep": _block_sweep_summary(result, b),
-            }
-            for b in result.blocks
-        ],
+        "blocks": [_block_dict(result, b) for b in result.blocks],
+        "forward_blocks": [_block_dict(result, b, forward=True) for b in result.forward_blocks],
         "large_blocks": [_large_block_dict(result, b) for b in result.large_blocks],
         "checks": [c.to_dict() for c in result.checks],
         "warnings": result.warnings,
@@ -63,6 +47,25 @@ def result_to_dict(result: CheckResult) -> dict[str, Any]:
         "seconds": {k: round(v, 6) for k, v in result.seconds.items()},
         "precision": result.precision.to_dict() if result.precision else None,
         "sweep": result.sweep.to_dict() if result.sweep else None,
+    }
+
+
+def _block_dict(result: CheckResult, b: BlockComparison, *, forward: bool = False) -> dict[str, Any]:
+    """One entry of "blocks" or "forward_blocks" (there ``analytic`` is the forward-mode Jacobian)."""
+    return {
+        "output": b.output,
+        "input": b.input,
+        "rows": b.shape[0],
+        "cols": b.shape[1],
+        "max_abs_error": encode(b.max_abs_error),
+        "failing": b.n_failing,
+        "nonfinite": b.n_nonfinite,
+        "worst": list(b.worst) if b.worst else None,
+        "worst_cell": result.cell_label(b, *b.worst) if b.worst else None,
+        "hints": b.hints,
+        "kinks": b.n_kinks,
+        "kink_cells": _kink_cells(result, b),
+        "sweep": None if forward else _block_sweep_summary(result, b),
     }
 
 

@@ -34,18 +34,19 @@ def write_check_result(result: CheckResult, directory: str | Path) -> dict[str, 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     summary = result_to_dict(result)
-    for entry, block in zip(summary["blocks"], result.blocks):
-        files = {}
-        for kind in (*ARRAYS, "kinks"):
-            array = getattr(block, kind)
-            if array is None:  # kinks: only where failing cells were probed
-                continue
-            path = directory / f"{kind}_o{block.output}_i{block.input}.npy"
-            np.save(path, array, allow_pickle=False)
-            files[kind] = str(path)
-        entry["files"] = files
-        entry["out_shape"] = list(block.out_shape)
-        entry["in_shape"] = list(block.in_shape)
+    for key, prefix in (("blocks", ""), ("forward_blocks", "forward_")):
+        for entry, block in zip(summary[key], getattr(result, key)):
+            files = {}
+            for kind in (*ARRAYS, "kinks"):
+                array = getattr(block, kind)
+                if array is None:  # kinks: only where failing cells were probed
+                    continue
+                path = directory / f"{prefix}{kind}_o{block.output}_i{block.input}.npy"
+                np.save(path, array, allow_pickle=False)
+                files[kind] = str(path)
+            entry["files"] = files
+            entry["out_shape"] = list(block.out_shape)
+            entry["in_shape"] = list(block.in_shape)
     return summary
 
 
@@ -56,27 +57,7 @@ def read_check_result(summary: dict[str, Any]) -> CheckResult:
     (window, notebook, API) works with one model.
     """
     settings = CheckSettings.from_dict(summary["settings"])
-    blocks = []
-    for entry in summary["blocks"]:
-        arrays = read_block_arrays(entry)
-        blocks.append(
-            BlockComparison(
-                output=entry["output"],
-                input=entry["input"],
-                out_shape=tuple(entry["out_shape"]),
-                in_shape=tuple(entry["in_shape"]),
-                analytic=arrays["analytic"],
-                numerical=arrays["numerical"],
-                error=arrays["error"],
-                failing=arrays["failing"],
-                max_abs_error=decode(entry["max_abs_error"]),
-                n_failing=entry["failing"],
-                n_nonfinite=entry.get("nonfinite", 0),
-                worst=tuple(entry["worst"]) if entry.get("worst") else None,
-                hints=list(entry.get("hints", [])),
-                kinks=arrays.get("kinks"),
-            )
-        )
+    blocks = [_block(entry) for entry in summary["blocks"]]
     paths = summary.get("paths", {})
     return CheckResult(
         function=summary["function"],
@@ -96,6 +77,28 @@ def read_check_result(summary: dict[str, Any]) -> CheckResult:
         precision=PrecisionCheck.from_dict(summary["precision"]) if summary.get("precision") else None,
         sweep=SweepResult.from_dict(summary["sweep"]) if summary.get("sweep") else None,
         large_blocks=[_large_block(b) for b in summary.get("large_blocks", [])],
+        forward_blocks=[_block(entry) for entry in summary.get("forward_blocks", [])],
+    )
+
+
+def _block(entry: dict[str, Any]) -> BlockComparison:
+    """One entry of "blocks" or "forward_blocks", its arrays loaded from the files it names."""
+    arrays = read_block_arrays(entry)
+    return BlockComparison(
+        output=entry["output"],
+        input=entry["input"],
+        out_shape=tuple(entry["out_shape"]),
+        in_shape=tuple(entry["in_shape"]),
+        analytic=arrays["analytic"],
+        numerical=arrays["numerical"],
+        error=arrays["error"],
+        failing=arrays["failing"],
+        max_abs_error=decode(entry["max_abs_error"]),
+        n_failing=entry["failing"],
+        n_nonfinite=entry.get("nonfinite", 0),
+        worst=tuple(entry["worst"]) if entry.get("worst") else None,
+        hints=list(entry.get("hints", [])),
+        kinks=arrays.get("kinks"),
     )
 
 

@@ -196,6 +196,10 @@ class CheckResult:
     large_blocks: list[LargeBlock] = field(default_factory=list)  # too large to hold: searched instead
     precision: PrecisionCheck | None = None  # a failing lower-precision check, re-checked in float64
     sweep: SweepResult | None = None  # the eps sweep, when one was asked for
+    # check_forward_ad: the forward-mode Jacobian (jvp / forward AD) in ``analytic`` against the same
+    # numerical Jacobian, compared by gradcheck's rule; empty unless forward mode was asked for. With
+    # check_backward_ad=False ``blocks`` is empty and these alone decide, as in gradcheck.
+    forward_blocks: list[BlockComparison] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -203,11 +207,15 @@ class CheckResult:
         return (
             (fast or all(b.passed for b in self.blocks))
             and (fast or all(b.passed for b in self.large_blocks))
+            and (fast or all(b.passed for b in self.forward_blocks))
             and not any(c.failed for c in self.checks)
         )
 
     def block(self, output: int, input: int) -> BlockComparison:
         return next(b for b in self.blocks if b.output == output and b.input == input)
+
+    def forward_block(self, output: int, input: int) -> BlockComparison:
+        return next(b for b in self.forward_blocks if b.output == output and b.input == input)
 
     def cell_label(self, block: BlockComparison | LargeBlock, row: int, col: int) -> str:
         """``out0[3,1] / weight[2,0]``: where a Jacobian cell comes from."""
