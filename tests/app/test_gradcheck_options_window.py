@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QWidget
 
 from gradviz.app.panels.check_options import OPTIONS, CheckOptionsDialog
 from gradviz.app.panels.forward_view import FORWARD, FORWARD_TITLES
@@ -29,6 +30,7 @@ RUN_TIMEOUT = 60_000
 OPTION_SOURCE = Path(fns.__file__).read_text(encoding="utf-8")
 SHOTS = Path("/work/notes/shots")
 NAMES = [name for name, *_ in OPTIONS]
+CLIENT_720 = (1280, 701)  # a maximized window's client area on a 1280x720 screen (test_jacobian_view)
 
 
 def gradcheck_passes(fn, **options) -> bool:
@@ -77,7 +79,19 @@ def show_function(window, name: str) -> None:
     window.source.set_source(OPTION_SOURCE, None, function=name)
 
 
-def save_shot(widget, name: str) -> None:
+def save_shot(widget, name: str, qtbot=None) -> None:
+    """A PNG of ``widget`` in the notes' shots and the test artifacts; a window at 1280x720's
+    client area (``qtbot`` given) first."""
+    if qtbot is not None:
+        widget.resize(*CLIENT_720)
+        qtbot.waitUntil(lambda: (widget.width(), widget.height()) == CLIENT_720)
+        seen: list = []
+
+        def settled() -> bool:  # the docks' geometry as at the last two polls: deferred relayouts done
+            seen.append(tuple(c.geometry().getRect() for c in widget.findChildren(QWidget) if c.isVisible()))
+            return len(seen) > 2 and seen[-1] == seen[-2] == seen[-3]
+
+        qtbot.waitUntil(settled)
     for folder in (SHOTS, ARTIFACTS):
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -190,7 +204,7 @@ def test_the_verdict_shown_is_gradchecks_with_the_same_options(qtbot, main_windo
         assert check in window.banner.details.text() or check in window.banner.headline.text()
     if not expected:
         assert window.banner.headline.text().startswith("FAILED")
-    save_shot(window, f"verdict-{function}")
+    save_shot(window, f"verdict-{function}", qtbot)
 
 
 def test_the_options_survive_a_relaunch(qtbot, main_window, settings_store):
@@ -202,7 +216,7 @@ def test_the_options_survive_a_relaunch(qtbot, main_window, settings_store):
         dialog.options.boxes[name].click()
     qtbot.waitUntil(lambda: settings_store.value("run/check_batched_grad") in (True, "true"), timeout=10_000)
     save_shot(dialog, "options-dialog")
-    save_shot(window, "options-window")
+    save_shot(window, "options-window", qtbot)
     again = MainWindow(QSettings(settings_store.fileName(), QSettings.Format.IniFormat), auto_run=False)
     qtbot.addWidget(again)
     try:
@@ -224,9 +238,7 @@ def forward_result(make_check_result):
     factor off) against the same numerical ones: the core computes every array."""
     result = make_check_result(source=OPTION_SOURCE + "\nFUNCTION = 'Square'\n")
     other = make_check_result(source=OPTION_SOURCE + "\nFUNCTION = 'WrongFactor'\n")
-    if not hasattr(result, "forward_blocks"):
-        result = dataclasses.replace(result)
-    result.forward_blocks = list(other.blocks)
+    result = dataclasses.replace(result, forward_blocks=list(other.blocks))
     assert np.array_equal(result.blocks[0].numerical, other.blocks[0].numerical)
     return result
 
@@ -276,6 +288,19 @@ def test_the_switch_shows_the_forward_jacobian_and_its_errors(qtbot, panel, forw
     np.testing.assert_array_equal(panel.analytic_image.image, backward.analytic.astype(np.float32))
     assert panel.readout.text() == cell_readout(result, backward, *forward.worst)
     assert titles(panel)[0] in TITLES[0]
+
+
+def test_forward_mode_alone_draws_the_forward_blocks(qtbot, panel, forward_result):
+    """check_backward_ad=False: no backward blocks, the forward ones drawn and titled as such."""
+    result = dataclasses.replace(forward_result, blocks=[])
+    forward = result.forward_blocks[0]
+    panel.set_result(result)
+    assert panel.forward.isVisible() and panel.forward.mode() == FORWARD
+    assert not panel.forward.backward_button.isEnabled()
+    assert panel.current_block() is forward
+    np.testing.assert_array_equal(panel.analytic_image.image, forward.analytic.astype(np.float32))
+    assert titles(panel)[0] in FORWARD_TITLES[0]
+    assert panel.readout.text().startswith(f"{result.cell_label(forward, *forward.worst)}: forward (jvp) ")
 
 
 def test_no_switch_without_forward_blocks(qtbot, panel, make_check_result):

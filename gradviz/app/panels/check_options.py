@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 from gradviz.app.state import RunSettings
 from gradviz.schema.errors import SettingsError
 
-# (field, check box text, tooltip, what the run bar's button calls it when it differs from gradcheck's default)
+# (field, check box text, tooltip, what the run bar's button calls it when it differs from gradcheck's
+# default: a word or two, the full names are in the button's tooltip)
 OPTIONS = (
     (
         "fast_mode",
@@ -46,19 +47,19 @@ OPTIONS = (
         "check_forward_ad",
         "Forward mode, the &jvp (check_forward_ad)",
         "Compare the forward-mode Jacobian (jvp / forward AD) with the numerical one too",
-        "forward",
+        "fwd",
     ),
     (
         "check_batched_forward_grad",
         "Batched forward gradients (check_batched_for&ward_grad)",
         "gradcheck's batched test of forward mode; needs forward mode",
-        "batched forward",
+        "batched fwd",
     ),
     (
         "check_backward_ad",
         "Backward mode, the vj&p (check_backward_ad)",
         "Compare the backward (analytic) Jacobian with the numerical one; off needs forward mode on",
-        "no backward",
+        "no bwd",
     ),
 )
 MASKED_NOTE = (
@@ -159,7 +160,9 @@ class CheckOptionsButton(QToolButton):
     def _on_options_changed(self, *_args) -> None:
         summary = options_summary(self.settings)
         self.setText(f"Checks: {summary}" if summary else DEFAULT_TEXT)
+        defaults = RunSettings.schema()
+        on = [f"{name}={self.settings.get(name)}" for name, *_ in OPTIONS if self.settings.get(name) != getattr(defaults, name)]
         self.setToolTip(
             f"gradcheck's options ({SHORTCUT}): "
-            + (summary if summary else "its defaults (no fast mode, no batched tests, backward mode only)")
+            + (", ".join(on) if on else "its defaults (no fast mode, no batched tests, backward mode only)")
         )

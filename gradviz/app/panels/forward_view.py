@@ -9,13 +9,18 @@ stays, so the two modes are compared against one reference. Titles, the failing 
 worst cell and the hover readout follow the mode; the block list, the overview thumbnails and the
 banner's hints stay those of the backward comparison (the verdict names each failing check).
 
+With check_backward_ad=False a result has forward blocks only: the panel draws them as its
+blocks, titled as forward mode, and the switch stays on "forward" with "backward" disabled.
+
 The switch keeps the user's choice from one result to the next while results have forward
 blocks. It renders; it computes nothing but the display prep of a forward block on its first visit.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from dataclasses import replace
+
+from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from gradviz.app.display import BlockDisplay
@@ -34,7 +39,7 @@ ERROR_CAPTIONS = {BACKWARD: "|A − N|", FORWARD: "|F − N|"}
 
 def forward_blocks(result: CheckResult | None) -> list[BlockComparison]:
     """The result's forward-mode blocks (none unless it was run with check_forward_ad)."""
-    return list(getattr(result, "forward_blocks", None) or []) if result is not None else []
+    return list(result.forward_blocks) if result is not None else []
 
 
 def forward_counterpart(result: CheckResult | None, block: BlockComparison) -> BlockComparison | None:
@@ -53,6 +58,7 @@ class ForwardSwitch(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._result: CheckResult | None = None
+        self._forward_only = False  # check_backward_ad=False: the result's blocks are forward ones
         self._displays: dict[int, BlockDisplay] = {}  # forward display prep, per index into result.blocks
         self.label = QLabel("Jacobian:")
         self.backward_button = QPushButton("backward (vjp)")
@@ -78,14 +84,33 @@ class ForwardSwitch(QWidget):
         self.hide()
 
     # --- the result -----------------------------------------------------------------------------
-    def set_result(self, result: CheckResult | None) -> None:
-        """A new result: shown only when it has forward blocks; the chosen mode stays."""
-        self._result = result
+    def set_result(self, result: CheckResult | None) -> CheckResult | None:
+        """A new result: the switch shows only when it has forward blocks; the chosen mode stays.
+        Returns what the panel draws: ``result``, or for forward mode alone (no backward blocks)
+        a copy whose blocks are the forward ones."""
         self._displays.clear()
-        self.setVisible(bool(forward_blocks(result)))
+        forward = forward_blocks(result)
+        self._forward_only = bool(forward) and not result.blocks
+        if self._forward_only:
+            result = replace(result, blocks=forward, forward_blocks=[])
+        self._result = result
+        self.backward_button.setEnabled(not self._forward_only)
+        self.backward_button.setToolTip(
+            "check_backward_ad is off: this run has no backward Jacobian"
+            if self._forward_only
+            else "The analytic Jacobian from backward (vector-Jacobian products)"
+        )
+        with QSignalBlocker(self.forward_button), QSignalBlocker(self.backward_button):
+            if self._forward_only:
+                self.forward_button.setChecked(True)
+        self.setVisible(bool(forward))
+        return result
 
     def mode(self) -> str:
-        """What the maps show: FORWARD only while the switch says so and the result has forward blocks."""
+        """What the maps show: FORWARD while the switch says so and the result has forward blocks,
+        or when it has nothing else."""
+        if self._forward_only:
+            return FORWARD
         return FORWARD if self.forward_button.isChecked() and forward_blocks(self._result) else BACKWARD
 
     def set_mode(self, mode: str) -> None:
@@ -95,9 +120,9 @@ class ForwardSwitch(QWidget):
     def shown(self, block: BlockComparison) -> BlockComparison:
         """The comparison the maps show for ``block``: its forward one in forward mode (when the
         result has it), else ``block`` itself."""
-        if self.mode() == FORWARD:
+        if self.mode() == FORWARD and not self._forward_only:
             return forward_counterpart(self._result, block) or block
-        return block
+        return block  # backward mode, or forward mode alone (its blocks are the forward ones)
 
     def display(self, index: int, block: BlockComparison, atol: float) -> BlockDisplay | None:
         """Display prep of the forward comparison of ``block`` (index ``index`` of result.blocks),

@@ -176,6 +176,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
         ``prepared``: display prep made off the GUI thread by ``display.prepare_displays``.
         """
+        result = self.forward.set_result(result)  # forward mode alone: its blocks are the ones drawn
         self._result = result
         self._displays.clear()
         self._displays.update(prepared or {})
@@ -183,7 +184,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._region_index.clear()
         self._region_displays.clear()
         self.region_controls.set_running(False)
-        self.forward.set_result(result)
         self.plots.set_titles(self.forward.titles())
         self._cell = None
         self._rows = None

@@ -151,6 +151,7 @@ class RunBar(QToolBar):
         self.timeout.setSuffix(" s")
         self.timeout.setSpecialValueText("none")
         self.timeout.setToolTip("Stop a run that takes longer than this (an endless loop?); 0: never")
+        self.options_button = CheckOptionsButton(settings)  # gradcheck's options, in a dialog
         self.run_button = QPushButton("▶ Run")
         self.run_button.setToolTip("Run forward, backward and finite differences (Ctrl+Enter)")
         self.cancel_button = QPushButton("Cancel")
@@ -176,8 +177,9 @@ class RunBar(QToolBar):
             ("timeout", self.timeout),
         ):
             self.addWidget(_group(QLabel(label), widget))
-        self.options_button = CheckOptionsButton(settings)  # gradcheck's options, in a dialog
-        self.addWidget(_group(self.options_button))
+            if label == "rtol":  # gradcheck's options beside its tolerances, before seed and timeout (a
+                # 1280 px wide window puts the last group into the overflow menu)
+                self.addWidget(_group(self.options_button))
 
         self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
         settings.device_changed.connect(self._on_device_changed)
