@@ -24,6 +24,7 @@ from gradviz.api.report import GradientMismatch, Report
 from gradviz.core.callables import as_checkable
 from gradviz.core.check import check_function
 from gradviz.core.checks import UNDEFINED
+from gradviz.core.forward_jacobian import UNDEFINED_FORWARD
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device
 from gradviz.core.loader import argument_names
 from gradviz.core.module_parameters import ModuleFunction, is_module, with_parameters
@@ -34,7 +35,6 @@ _DEFAULT = CheckSettings()
 # gradcheck's options gradviz does not run: accepted at gradcheck's defaults only.
 GRADCHECK_ONLY = {
     "check_grad_dtypes": False,
-    "check_forward_ad": False,
 }
 
 
@@ -78,7 +78,7 @@ def check(
     parameters are left untouched (gradviz perturbs copies, passed via ``functional_call``).
     """
     __tracebackhide__ = True
-    _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes, check_forward_ad=check_forward_ad)
+    _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes)
     modes = {
         "fast_mode": fast_mode,
         "check_batched_grad": check_batched_grad,
@@ -109,7 +109,7 @@ def check(
     with prepared_arguments(checkable, args, target) as prepared:
         result = check_function(checkable, prepared, settings)
     if not check_undefined_grad:
-        result.checks = [c for c in result.checks if c.name != UNDEFINED]
+        result.checks = [c for c in result.checks if c.name not in (UNDEFINED, UNDEFINED_FORWARD)]
     options: dict[str, Any] = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
     if not check_undefined_grad:
         options["check_undefined_grad"] = False

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from gradviz.core import checks, large
+from gradviz.core import checks, forward_jacobian, large
 from gradviz.core.callables import Checkable
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import (
@@ -191,19 +191,21 @@ def check_function(
 
     rows = sum(outputs[i].numel() for i in out_indices)
     cols = sum(x.numel() for x in leaves)
-    passes = 1 if zero_analytic else (2 if settings.jacobian_only else 3)  # reentrancy: a second pass
-    tracker = Progress(rows * (passes - 1) + cols, progress, cancel)
+    passes = 1 if zero_analytic or not settings.check_backward_ad else (2 if settings.jacobian_only else 3)
+    forward_cols = cols if settings.check_forward_ad and not zero_analytic else 0  # one forward-AD call each
+    tracker = Progress(rows * (passes - 1) + cols + forward_cols, progress, cancel)
     # gradcheck's order: numerical first, then the analytic rows twice through the same graph
     numerical = _numerical(fn, args, out_indices, in_indices, settings, mutates, tracker, code)
     t_numerical = time.perf_counter()
     analytic = second = None
-    if not zero_analytic:
+    if not zero_analytic and settings.check_backward_ad:  # check_backward_ad=False: forward mode alone
         analytic = _analytic(fn, outputs, out_indices, leaves, in_indices, settings, tracker, loaded, code)
         if not settings.jacobian_only:
             second = _second_pass(fn, outputs, out_indices, leaves, in_indices, settings, analytic, tracker)
     t_analytic = time.perf_counter()
 
-    blocks = _compare(numerical, analytic, outputs, args, inputs.names, settings, zero_analytic)
+    backward = zero_analytic or settings.check_backward_ad
+    blocks = _compare(numerical, analytic, outputs, args, inputs.names, settings, zero_analytic) if backward else []
     result = CheckResult(
         function=name or fn.__name__,
         device=str(leaves[0].device),
@@ -223,11 +225,19 @@ def check_function(
     result.warnings += _forward_warnings(fn, inputs.names, undeclared, noise, settings)
     result.notes += _beyond_gradcheck(outputs)
     result.notes += _in_place_note(changed, in_indices, inputs.names)
+    forward = forward_jacobian.ForwardFindings()
+    if settings.check_forward_ad and not zero_analytic:
+        forward = forward_jacobian.check_forward_mode(
+            fn, args, outputs, numerical, out_indices, in_indices, inputs.names, settings, clone_inputs=mutates,
+            progress=tracker,
+        )  # fmt: skip
+        result.forward_blocks, result.warnings = forward.blocks, result.warnings + forward.warnings
     if settings.explain and not zero_analytic:
         _explain(fn, inputs, settings, result, mutates, tracker)
     if not zero_analytic:
         tracker.check_cancel()
         result.checks = _other_checks(fn, args, outputs, out_indices, in_indices, inputs.names, settings, second)
+        result.checks += forward.checks
         result.warnings += checks.fast_mode_warnings(result.checks, result.n_failing)
     end = time.perf_counter()
     result.seconds = {
@@ -342,7 +352,10 @@ def _other_checks(
     leaf_names = [names[j] for j in in_indices]
     if settings.fast_mode:
         tol = {"eps": settings.eps, "atol": settings.atol, "rtol": settings.rtol, "nondet_tol": settings.nondet_tol}
-        found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked))
+        modes = {"check_forward_ad": settings.check_forward_ad, "check_backward_ad": settings.check_backward_ad}
+        found.append(checks.check_fast_mode(fn, args, **tol, masked=settings.masked, **modes))
+    if not settings.check_backward_ad:  # gradcheck's other checks rely on backward mode
+        return found
     if settings.check_batched_grad:
         found.append(checks.check_batched_grad(args, outputs, out_indices))
     if not settings.jacobian_only:
@@ -492,7 +505,7 @@ def _check_large(
     if settings.check_batched_grad:
         checks_found.append(checks.check_batched_grad(args, outputs, out_indices))
     found = []
-    for i in out_indices:
+    for i in out_indices if settings.check_backward_ad else []:  # the search probes the backward
         for j in in_indices:
             tracker.check_cancel()
             found.append(large.search_block(
@@ -538,6 +551,8 @@ def _fast_gradcheck(fn, args, settings: CheckSettings) -> CheckOutcome:
             torch.autograd.gradcheck(
                 wrapper, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol, fast_mode=True,
                 check_undefined_grad=not settings.jacobian_only, nondet_tol=settings.nondet_tol, masked=settings.masked,
+                check_forward_ad=settings.check_forward_ad, check_backward_ad=settings.check_backward_ad,
+                check_batched_forward_grad=settings.check_batched_forward_grad,
             )
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

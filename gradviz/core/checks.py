@@ -202,7 +202,10 @@ def check_double_backward(fn, args, *, eps: float, atol: float, rtol: float) -> 
     )
 
 
-def check_fast_mode(fn, args: Sequence, *, eps: float, atol: float, rtol: float, nondet_tol: float, masked) -> CheckOutcome:
+def check_fast_mode(
+    fn, args: Sequence, *, eps: float, atol: float, rtol: float, nondet_tol: float, masked,
+    check_forward_ad: bool = False, check_backward_ad: bool = True,
+) -> CheckOutcome:
     """``torch.autograd.gradcheck(fast_mode=True)`` itself: it compares v^T J u for random u, v (atol
     scaled by sum|u|·sum|v|), so it may pass where a cell fails by a little, or the other way round.
     The undefined-gradient and batched tests are left to their own named checks."""
@@ -215,7 +218,8 @@ def check_fast_mode(fn, args: Sequence, *, eps: float, atol: float, rtol: float,
             warnings.simplefilter("ignore")
             torch.autograd.gradcheck(
                 apply, tuple(args), eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol, fast_mode=True,
-                check_undefined_grad=False, masked=masked,
+                check_undefined_grad=False, masked=masked, check_forward_ad=check_forward_ad,
+                check_backward_ad=check_backward_ad,
             )  # fmt: skip
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

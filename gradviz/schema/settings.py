@@ -88,9 +88,9 @@ class CheckSettings:
     # gradcheck's own options, with its defaults and meaning (see gradviz/core/gradcheck_options.py)
     fast_mode: bool = False  # the verdict is gradcheck(fast_mode=True)'s: random projections u^T J v
     check_batched_grad: bool = False  # also gradcheck's batched-grad test (prototype vmap over backward)
-    check_batched_forward_grad: bool = False  # needs check_forward_ad, which gradviz does not run yet
-    check_forward_ad: bool = False  # not run yet: refused by validate()
-    check_backward_ad: bool = True  # False needs check_forward_ad, as gradcheck requires
+    check_batched_forward_grad: bool = False  # also gradcheck's batched test of forward AD (needs check_forward_ad)
+    check_forward_ad: bool = False  # also the forward-mode Jacobian (jvp / forward AD): CheckResult.forward_blocks
+    check_backward_ad: bool = True  # False: forward mode alone decides (needs check_forward_ad, as gradcheck)
     masked: bool | None = None  # masked semantics of sparse inputs; no effect on dense ones
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     batched: bool = True  # vmap batches where they agree with plain calls; False: plain calls only
@@ -148,24 +148,17 @@ class CheckSettings:
         self._validate_modes()
 
     def _validate_modes(self) -> None:
-        """gradcheck's own preconditions (it raises before computing anything), and forward mode,
-        which gradviz does not run yet."""
+        """gradcheck's own preconditions (it raises before computing anything)."""
         if not (self.check_forward_ad or self.check_backward_ad):
             raise SettingsError(
                 "Expected at least one of check_forward_ad or check_backward_ad to be True (gradcheck "
-                "refuses check_backward_ad=False alone too): keep check_backward_ad=True."
+                "refuses check_backward_ad=False alone too): keep check_backward_ad=True or set check_forward_ad=True."
             )
         if self.check_batched_grad and not self.check_backward_ad:
             raise SettingsError("Setting check_batched_grad=True requires check_backward_ad to be True.")
         if self.check_batched_forward_grad and not self.check_forward_ad:
             raise SettingsError(
-                "Setting check_batched_forward_grad=True requires check_forward_ad to be True (as gradcheck "
-                "requires), and gradviz does not run forward mode (check_forward_ad) yet."
-            )
-        if self.check_forward_ad:
-            raise SettingsError(
-                "gradviz does not run forward mode (check_forward_ad=True) yet: call "
-                "torch.autograd.gradcheck(..., check_forward_ad=True) for that check."
+                "Setting check_batched_forward_grad=True requires check_forward_ad to be True (as gradcheck requires)."
             )
 
 

@@ -42,7 +42,7 @@ def test_same_parameters_and_defaults_as_gradcheck():
 
 
 @pytest.mark.parametrize(
-    "option", ["check_forward_ad", "check_grad_dtypes"]
+    "option", ["check_grad_dtypes"]
 )
 def test_gradcheck_options_gradviz_does_not_run_are_refused(option):
     with pytest.raises(ValueError, match=re.escape(f"{option}=True")):

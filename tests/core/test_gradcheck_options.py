@@ -86,7 +86,7 @@ def test_assert_gradients_takes_the_same_options():
     ("options", "said"),
     [
         ({"check_backward_ad": False}, "check_backward_ad"),
-        ({"check_batched_forward_grad": True}, "forward mode"),
+        ({"check_batched_forward_grad": True}, "requires check_forward_ad"),
         ({"check_batched_grad": True, "check_backward_ad": False}, "check_backward_ad"),
     ],
 )
