@@ -23,19 +23,21 @@ from gradviz.app.state import RunSettings
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.report import cell_readout
 from gradviz.schema.settings import CheckSettings
+from tests.app import jvp_functions
 from tests.app.conftest import ARTIFACTS
 from tests.core import option_functions as fns
 
 RUN_TIMEOUT = 60_000
 OPTION_SOURCE = Path(fns.__file__).read_text(encoding="utf-8")
+JVP_SOURCE = Path(jvp_functions.__file__).read_text(encoding="utf-8")
 SHOTS = Path("/work/notes/shots")
 NAMES = [name for name, *_ in OPTIONS]
 CLIENT_720 = (1280, 701)  # a maximized window's client area on a 1280x720 screen (test_jacobian_view)
 
 
-def gradcheck_passes(fn, **options) -> bool:
+def gradcheck_passes(fn, module=fns, **options) -> bool:
     """PyTorch's verdict on ``fn`` with these options, on the inputs the window's worker makes."""
-    (x,) = fns.example_inputs(torch.device("cpu"), torch.float64)
+    (x,) = module.example_inputs(torch.device("cpu"), torch.float64)
     return torch.autograd.gradcheck(fn.apply, (x,), raise_exception=False, **options)
 
 
@@ -132,17 +134,22 @@ def test_a_combination_gradcheck_refuses_shows_its_sentence_and_changes_nothing(
     assert not options.message.isVisible() and settings.fast_mode
 
 
-def test_options_restored_one_at_a_time_or_together_in_any_order():
-    """What a session or the saved settings hold is a valid set, whatever order it comes in."""
+def test_options_restored_together_in_any_order():
+    """What a session, a target's settings or the saved settings hold is a valid set, whatever
+    order it comes in and whatever the settings held before; INI text ("true") reads as a bool."""
     wanted = {"check_forward_ad": True, "check_backward_ad": False, "check_batched_forward_grad": True}
-    if refusal(**wanted):
-        pytest.skip("forward mode is not run by this gradviz yet")
+    assert refusal(check_backward_ad=False) and not refusal(**wanted)
+    defaults = {name: getattr(CheckSettings(), name) for name in wanted}
     for values in (wanted, dict(reversed(wanted.items()))):
         settings = RunSettings()
         assert settings.update(values) == []
-        assert all(settings.get(k) == v for k, v in values.items())
-        back = RunSettings()
-        assert back.update({"check_backward_ad": True, "check_forward_ad": False, "check_batched_forward_grad": False})
+        assert {k: settings.get(k) for k in values} == values
+        back = dict(reversed(defaults.items())) if values is wanted else defaults
+        assert settings.update(back) == []  # and back to gradcheck's defaults, in either order
+        assert {k: settings.get(k) for k in back} == back
+    settings = RunSettings()
+    assert settings.update({k: str(v).lower() for k, v in wanted.items()}, from_text=True) == []
+    assert {k: settings.get(k) for k in wanted} == wanted
 
 
 # --- the real window and its worker ----------------------------------------------------------------
@@ -229,6 +236,25 @@ def test_the_options_survive_a_relaunch(qtbot, main_window, settings_store):
         again.close()
 
 
+def test_a_session_brings_its_options_whatever_their_order(qtbot, main_window, tmp_path):
+    """A session with forward mode alone (backward off) opened over gradcheck's defaults: both
+    apply, though backward off before forward on, the order they come in, is a combination
+    gradcheck refuses."""
+    from gradviz.schema.session import Session, load_session, save_session
+
+    window = main_window
+    wanted = {"check_backward_ad": False, "check_forward_ad": True}
+    assert refusal(check_backward_ad=False) and not refusal(**wanted)
+    path = tmp_path / "options.gradviz"
+    save_session(path, Session(code=JVP_SOURCE, run=wanted))
+    assert window.source.apply_session(path, load_session(path))
+    assert {n: window.run_settings.get(n) for n in wanted} == wanted
+    assert window.run_bar.options_button.text() == "Checks: fwd, no bwd"
+    assert "ignored" not in window.statusBar().currentMessage()
+    saved = window.current_session().run
+    assert {n: saved[n] for n in wanted} == wanted
+
+
 # --- the forward-mode Jacobian ---------------------------------------------------------------------
 
 
@@ -307,3 +333,41 @@ def test_no_switch_without_forward_blocks(qtbot, panel, make_check_result):
     result = make_check_result(source=OPTION_SOURCE + "\nFUNCTION = 'Square'\n")
     panel.set_result(result)
     assert not panel.forward.isVisible() and panel.forward.mode() != FORWARD
+
+
+def test_a_real_run_with_forward_mode_shows_the_forward_jacobian(qtbot, main_window):
+    """A Function whose jvp is a factor off (its backward right), run by the worker with
+    check_forward_ad: FAIL as gradcheck says, and the switch shows the wrong forward Jacobian."""
+    window = main_window
+    fn = jvp_functions.WrongJvp
+    window.source.set_source(JVP_SOURCE, None, function="WrongJvp")
+    run_and_wait(qtbot, window)
+    assert window.current.result.passed == gradcheck_passes(fn, jvp_functions)  # backward alone: right
+    assert not window.jacobians.forward.isVisible()
+    dialog = open_options(qtbot, window)
+    dialog.options.boxes["check_forward_ad"].click()
+    assert not dialog.options.message.isVisible()
+    run_and_wait(qtbot, window)
+    expected = gradcheck_passes(fn, jvp_functions, check_forward_ad=True)
+    result = window.current.result
+    assert result.settings.check_forward_ad and result.forward_blocks
+    assert result.passed == expected != gradcheck_passes(fn, jvp_functions)
+    assert window.banner.state == ("passed" if expected else "failed")
+    panel = window.jacobians
+    assert panel.forward.isVisible()
+    panel.forward.forward_button.click()
+    forward = result.forward_block(0, 0)
+    np.testing.assert_array_equal(panel.analytic_image.image, forward.analytic.astype(np.float32))
+    np.testing.assert_array_equal(panel.numerical_image.image, result.blocks[0].numerical.astype(np.float32))
+    assert forward.n_failing and panel.highlighted_cell() is not None
+    assert ": forward (jvp) " in panel.readout.text()
+    save_shot(window, "forward-window", qtbot)
+
+    dialog.options.boxes["check_backward_ad"].click()  # forward mode alone, as gradcheck allows
+    assert not dialog.options.message.isVisible() and not window.run_settings.check_backward_ad
+    run_and_wait(qtbot, window)
+    result = window.current.result
+    assert not result.blocks and result.forward_blocks
+    assert result.passed == gradcheck_passes(fn, jvp_functions, check_forward_ad=True, check_backward_ad=False)
+    assert panel.forward.mode() == FORWARD and not panel.forward.backward_button.isEnabled()
+    assert panel.current_block() is not None and titles(panel)[0] in FORWARD_TITLES[0]

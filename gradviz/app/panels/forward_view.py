@@ -74,6 +74,7 @@ class ForwardSwitch(QWidget):
             button.setAutoDefault(False)
             self.group.addButton(button)
         self.backward_button.setChecked(True)
+        self.setStyleSheet("QPushButton:checked { font-weight: bold; }")  # which mode is on, at a glance
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)

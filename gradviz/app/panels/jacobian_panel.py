@@ -526,7 +526,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
     def _on_forward_mode_changed(self, _mode: str) -> None:
         """Backward ↔ forward: the analytic and error maps, titles, outlines and readout swap; the
-        zoom and the highlighted cell stay."""
+        zoom and the highlighted cell stay (with none, a failing comparison highlights its worst)."""
         self.plots.set_titles(self.forward.titles())
         block = self.current_block()
         if block is None:
@@ -536,7 +536,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._draw_images()
         self.worst_button.setEnabled(shown.worst is not None)
         self.worst_button.setToolTip(self._worst_tip(shown))
-        self._set_highlight(self._cell)
+        self._set_highlight(self._cell or (None if shown.passed else shown.worst))  # as a new block does
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
         if self._shown() is not None:
