@@ -214,8 +214,12 @@ def test_the_verdict_shown_is_gradchecks_with_the_same_options(qtbot, main_windo
     save_shot(window, f"verdict-{function}", qtbot)
 
 
-def test_the_options_survive_a_relaunch(qtbot, main_window, settings_store):
+def test_the_options_survive_a_relaunch_and_come_with_a_session(qtbot, main_window, settings_store, tmp_path):
+    """Saved as they change and read back at the next launch; then a session with forward mode
+    alone (backward off) opened over them: both apply, though backward off before forward on, the
+    order they come in, is a combination gradcheck refuses."""
     from gradviz.app.main_window import MainWindow
+    from gradviz.schema.session import Session, load_session, save_session
 
     window = main_window
     dialog = open_options(qtbot, window)
@@ -235,16 +239,8 @@ def test_the_options_survive_a_relaunch(qtbot, main_window, settings_store):
     finally:
         again.close()
 
-
-def test_a_session_brings_its_options_whatever_their_order(qtbot, main_window, tmp_path):
-    """A session with forward mode alone (backward off) opened over gradcheck's defaults: both
-    apply, though backward off before forward on, the order they come in, is a combination
-    gradcheck refuses."""
-    from gradviz.schema.session import Session, load_session, save_session
-
-    window = main_window
-    wanted = {"check_backward_ad": False, "check_forward_ad": True}
-    assert refusal(check_backward_ad=False) and not refusal(**wanted)
+    wanted = {"check_backward_ad": False, "check_batched_grad": False, "check_forward_ad": True, "fast_mode": False}
+    assert refusal(check_backward_ad=False, check_batched_grad=True) and not refusal(**wanted)
     path = tmp_path / "options.gradviz"
     save_session(path, Session(code=JVP_SOURCE, run=wanted))
     assert window.source.apply_session(path, load_session(path))
