@@ -27,9 +27,21 @@ def add_gradcheck_flags(parser: argparse.ArgumentParser) -> None:
         "--masked", action="store_true", help="gradcheck's masked=True (only sparse inputs differ; dense are checked)"
     )
     parser.add_argument(
+        "--forward-ad",
+        action="store_true",
+        help="gradcheck's check_forward_ad: also the forward-mode Jacobian (jvp / forward AD) against the "
+        "numerical one, per block",
+    )
+    parser.add_argument(
+        "--batched-forward-grad",
+        action="store_true",
+        help="gradcheck's check_batched_forward_grad (with --forward-ad): forward AD under PyTorch's prototype "
+        "vmap must equal plain calls",
+    )
+    parser.add_argument(
         "--no-backward-ad",
         action="store_true",
-        help="gradcheck's check_backward_ad=False (needs forward mode, which gradviz does not run yet)",
+        help="gradcheck's check_backward_ad=False (with --forward-ad): forward mode alone decides",
     )
 
 
@@ -39,5 +51,7 @@ def gradcheck_flags(args: argparse.Namespace) -> dict[str, Any]:
         "fast_mode": args.fast_mode,
         "check_batched_grad": args.batched_grad,
         "masked": True if args.masked else None,
+        "check_forward_ad": args.forward_ad,
+        "check_batched_forward_grad": args.batched_forward_grad,
         "check_backward_ad": not args.no_backward_ad,
     }

@@ -39,6 +39,7 @@ def report_html(result: CheckResult, *, figures: int = MAX_FIGURES, worst: int =
         f"<div>{escape(result.function)} on {escape(result.device)}, {escape(result.dtype)} "
         f"(eps={s.eps:g}, atol={s.atol:g}, rtol={s.rtol:g}; gradcheck's rule |a − n| ≤ atol + rtol·|n|)</div>",
         _blocks_table(result),
+        *_forward_table(result),
         *_lines(result),
     ]
     ordered = sorted(result.blocks, key=lambda b: b.passed)  # failing blocks first, stable otherwise
@@ -104,6 +105,26 @@ def _blocks_table(result: CheckResult) -> str:
             ]
         )
     return _table(head, rows, failing=[not b.passed for b in result.blocks])
+
+
+def _forward_table(result: CheckResult) -> list[str]:
+    """check_forward_ad: the forward-mode Jacobian (jvp) against the numerical one, per block."""
+    if not result.forward_blocks:
+        return []
+    head = ["forward-mode block", "shape", "max |f − n|", "failing", "worst cell"]
+    rows = []
+    for b in result.forward_blocks:
+        worst = ""
+        if b.worst is not None and not b.passed:
+            r, c = b.worst
+            worst = f"{result.cell_label(b, r, c)}: forward {b.analytic[r, c]:.4g}, numerical {b.numerical[r, c]:.4g}"
+        rows.append([result.block_title(b), f"{b.shape[0]}x{b.shape[1]}", f"{b.max_abs_error:.3g}", f"{b.n_failing:,}", worst])
+    hints = [
+        f"<div><b>Hint</b> (forward mode, {escape(result.block_title(b))}): {escape(h)}</div>"
+        for b in result.forward_blocks
+        for h in b.hints
+    ]
+    return [_table(head, rows, failing=[not b.passed for b in result.forward_blocks]), *hints]
 
 
 def _lines(result: CheckResult) -> list[str]:

@@ -70,6 +70,11 @@ def check(
     :class:`gradviz.UserCodeError` chained to it, the traceback holding the user's frames only. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double
     backward, ``device`` moves the inputs first (None: where they are).
 
+    ``check_forward_ad=True`` also compares the forward-mode Jacobian (``jvp`` / forward AD, one
+    input column at a time, as gradcheck) with the numerical one: ``report.forward_blocks``;
+    ``check_backward_ad=False`` then leaves the verdict to forward mode alone, and
+    ``check_batched_forward_grad=True`` adds gradcheck's batched forward-AD test as a named check.
+
     ``parameters`` (``fn`` an ``nn.Module``): also check the gradients of its parameters, all that
     require grad (``True``) or those named (``["layer.weight"]``); blocks are then named
     ``out0 / layer.weight``. Off by default: every parameter element adds a column to the

@@ -70,11 +70,12 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
     result = report.result
     summary = stamp(result_to_dict(result))  # the check document (schema "check") and where the arrays are
     arrays = {}
-    for entry, block in zip(summary["blocks"], result.blocks):
-        key = f"o{block.output}_i{block.input}"
-        entry.update(out_shape=list(block.out_shape), in_shape=list(block.in_shape))
-        entry["arrays"] = {kind: f"{kind}_{key}" for kind in ARRAYS}
-        arrays.update({f"{kind}_{key}": getattr(block, kind) for kind in ARRAYS})
+    for group, prefix in (("blocks", ""), ("forward_blocks", "forward_")):  # forward: check_forward_ad
+        for entry, block in zip(summary[group], getattr(result, group)):
+            key = f"{prefix}o{block.output}_i{block.input}"
+            entry.update(out_shape=list(block.out_shape), in_shape=list(block.in_shape))
+            entry["arrays"] = {kind: f"{kind}_{key}" for kind in ARRAYS}
+            arrays.update({f"{kind}_{key}": getattr(block, kind) for kind in ARRAYS})
     npz = io.BytesIO()
     np.savez_compressed(npz, **arrays)
     files: dict[str, bytes] = {

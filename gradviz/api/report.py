@@ -91,6 +91,17 @@ class Report:
         return {(b.output, b.input): b.analytic for b in self.blocks}
 
     @property
+    def forward_blocks(self) -> list[BlockComparison]:
+        """check_forward_ad=True: per block the forward-mode Jacobian (jvp / forward AD) in ``analytic``
+        against the same numerical Jacobian, compared by gradcheck's rule; empty otherwise."""
+        return self.result.forward_blocks
+
+    @property
+    def forward(self) -> dict[Key, np.ndarray]:
+        """Jacobian from forward mode (jvp / forward AD), per block; empty without check_forward_ad."""
+        return {(b.output, b.input): b.analytic for b in self.forward_blocks}
+
+    @property
     def numerical(self) -> dict[Key, np.ndarray]:
         """Jacobian from central differences, per block."""
         return {(b.output, b.input): b.numerical for b in self.blocks}

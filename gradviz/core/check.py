@@ -229,7 +229,7 @@ def check_function(
     if settings.check_forward_ad and not zero_analytic:
         forward = forward_jacobian.check_forward_mode(
             fn, args, outputs, numerical, out_indices, in_indices, inputs.names, settings, clone_inputs=mutates,
-            progress=tracker,
+            progress=tracker, backward_blocks=blocks,
         )  # fmt: skip
         result.forward_blocks, result.warnings = forward.blocks, result.warnings + forward.warnings
     if settings.explain and not zero_analytic:

@@ -136,8 +136,9 @@ def zero_tangent_warnings(
         reason = NO_FORMULA.format(name=name)
         advice = (
             "forward AD attached no tangent to its output, so every cell of the forward Jacobian is 0 where "
-            "finite differences are not. Give it one (a jvp staticmethod; for a torch.library.custom_op, "
-            "implement it with differentiable torch operations, or check backward mode only)."
+            "finite differences are not. A torch.library.custom_op's register_autograd gives a backward "
+            "only: for forward mode, call the op from a torch.autograd.Function with a jvp staticmethod, or "
+            "check backward mode only (without check_forward_ad)."
         )
     else:
         reason = f"{name}'s jvp returns a zero tangent"
@@ -168,9 +169,11 @@ def check_forward_mode(
     *,
     clone_inputs: bool,
     progress: Progress | None = None,
+    backward_blocks: Sequence[BlockComparison] = (),
 ) -> ForwardFindings:
     """gradcheck(check_forward_ad=True)'s part, in its order: the forward Jacobian against the
-    numerical one, the undefined-tangent test (unless jacobian_only), then check_batched_forward_grad."""
+    numerical one, the undefined-tangent test (unless jacobian_only), then check_batched_forward_grad.
+    ``backward_blocks``: the backward's own blocks, to say where only the jvp disagrees."""
     try:
         forward = forward_jacobian(
             fn.apply, args, out_indices, in_indices, clone_inputs=clone_inputs, progress=progress
@@ -181,11 +184,24 @@ def check_forward_mode(
         return ForwardFindings(checks=[no_forward_mode(fn.__name__, exc)])
     found = ForwardFindings(compare_forward(forward, numerical, outputs, args, settings))
     found.warnings = zero_tangent_warnings(fn.__name__, found.blocks, forward, names)
+    jvp_wrong_hints(found.blocks, backward_blocks)
     if not settings.jacobian_only:
         found.checks.append(check_undefined_forward_tangents(fn.apply, args, [outputs[i] for i in out_indices]))
     if settings.check_batched_forward_grad:
         found.checks.append(check_batched_forward_grad(fn.apply, args, settings.seed))
     return found
+
+
+def jvp_wrong_hints(blocks: Sequence[BlockComparison], backward_blocks: Sequence[BlockComparison]) -> None:
+    """Where the backward's block passes and the forward one fails, the finite differences are
+    trusted by one side: the jvp is what is wrong there (unless a reason is already given)."""
+    passed = {(b.output, b.input) for b in backward_blocks if b.passed}
+    for b in blocks:
+        if not b.passed and not b.hints and (b.output, b.input) in passed:
+            b.hints = [
+                "the backward matches finite differences in this block and the jvp does not: the forward-mode "
+                "formula (jvp) is wrong here."
+            ]
 
 
 def no_forward_mode(name: str, exc: BaseException) -> CheckOutcome:

@@ -77,13 +77,17 @@ def mismatch_message(result: CheckResult, worst: int = WORST_SHOWN) -> str:
     worst cells as a table."""
     s = result.settings
     lines = [
-        f"{result.function}: the backward fails gradcheck "
+        f"{result.function}: {_what_fails(result)} fails gradcheck "
         f"(eps={s.eps:g}, atol={s.atol:g}, rtol={s.rtol:g}; a cell passes when |a - n| <= atol + rtol * |n|)",
         "",
     ]
     failed_blocks = sorted((b for b in result.blocks if not b.passed), key=_badness, reverse=True)
     for b in failed_blocks:
         lines.append(_block_line(result, b))
+    failed_forward = sorted((b for b in result.forward_blocks if not b.passed), key=_badness, reverse=True)
+    for b in failed_forward:  # check_forward_ad: the forward-mode Jacobian in "analytic"
+        lines.append(f"Forward mode: {_block_line(result, b)}")
+        lines += [f"Hint (forward mode, {result.block_title(b)}): {h}" for h in b.hints]
     for c in result.checks:
         if c.failed:
             lines.append(f"Failed check {c.name}: {c.detail}")
@@ -94,6 +98,13 @@ def mismatch_message(result: CheckResult, worst: int = WORST_SHOWN) -> str:
     if cells:
         lines += ["", f"Worst {'cell' if len(cells) == 1 else f'{len(cells)} cells'}:", *cell_table(cells)]
     return "\n".join(lines)
+
+
+def _what_fails(result: CheckResult) -> str:
+    """"the backward", or forward mode's jvp where only forward-mode blocks fail (check_forward_ad)."""
+    if any(not b.passed for b in result.forward_blocks) and all(b.passed for b in result.blocks):
+        return "the forward mode (jvp; analytic = forward-mode Jacobian)"
+    return "the backward"
 
 
 def _badness(block: BlockComparison) -> float:

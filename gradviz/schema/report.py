@@ -131,6 +131,8 @@ def format_table(result: CheckResult) -> str:
         "",
         f"{'block':<24} {'shape':>12} {'max |a-n|':>11} {'failing':>9}  worst cell",
     ]
+    if not result.settings.check_backward_ad and not result.blocks:  # forward mode alone decides
+        lines[-1] = "backward mode not checked (check_backward_ad=False)"
     for b in result.blocks:
         name = f"out{b.output} / {result.inputs[b.input].name}"
         worst = ""
@@ -158,6 +160,7 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"{name:<24} {shape:>12} {searched:>21}  {len(large.cells)} failing cell(s) found")
         for cell in large.cells:
             lines.append(f"    {result.cell_label(large, cell.row, cell.col)}  analytic {cell.analytic:.6g}, numerical {cell.numerical:.6g}")
+    lines += _forward_rows(result)
     lines.append("")
     for outcome in result.checks:
         lines.append(f"{outcome.name:<26} {outcome.status:<7} {outcome.detail}")
@@ -171,15 +174,39 @@ def format_table(result: CheckResult) -> str:
         lines.append(f"note: {note}")
     total = sum(b.n_failing for b in result.blocks) + sum(len(b.cells) for b in result.large_blocks)
     cells = sum(b.analytic.size for b in result.blocks) + sum(b.shape[0] * b.shape[1] for b in result.large_blocks)
+    forward = sum(b.n_failing for b in result.forward_blocks)
     failed_checks = [c.name for c in result.checks if c.failed]
     if result.passed:
         verdict = "PASSED"
-    elif total:
-        verdict = f"FAILED: {total:,} of {cells:,} cells outside tolerance"
+    elif total or forward:
+        counts = [f"{total:,} of {cells:,} cells"] if total else []
+        if forward:
+            counts.append(f"{forward:,} of {sum(b.analytic.size for b in result.forward_blocks):,} forward-mode cells")
+        verdict = f"FAILED: {' and '.join(counts)} outside tolerance"
     else:
         verdict = f"FAILED: {', '.join(failed_checks)}"
     lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
     return "\n".join(lines)
+
+
+def _forward_rows(result: CheckResult) -> list[str]:
+    """The forward blocks (check_forward_ad): the forward-mode Jacobian against the numerical one."""
+    if not result.forward_blocks:
+        return []
+    lines = [
+        "",
+        "forward mode (jvp / forward AD) against numerical:",
+        f"{'block':<24} {'shape':>12} {'max |f-n|':>11} {'failing':>9}  worst cell",
+    ]
+    for b in result.forward_blocks:
+        worst = ""
+        if b.worst and not b.passed:
+            r, c = b.worst
+            worst = f"{result.cell_label(b, r, c)}  forward {b.analytic[r, c]:.6g}, numerical {b.numerical[r, c]:.6g}"
+        shape = f"{b.shape[0]}x{b.shape[1]}"
+        lines.append(f"{result.block_title(b):<24} {shape:>12} {b.max_abs_error:>11.3g} {b.n_failing:>9}  {worst}")
+        lines.extend(f"    hint: {h}" for h in b.hints)
+    return lines
 
 
 def sweep_slopes(b: BlockSweep) -> str:
@@ -222,7 +249,7 @@ def format_sweep(sweep: SweepResult) -> str:
     return "\n".join(lines)
 
 
-SAVED_ARRAYS = ("analytic", "numerical")  # what ``gradviz check --save`` writes per block
+SAVED_ARRAYS = ("analytic", "numerical", "forward")  # what ``gradviz check --save`` writes per block
 
 
 class ExistingArrays(FileExistsError):
@@ -230,7 +257,8 @@ class ExistingArrays(FileExistsError):
 
 
 def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols).
+    """``analytic_o{i}_i{j}.npy`` and ``numerical_o{i}_i{j}.npy`` (float64, rows x cols), and
+    ``forward_o{i}_i{j}.npy`` (the forward-mode Jacobian) with check_forward_ad.
 
     Without ``overwrite`` a file of the same name is never replaced: ExistingArrays naming every
     one, before anything is written, and each file is created exclusively (``xb``)."""
@@ -241,6 +269,9 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
         for b in result.blocks
         for kind, array in zip(SAVED_ARRAYS, (b.analytic, b.numerical))
     }
+    for b in result.forward_blocks:  # the numerical Jacobian is the same; without backward mode, saved here
+        paths[directory / f"forward_o{b.output}_i{b.input}.npy"] = b.analytic
+        paths.setdefault(directory / f"numerical_o{b.output}_i{b.input}.npy", b.numerical)
     existing = [p.name for p in paths if p.exists() or p.is_symlink()]
     if existing and not overwrite:
         raise ExistingArrays(
@@ -306,9 +337,21 @@ def verdict_line(result: CheckResult) -> str:
     """One line for a banner: the verdict, and the worst cell or the failing checks."""
     if result.large_blocks and not result.blocks:
         return _large_verdict_line(result)
+    forward_cells = sum(b.analytic.size for b in result.forward_blocks)
     if result.passed:
-        return f"PASSED: {result.function}, all {result.n_cells:,} cells within tolerance"
+        also = f" and all {forward_cells:,} forward-mode cells" if result.forward_blocks else ""
+        cells = f"all {result.n_cells:,} cells{also}" if result.blocks else f"all {forward_cells:,} forward-mode cells"
+        return f"PASSED: {result.function}, {cells} within tolerance"
     failed_blocks = [b for b in result.blocks if not b.passed]
+    failed_forward = [b for b in result.forward_blocks if not b.passed]
+    if not failed_blocks and failed_forward:
+        worst = max(failed_forward, key=lambda b: b.max_abs_error)
+        where = result.cell_label(worst, *worst.worst) if worst.worst else ""
+        failing = sum(b.n_failing for b in failed_forward)
+        return (
+            f"FAILED: {failing:,} of {forward_cells:,} forward-mode cells; worst {where} "
+            f"(|err| {worst.max_abs_error:.2g})"
+        )
     if not failed_blocks:
         return f"FAILED: {result.function}: {', '.join(c.name for c in result.checks if c.failed)}"
     worst = max(failed_blocks, key=lambda b: b.max_abs_error)
