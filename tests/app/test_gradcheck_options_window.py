@@ -21,7 +21,7 @@ from gradviz.app.panels.heatmap_plots import TITLES
 from gradviz.app.panels.jacobian_panel import JacobianPanel
 from gradviz.app.state import RunSettings
 from gradviz.schema.errors import SettingsError
-from gradviz.schema.report import cell_readout
+from gradviz.schema.report import cell_readout, verdict_line
 from gradviz.schema.settings import CheckSettings
 from tests.app import jvp_functions
 from tests.app.conftest import ARTIFACTS
@@ -349,6 +349,7 @@ def test_a_real_run_with_forward_mode_shows_the_forward_jacobian(qtbot, main_win
     assert result.settings.check_forward_ad and result.forward_blocks
     assert result.passed == expected != gradcheck_passes(fn, jvp_functions)
     assert window.banner.state == ("passed" if expected else "failed")
+    assert window.banner.headline.text().startswith(verdict_line(result))  # names the forward-mode cells
     panel = window.jacobians
     assert panel.forward.isVisible()
     panel.forward.forward_button.click()
