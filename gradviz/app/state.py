@@ -186,7 +186,7 @@ class RunSettings(SchemaState):
     def update(self, values: Mapping[str, Any], *, from_text: bool = False) -> list[str]:
         """As ``SchemaState.update``, the dtype first; a tolerance that is not the dtype's default
         counts as typed, one that is follows the dtype."""
-        problems = {}  # the dtype goes first (it brings its tolerances); the sentences keep the given order
+        problems: dict[str, list[str]] = {}  # the dtype goes first (it brings its tolerances); the sentences keep the given order
         flags = {name: values[name] for name in GRADCHECK_FLAGS if name in values and name in self.FIELDS}
         if len(flags) > 1:  # gradcheck's options together, whatever their order; one at a time if refused
             try:

@@ -91,8 +91,8 @@ class ForwardSwitch(QWidget):
         a copy whose blocks are the forward ones."""
         self._displays.clear()
         forward = forward_blocks(result)
-        self._forward_only = bool(forward) and not result.blocks
-        if self._forward_only:
+        self._forward_only = result is not None and bool(forward) and not result.blocks
+        if result is not None and self._forward_only:
             result = replace(result, blocks=forward, forward_blocks=[])
         self._result = result
         self.backward_button.setEnabled(not self._forward_only)
