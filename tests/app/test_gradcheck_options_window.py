@@ -20,6 +20,7 @@ from gradviz.app.panels.forward_view import FORWARD, FORWARD_TITLES
 from gradviz.app.panels.heatmap_plots import TITLES
 from gradviz.app.panels.jacobian_panel import JacobianPanel
 from gradviz.app.state import RunSettings
+from gradviz.core.forward_jacobian import BATCHED_FORWARD_GRAD
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.report import cell_readout, verdict_line
 from gradviz.schema.settings import CheckSettings
@@ -361,10 +362,14 @@ def test_a_real_run_with_forward_mode_shows_the_forward_jacobian(qtbot, main_win
     save_shot(window, "forward-window", qtbot)
 
     dialog.options.boxes["check_backward_ad"].click()  # forward mode alone, as gradcheck allows
+    dialog.options.boxes["check_batched_forward_grad"].click()
     assert not dialog.options.message.isVisible() and not window.run_settings.check_backward_ad
     run_and_wait(qtbot, window)
     result = window.current.result
     assert not result.blocks and result.forward_blocks
-    assert result.passed == gradcheck_passes(fn, jvp_functions, check_forward_ad=True, check_backward_ad=False)
+    options = {"check_forward_ad": True, "check_backward_ad": False, "check_batched_forward_grad": True}
+    assert result.passed == gradcheck_passes(fn, jvp_functions, **options)
+    assert BATCHED_FORWARD_GRAD in {c.name for c in result.checks}  # the named check, in the banner's list
+    assert BATCHED_FORWARD_GRAD in window.banner.details.text() + window.banner.headline.text()
     assert panel.forward.mode() == FORWARD and not panel.forward.backward_button.isEnabled()
     assert panel.current_block() is not None and titles(panel)[0] in FORWARD_TITLES[0]
