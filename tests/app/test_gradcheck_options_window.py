@@ -373,3 +373,22 @@ def test_a_real_run_with_forward_mode_shows_the_forward_jacobian(qtbot, main_win
     assert BATCHED_FORWARD_GRAD in window.banner.details.text() + window.banner.headline.text()
     assert panel.forward.mode() == FORWARD and not panel.forward.backward_button.isEnabled()
     assert panel.current_block() is not None and titles(panel)[0] in FORWARD_TITLES[0]
+
+
+def test_the_block_list_is_marked_by_the_mode_on_screen(qtbot, panel, make_check_result):
+    """Several blocks: in forward mode the selector and the overview mark the forward comparisons."""
+    right = make_check_result("abs_product")
+    wrong = make_check_result("buggy_abs_product_sign")  # its u block fails: the "forward" blocks here
+    assert [b.shape for b in right.blocks] == [b.shape for b in wrong.blocks]
+    result = dataclasses.replace(right, forward_blocks=list(wrong.blocks))
+    panel.set_result(result)
+    items = lambda: [panel.block_selector.itemText(k) for k in range(panel.block_selector.count())]  # noqa: E731
+    assert all(b.passed for b in right.blocks) and all("✓" in text for text in items())
+    panel.forward.forward_button.click()
+    marks = ["✓" if b.passed else f"✗ {b.n_failing:,} failing" for b in wrong.blocks]
+    assert "✓" not in marks or len(set(marks)) > 1
+    assert [text.split("   ")[1] for text in items()] == marks
+    shown = panel.current_block()
+    assert panel.forward.shown(shown) is wrong.blocks[panel.block_selector.currentIndex()]
+    panel.forward.backward_button.click()
+    assert all("✓" in text for text in items())

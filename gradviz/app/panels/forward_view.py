@@ -6,8 +6,8 @@ the same numerical one, with its own error map and failing cells under gradcheck
 switch appears only when a result has them. On "forward" the panel draws the forward Jacobian
 where the analytic one was and its error map where the backward error was; the numerical map
 stays, so the two modes are compared against one reference. Titles, the failing outlines, the
-worst cell and the hover readout follow the mode; the block list, the overview thumbnails and the
-banner's hints stay those of the backward comparison (the verdict names each failing check).
+worst cell, the hover readout and the marks of the block list and overview follow the mode; the
+banner's hints stay those of the backward comparison (its verdict counts the forward cells).
 
 With check_backward_ad=False a result has forward blocks only: the panel draws them as its
 blocks, titled as forward mode, and the switch stays on "forward" with "backward" disabled.
@@ -124,6 +124,13 @@ class ForwardSwitch(QWidget):
         if self.mode() == FORWARD and not self._forward_only:
             return forward_counterpart(self._result, block) or block
         return block  # backward mode, or forward mode alone (its blocks are the forward ones)
+
+    def listed(self, result: CheckResult | None) -> CheckResult | None:
+        """``result`` with each block replaced by the comparison on screen, for the block list and
+        the overview (their marks and thumbnails follow the mode)."""
+        if result is None or self.mode() != FORWARD or self._forward_only:
+            return result
+        return replace(result, blocks=[self.shown(block) for block in result.blocks])
 
     def display(self, index: int, block: BlockComparison, atol: float) -> BlockDisplay | None:
         """Display prep of the forward comparison of ``block`` (index ``index`` of result.blocks),

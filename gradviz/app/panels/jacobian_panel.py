@@ -187,6 +187,19 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.plots.set_titles(self.forward.titles())
         self._cell = None
         self._rows = None
+        self._fill_block_list()
+        if result is None or not (result.blocks or result.large_blocks):
+            self._clear("No Jacobian to show: no input needs a gradient." if result is not None else EMPTY_TEXT)
+            return
+        if result.blocks:
+            self.set_block(first_block_index(result))
+        else:
+            self.set_block(next((k for k, b in enumerate(result.large_blocks) if b.cells), 0))
+
+    def _fill_block_list(self) -> None:
+        """The block selector and the overview, each block marked as the comparison on screen
+        (backward, or forward in forward mode) passes or fails."""
+        result = self.forward.listed(self._result)
         self.block_selector.blockSignals(True)
         self.block_selector.clear()
         if result is not None:
@@ -196,16 +209,12 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             for block in result.large_blocks:
                 found = f"✗ {len(block.cells):,} found" if block.cells else "✓ none found"
                 self.block_selector.addItem(f"{result.block_title(block)}   {found} (searched)")
+        self.block_selector.setCurrentIndex(self._index if 0 <= self._index < self.block_selector.count() else 0)
         self.block_selector.blockSignals(False)
         self.block_selector.setVisible(self.block_selector.count() > 1)
         self.overview.set_result(result)
-        if result is None or not (result.blocks or result.large_blocks):
-            self._clear("No Jacobian to show: no input needs a gradient." if result is not None else EMPTY_TEXT)
-            return
-        if result.blocks:
-            self.set_block(first_block_index(result))
-        else:
-            self.set_block(next((k for k, b in enumerate(result.large_blocks) if b.cells), 0))
+        if result is not None and 0 <= self._index < self.block_selector.count():
+            self.overview.set_current(self._index)
 
     def set_block(self, index: int) -> None:
         """Show block ``index`` of the current result (``result.blocks``, then ``large_blocks``),
@@ -528,6 +537,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         """Backward ↔ forward: the analytic and error maps, titles, outlines and readout swap; the
         zoom and the highlighted cell stay (with none, a failing comparison highlights its worst)."""
         self.plots.set_titles(self.forward.titles())
+        self._fill_block_list()
         block = self.current_block()
         if block is None:
             return
