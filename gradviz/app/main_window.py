@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from gradviz.app import saved_layout, shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
+from gradviz.app.panels import check_options
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -172,6 +173,7 @@ class MainWindow(QMainWindow):
             ("reset_layout", "&Reset layout", [], self.reset_layout, "view"),
             ("run", "&Run", ["Ctrl+Return", "Ctrl+Enter"], self.request_run, "run"),
             ("cancel", "&Cancel", ["Esc"], self._on_escape, "run"),
+            ("check_options", "gradcheck &options…", [check_options.SHORTCUT], self.run_bar.options_button.open_dialog, "run"),
             ("worst", "Go to &worst cell", ["Ctrl+W"], self.jacobians.go_to_worst, "run"),
             ("step_next", "Backward step &forward", ["Alt+Right"], lambda: self._step_graph(1), "run"),
             ("step_prev", "Backward step &back", ["Alt+Left"], lambda: self._step_graph(-1), "run"),

@@ -183,6 +183,10 @@ class SourceController(QObject):
             if state is None:
                 continue
             trial = type(state)(state._values)  # a copy to try each value on
+            if not trial.update(values):  # all of them together (gradcheck's options depend on one another)
+                kept.update(values)
+                continue
+            trial = type(state)(state._values)
             for name, value in values.items():
                 problems = trial.update({name: value})
                 dropped.extend(problems)

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.results import CheckResult
 from gradviz.schema.settings import (
+    GRADCHECK_FLAGS,
     RUN_TIMEOUT_S,
     TOLERANCE_FIELDS,
     CheckSettings,
@@ -60,6 +61,19 @@ class SchemaState(QObject):
             self._values = candidate
             getattr(self, f"{name}_changed").emit(getattr(candidate, name))
 
+    def set_together(self, values: Mapping[str, Any]) -> None:
+        """Set several values at once, validated as one (gradcheck's options depend on one
+        another: check_backward_ad=False needs check_forward_ad=True, whichever arrives first);
+        SettingsError leaves every value as it was. A signal for each value that changed."""
+        unknown = [name for name in values if name not in self.FIELDS]
+        if unknown:
+            raise SettingsError(f"{unknown[0]} is not a setting here (known: {', '.join(self.FIELDS)}).")
+        candidate = self.schema.from_dict({**self._values.to_dict(), **values})  # validates
+        old, self._values = self._values, candidate
+        for name in values:
+            if getattr(candidate, name) != getattr(old, name):
+                getattr(self, f"{name}_changed").emit(getattr(candidate, name))
+
     def update(self, values: Mapping[str, Any], *, from_text: bool = False) -> list[str]:
         """Apply each value that passes validation; return a sentence for each one dropped.
 
@@ -80,6 +94,8 @@ class SchemaState(QObject):
 
     def _parse(self, name: str, value: Any) -> Any:
         kind = self._types.get(name, str)
+        if kind is bool and value in ("true", "false"):  # QSettings' INI files hold booleans as text
+            return value == "true"
         if not isinstance(value, str) or kind not in (int, float):
             return value
         try:
@@ -96,10 +112,20 @@ class RunSettings(SchemaState):
     the program (``set``) are not typed; ``type_value`` is the user's own, and ``update`` (a
     session, the saved settings, a target's settings) counts a value as typed when it is not the
     dtype's default.
+
+    gradcheck's own options (``GRADCHECK_FLAGS``: fast_mode, check_batched_grad, ...) are run
+    settings too: they go with each request, persist and make a result stale like the others.
+    They come after the tolerances in ``FIELDS`` with check_forward_ad before check_backward_ad, so
+    values restored one at a time onto the defaults always pass ``CheckSettings.validate``.
+    ``masked`` is not among them: it changes only sparse inputs, and gradviz refuses a sparse
+    input that needs a gradient (the window could not show what it does).
     """
 
     schema = CheckSettings
-    FIELDS = ("device", "dtype", "eps", "atol", "rtol", "seed", "timeout")
+    FIELDS = (
+        "device", "dtype", "eps", "atol", "rtol", "seed", "timeout",
+        "fast_mode", "check_forward_ad", "check_backward_ad", "check_batched_grad", "check_batched_forward_grad",
+    )  # fmt: skip
     device_changed = Signal(str)
     dtype_changed = Signal(str)
     eps_changed = Signal(float)
@@ -107,6 +133,11 @@ class RunSettings(SchemaState):
     rtol_changed = Signal(float)
     seed_changed = Signal(object)  # torch's seeds reach 2**64 - 1: more than a Qt int holds
     timeout_changed = Signal(object)  # seconds; 0: never
+    fast_mode_changed = Signal(bool)
+    check_forward_ad_changed = Signal(bool)
+    check_backward_ad_changed = Signal(bool)
+    check_batched_grad_changed = Signal(bool)
+    check_batched_forward_grad_changed = Signal(bool)
 
     device = _field("device")
     dtype = _field("dtype")
@@ -115,6 +146,11 @@ class RunSettings(SchemaState):
     rtol = _field("rtol")
     seed = _field("seed")
     timeout = _field("timeout")
+    fast_mode = _field("fast_mode")
+    check_forward_ad = _field("check_forward_ad")
+    check_backward_ad = _field("check_backward_ad")
+    check_batched_grad = _field("check_batched_grad")
+    check_batched_forward_grad = _field("check_batched_forward_grad")
 
     def __init__(
         self, values: CheckSettings | None = None, timeout: int = RUN_TIMEOUT_S, parent: QObject | None = None
@@ -150,8 +186,15 @@ class RunSettings(SchemaState):
     def update(self, values: Mapping[str, Any], *, from_text: bool = False) -> list[str]:
         """As ``SchemaState.update``, the dtype first; a tolerance that is not the dtype's default
         counts as typed, one that is follows the dtype."""
-        problems = {}  # the dtype goes first (it brings its tolerances); the sentences keep the given order
-        for name in sorted(values, key=lambda name: name != "dtype"):
+        problems: dict[str, list[str]] = {}  # the dtype goes first (it brings its tolerances); the sentences keep the given order
+        flags = {name: values[name] for name in GRADCHECK_FLAGS if name in values and name in self.FIELDS}
+        if len(flags) > 1:  # gradcheck's options together, whatever their order; one at a time if refused
+            try:
+                self.set_together({n: self._parse(n, v) if from_text else v for n, v in flags.items()})
+                problems.update({name: [] for name in flags})
+            except SettingsError:
+                pass
+        for name in sorted((n for n in values if n not in problems), key=lambda name: name != "dtype"):
             problems[name] = super().update({name: values[name]}, from_text=from_text)
         dropped = [sentence for name in values for sentence in problems[name]]
         own = dtype_defaults(self._values.dtype)

@@ -81,6 +81,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self.setBackground("w")
         self.setMinimumHeight(PLOT_MIN_HEIGHT)
         self._shown_texts: dict = {}  # (text, room) each title, axis label and caption was fitted to
+        self._titles = TITLES  # each map's title, longest wording first (the forward mode has its own)
         self._square = True
         self._shape: tuple[int, int] | None = None  # (rows, cols) drawn
         self._build_plots()
@@ -192,6 +193,14 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         needed = box.width() * rows / cols  # the block's height at the view's width, padding alike
         return max(float(PLOT_MIN_HEIGHT), self.height() - box.height() + needed)
 
+    def set_titles(self, titles: tuple[tuple[str, ...], ...]) -> None:
+        """The three maps' titles, each from its longest wording to its shortest."""
+        if titles != self._titles:
+            self._titles = titles
+            for column in range(len(titles)):
+                self._shown_texts.pop(("title", column), None)  # fitted to other words
+            self._fit_texts()
+
     def set_error_caption(self, caption: str) -> None:
         self._captions[self.error_bar] = (caption,)
         self._fit_texts()
@@ -228,7 +237,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         theme = self.view.theme
         ink = theme.ink
         title_pt = theme.pt(TITLE_PT)
-        for column, (plot, titles) in enumerate(zip(self.plot_items, TITLES)):
+        for column, (plot, titles) in enumerate(zip(self.plot_items, self._titles)):
             # centred over the plot: wider than the view, it would run over the first row's label
             axis = plot.getAxis("left")
             self._fit(

@@ -37,11 +37,11 @@ from PySide6.QtWidgets import (
 from gradviz.app.display import BlockDisplay, first_block_index
 from gradviz.app.figures import export_figure
 from gradviz.app.panels.block_overview import BlockOverview
+from gradviz.app.panels.forward_view import ForwardSwitch
 from gradviz.app.panels.heatmap_plots import HeatmapPlots
 from gradviz.app.panels.jacobian_regions import LargeBlockRegions
 from gradviz.app.panels.large_block_page import LargeBlockPage
 from gradviz.app.theme import ViewSettings
-from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
 
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
@@ -94,6 +94,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.readout.setWordWrap(True)
         self.view_note = QLabel("")  # in the toolbar row, short; the whole note is its tooltip
         self.view_note.hide()
+        self.forward = ForwardSwitch()  # backward (vjp) | forward (jvp), for a result with forward blocks
 
         self.plots = HeatmapPlots(self.view)
         # the plots' parts, under the names the window, the exports and the tests use
@@ -133,6 +134,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         controls.addWidget(self.block_selector)
         controls.addWidget(self.worst_button)
         controls.addWidget(self.reset_button)
+        controls.addWidget(self.forward)
         controls.addWidget(self.view_note)
         controls.addStretch(1)
         controls.addWidget(self.square_cells)
@@ -147,6 +149,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
         self.block_selector.currentIndexChanged.connect(self._on_block_selected)
         self.log_scale.toggled.connect(self._on_log_scale_changed)
+        self.forward.mode_changed.connect(self._on_forward_mode_changed)
         self.worst_button.clicked.connect(self.go_to_worst)
         self.reset_button.clicked.connect(self.reset_zoom)
         self.region_controls.compute_requested.connect(self.request_region)
@@ -173,6 +176,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
         ``prepared``: display prep made off the GUI thread by ``display.prepare_displays``.
         """
+        result = self.forward.set_result(result)  # forward mode alone: its blocks are the ones drawn
         self._result = result
         self._displays.clear()
         self._displays.update(prepared or {})
@@ -180,8 +184,22 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._region_index.clear()
         self._region_displays.clear()
         self.region_controls.set_running(False)
+        self.plots.set_titles(self.forward.titles())
         self._cell = None
         self._rows = None
+        self._fill_block_list()
+        if result is None or not (result.blocks or result.large_blocks):
+            self._clear("No Jacobian to show: no input needs a gradient." if result is not None else EMPTY_TEXT)
+            return
+        if result.blocks:
+            self.set_block(first_block_index(result))
+        else:
+            self.set_block(next((k for k, b in enumerate(result.large_blocks) if b.cells), 0))
+
+    def _fill_block_list(self) -> None:
+        """The block selector and the overview, each block marked as the comparison on screen
+        (backward, or forward in forward mode) passes or fails."""
+        result = self.forward.listed(self._result)
         self.block_selector.blockSignals(True)
         self.block_selector.clear()
         if result is not None:
@@ -191,16 +209,12 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             for block in result.large_blocks:
                 found = f"✗ {len(block.cells):,} found" if block.cells else "✓ none found"
                 self.block_selector.addItem(f"{result.block_title(block)}   {found} (searched)")
+        self.block_selector.setCurrentIndex(self._index if 0 <= self._index < self.block_selector.count() else 0)
         self.block_selector.blockSignals(False)
         self.block_selector.setVisible(self.block_selector.count() > 1)
         self.overview.set_result(result)
-        if result is None or not (result.blocks or result.large_blocks):
-            self._clear("No Jacobian to show: no input needs a gradient." if result is not None else EMPTY_TEXT)
-            return
-        if result.blocks:
-            self.set_block(first_block_index(result))
-        else:
-            self.set_block(next((k for k, b in enumerate(result.large_blocks) if b.cells), 0))
+        if result is not None and 0 <= self._index < self.block_selector.count():
+            self.overview.set_current(self._index)
 
     def set_block(self, index: int) -> None:
         """Show block ``index`` of the current result (``result.blocks``, then ``large_blocks``),
@@ -223,7 +237,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._show_plots(large=False)
         self.reset_button.setEnabled(True)
         self.log_scale.setEnabled(True)
-        block = self._result.blocks[index]
+        block = self.forward.shown(self._result.blocks[index])  # the forward comparison in forward mode
         rows, cols = block.shape
         self._factor = None
         self._zoom_guard = True  # draw once, after the range is set
@@ -396,7 +410,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         screen, or the region shown of a large one."""
         block = self.current_block()
         if block is not None:
-            return block, 0, 0
+            return self.forward.shown(block), 0, 0
         region = self.shown_region()
         return None if region is None else (region.comparison, region.row0, region.col0)
 
@@ -407,6 +421,9 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             if id(region) not in self._region_displays:
                 self._region_displays[id(region)] = BlockDisplay(region.comparison, self._result.settings.atol)
             return self._region_displays[id(region)]
+        forward = self.forward.display(self._index, self._result.blocks[self._index], self._result.settings.atol)
+        if forward is not None:
+            return forward
         if self._index not in self._displays:
             block = self._result.blocks[self._index]
             self._displays[self._index] = BlockDisplay(block, self._result.settings.atol)
@@ -464,10 +481,9 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         display = self._display()
         if self.log_scale.isChecked():
             kind, levels = "log_error", display.log_levels
-            caption = "log10 |A − N|"
         else:
             kind, levels = "error", (0.0, display.error_top)
-            caption = "|A − N|"
+        caption = self.forward.error_caption(self.log_scale.isChecked())
         # rect with the image: setRect alone scales by the size of the image it replaces
         self.error_image.setImage(display.image(kind, self._factor or 1), autoLevels=False, rect=self._cells)
         self.error_bar.setLevels(levels)
@@ -482,7 +498,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         shown = self._shown()
         if cell is not None and self._result is not None and shown is not None:
             block, r0, c0 = shown
-            self.readout.setText(cell_readout(self._result, block, *cell, offset=(r0, c0)))
+            self.readout.setText(self.forward.readout(self._result, block, *cell, offset=(r0, c0)))
 
     def _worst_tip(self, block: BlockComparison, region: BlockRegion | None = None) -> str:
         if block.worst is None or self._result is None:
@@ -516,6 +532,21 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _on_square_cells_changed(self, square: bool) -> None:
         self.plots.set_square_cells(square)
         self.reset_zoom()
+
+    def _on_forward_mode_changed(self, _mode: str) -> None:
+        """Backward ↔ forward: the analytic and error maps, titles, outlines and readout swap; the
+        zoom and the highlighted cell stay (with none, a failing comparison highlights its worst)."""
+        self.plots.set_titles(self.forward.titles())
+        self._fill_block_list()
+        block = self.current_block()
+        if block is None:
+            return
+        shown = self.forward.shown(block)
+        self._factor = None
+        self._draw_images()
+        self.worst_button.setEnabled(shown.worst is not None)
+        self.worst_button.setToolTip(self._worst_tip(shown))
+        self._set_highlight(self._cell or (None if shown.passed else shown.worst))  # as a new block does
 
     def _on_log_scale_changed(self, _checked: bool) -> None:
         if self._shown() is not None:

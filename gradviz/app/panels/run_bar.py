@@ -1,4 +1,5 @@
-"""The run bar: Run / Cancel, progress with time left, device, dtype, tolerances, seed, timeout.
+"""The run bar: Run / Cancel, progress with time left, device, dtype, tolerances, seed, timeout,
+and gradcheck's options (``check_options``).
 
 A toolbar of small groups, Run and the progress first: in a narrow window the last groups go
 into the toolbar's overflow menu (») instead of pushing the window wider than the screen.
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.panels.check_options import CheckOptionsButton
 from gradviz.app.state import RunSettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
@@ -149,6 +151,7 @@ class RunBar(QToolBar):
         self.timeout.setSuffix(" s")
         self.timeout.setSpecialValueText("none")
         self.timeout.setToolTip("Stop a run that takes longer than this (an endless loop?); 0: never")
+        self.options_button = CheckOptionsButton(settings)  # gradcheck's options, in a dialog
         self.run_button = QPushButton("▶ Run")
         self.run_button.setToolTip("Run forward, backward and finite differences (Ctrl+Enter)")
         self.cancel_button = QPushButton("Cancel")
@@ -174,6 +177,9 @@ class RunBar(QToolBar):
             ("timeout", self.timeout),
         ):
             self.addWidget(_group(QLabel(label), widget))
+            if label == "rtol":  # gradcheck's options beside its tolerances, before seed and timeout (a
+                # 1280 px wide window puts the last group into the overflow menu)
+                self.addWidget(_group(self.options_button))
 
         self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
         settings.device_changed.connect(self._on_device_changed)
