@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from gradviz.core import checks, large
-from gradviz.core.callables import Checkable
+from gradviz.core.callables import Checkable, CustomOpFunction
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import (
     RealView,
@@ -41,6 +41,7 @@ from gradviz.core.jacobian import (
 )
 from gradviz.core.kinks import jitter_inputs, kink_hint, mark_kinks
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
+from gradviz.core.opcheck_checks import opcheck_outcomes
 from gradviz.core.precision import recheck_in_float64
 from gradviz.schema.errors import (
     Cancelled,
@@ -93,6 +94,8 @@ def check_source(
     if settings.jitter:
         prepared = jitter_inputs(prepared, settings.jitter, settings.seed)
     name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
+    if isinstance(fn, CustomOpFunction):
+        name = fn.__name__  # ns::name, however the op was named
     result = check_function(
         fn,
         prepared,
@@ -362,6 +365,7 @@ def _other_checks(
             checks.check_multiplied_by_grad_output(differentiable, [args[j] for j in in_indices], leaf_names)
         )
         found.append(checks.check_undefined_output_grads(fn, args, in_indices, leaf_names))
+        found += opcheck_outcomes(fn, args)  # a custom op's registration: none for a Function
     if settings.all_checks:
         found.append(
             checks.check_double_backward(fn, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol)
@@ -491,6 +495,7 @@ def _check_large(
     checks_found = [_fast_gradcheck(fn, args, settings)]
     if settings.check_batched_grad:
         checks_found.append(checks.check_batched_grad(args, outputs, out_indices))
+    checks_found += [] if settings.jacobian_only else opcheck_outcomes(fn, args)
     found = []
     for i in out_indices:
         for j in in_indices:
