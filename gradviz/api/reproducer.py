@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import keyword
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gradviz._version import __version__
 from gradviz.api.literals import TENSOR_HELPER, NotWritable, literal, needs_helper
-from gradviz.api.locate import NOT_IMPORTABLE, Reach, package_root, path_line, reach
-from gradviz.core.custom_ops import global_name, is_custom_op, op_name
+from gradviz.api.locate import path_line, reach
 from gradviz.schema.report import verdict_line
 
 if TYPE_CHECKING:
@@ -90,7 +88,7 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         return places[-1]
 
     fn, args = report._need_inputs("reproducer()")
-    where = custom_op_reach(fn) or reach(fn, place)
+    where = reach(fn, place)
     notes: list[str] = []
     try:
         arguments = []
@@ -124,21 +122,6 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         TAIL.format(call=where.call, options=options),
     ]
     return "\n\n\n".join(s for s in sections if s)
-
-
-def custom_op_reach(fn: Any) -> Reach | None:
-    """A custom op is imported from its module, never written out as source: importing the module
-    runs its registrations (register_fake, register_autograd) too. None for anything else."""
-    if not is_custom_op(fn):
-        return None
-    home = global_name(fn)
-    module = sys.modules.get(home[0]) if home else None
-    if home is None or module is None or home[0] in NOT_IMPORTABLE or home[0].startswith("usercode_"):
-        raise NotWritable(
-            f"the custom op {op_name(fn)} cannot be imported by another process (it is not a global of an "
-            "importable module): define it in a module (a .py file) and import it from there"
-        )
-    return Reach(home[1], False, module=home[0], root=package_root(module))
 
 
 def relative_parts(root: str, folder: Path) -> tuple[str, ...]:

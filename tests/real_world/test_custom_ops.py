@@ -179,3 +179,18 @@ def test_graph_names_the_ops_backward_node():
     assert "gvtest_cop::affine" in custom[0].name and "GeneratedBackwardFor" not in custom[0].name
     assert [s.name for s in custom[0].saved] == ["x", "weight"]  # named from setup_context's save_for_backward
     assert [n.input_name for n in graph.nodes if n.kind == "leaf"] == ["x", "weight", "bias"]
+
+
+def test_show_starts_the_window_on_the_op_by_import(tmp_path):
+    """``gradviz.show(op, x)``: the window's worker imports the op's module (its registrations
+    run there) and checks the op by the global that holds it, called ns::name."""
+    from gradviz.api.check import settings_for
+    from gradviz.api.window import prepare_launch
+
+    args = ops.inputs_for("cube")
+    settings, _ = settings_for(args)
+    launch = prepare_launch(torch.ops.gvtest_cop.cube_wrong_backward, args, settings, folder=tmp_path)
+    assert launch.target == f"{ops.__name__}:cube_wrong_backward"
+    loaded = load_target(launch.target)  # what the window's worker does with it (imported here already)
+    assert loaded.default_function == "gvtest_cop::cube_wrong_backward"
+    assert choose_function(loaded).op is ops.cube_wrong_backward
