@@ -24,6 +24,7 @@ from gradviz.core.callables import as_checkable
 from gradviz.core.graph import extract_graph
 from gradviz.core.loader import choose_function, load_target
 from gradviz.core.opcheck_checks import OPCHECK_TESTS
+from tests.cli.runner import check_document
 
 from . import custom_ops_collection as ops
 
@@ -148,6 +149,7 @@ def test_cli_checks_an_op_of_a_file(name, how, tmp_path):
     target = [str(FILE), "--function", name] if how == "--function" else [f"{FILE}:{name}"]
     run = _cli(*target, "--inputs", str(inputs), cwd=tmp_path)
     payload = json.loads(run.stdout)
+    check_document("check", payload)  # the JSON Schema that ships with gradviz
     assert payload["function"] == f"gvtest_cop::{name}"
     assert sorted(payload["functions"]) == sorted(f"gvtest_cop::{n}" for n in ops.OPS)
     assert [i["name"] for i in payload["inputs"]] == [a.name for a in getattr(ops, name)._opoverload._schema.arguments]
