@@ -196,3 +196,21 @@ def test_show_starts_the_window_on_the_op_by_import(tmp_path):
     loaded = load_target(launch.target)  # what the window's worker does with it (imported here already)
     assert loaded.default_function == "gvtest_cop::cube_wrong_backward"
     assert choose_function(loaded).op is ops.cube_wrong_backward
+
+
+def test_opcheck_that_cannot_run_is_one_failed_line_naming_the_test(monkeypatch):
+    def broken(op, args, test_utils, raise_exception):
+        raise RuntimeError("tracing broke\nsecond line of a long traceback")
+
+    monkeypatch.setattr(torch.library, "opcheck", broken)
+    report = gradviz.check(ops.cube, ops.inputs_for("cube"), raise_exception=False)
+    found = {c.name: c for c in report.result.checks if c.name.startswith("opcheck_")}
+    assert list(found) == list(OPCHECK_TESTS.values()) and not report.passed
+    for test, name in OPCHECK_TESTS.items():
+        assert found[name].failed and test in found[name].detail and "\n" not in found[name].detail
+        assert "tracing broke" in found[name].detail and "second line" not in found[name].detail
+
+
+def test_jacobian_only_runs_no_opcheck():
+    report = gradviz.check(ops.cube_wrong_fake, ops.inputs_for("cube"), jacobian_only=True)
+    assert report.passed and not report.result.checks
