@@ -24,6 +24,7 @@ __all__ = [
     "backward_node_op",
     "find_custom_ops",
     "is_custom_op",
+    "is_user_op",
     "op_argument_names",
     "op_definition",
     "op_name",
@@ -63,6 +64,15 @@ def op_name(obj: Any) -> str:
 def op_argument_names(obj: Any) -> list[str]:
     """The schema's argument names, in order (``x``, ``weight``, ``bias``)."""
     return [a.name for a in op_overload(obj)._schema.arguments]
+
+
+# PyTorch's own operators: not the user's registrations (opcheck tests only the user's)
+BUILTIN_NAMESPACES = frozenset({"aten", "prim", "prims", "quantized", "_quantized", "rngprims", "higher_order"})
+
+
+def is_user_op(obj: Any) -> bool:
+    """An op the user registered (``custom_op``, or ``torch.library.Library``), not one of PyTorch's."""
+    return op_definition(obj) is not None or op_name(obj).split("::")[0] not in BUILTIN_NAMESPACES
 
 
 def op_definition(obj: Any) -> CustomOpDef | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from gradviz.core.custom_ops import is_user_op, op_overload
 from gradviz.schema.results import FAILED, PASSED, CheckOutcome
 
 # opcheck's test -> gradviz's check name
@@ -36,14 +37,15 @@ __all__ = ["OPCHECK_TESTS", "opcheck_outcomes"]
 
 
 def opcheck_outcomes(fn: Any, args: Sequence[Any]) -> list[CheckOutcome]:
-    """One outcome per opcheck test for a custom op (``fn.op``); none for anything else.
+    """One outcome per opcheck test for a custom op (``fn.op``) the user registered; none for
+    anything else (a Function, PyTorch's own ``torch.ops.aten.*``).
 
     Runs on clones of ``args``: test_schema calls the op, and a wrong op writes into its inputs.
     """
     op = getattr(fn, "op", None)
-    if op is None:
+    if op is None or not is_user_op(op):  # torch.ops.aten.sin: PyTorch's own, not opcheck's to test
         return []
-    return [_run(op, args, test, name) for test, name in OPCHECK_TESTS.items()]
+    return [_run(op_overload(op), args, test, name) for test, name in OPCHECK_TESTS.items()]
 
 
 def _run(op: Any, args: Sequence[Any], test: str, name: str) -> CheckOutcome:

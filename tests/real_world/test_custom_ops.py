@@ -214,3 +214,12 @@ def test_opcheck_that_cannot_run_is_one_failed_line_naming_the_test(monkeypatch)
 def test_jacobian_only_runs_no_opcheck():
     report = gradviz.check(ops.cube_wrong_fake, ops.inputs_for("cube"), jacobian_only=True)
     assert report.passed and not report.result.checks
+
+
+def test_pytorchs_own_op_is_named_and_gets_no_opcheck():
+    """``torch.ops.aten.mul.Tensor``: named by its schema too; opcheck is for the user's ops only."""
+    args = (torch.randn(3, dtype=torch.float64, requires_grad=True), torch.randn(3, dtype=torch.float64, requires_grad=True))
+    report = gradviz.check(torch.ops.aten.mul.Tensor, args)
+    assert report.function == "aten::mul.Tensor" and [i.name for i in report.result.inputs] == ["self", "other"]
+    assert report.passed == _gradcheck(torch.ops.aten.mul.Tensor, args)
+    assert not [c for c in report.result.checks if c.name.startswith("opcheck_")]
