@@ -161,17 +161,27 @@ def test_cli_checks_an_op_of_a_file(name, how, tmp_path):
     assert run.returncode == (0 if payload["passed"] else 1), run.stderr[-2000:]
 
 
-@pytest.mark.parametrize("op", [ops.cube_wrong_backward, torch.ops.gvtest_cop.cube], ids=["CustomOpDef", "torch.ops"])
-def test_reproducer_runs_alone_and_gives_gradchecks_verdict(op, tmp_path):
+@pytest.mark.parametrize(
+    "op",
+    [ops.cube_wrong_backward, torch.ops.gvtest_cop.cube, ops.cube_wrong_fake],
+    ids=["wrong-backward", "torch.ops", "wrong-fake"],
+)
+def test_reproducer_runs_alone_and_gives_gradchecks_and_opchecks_verdict(op, tmp_path):
+    """The script imports the op's module (no PYTHONPATH), runs gradcheck, then opcheck's tests."""
     args = ops.inputs_for("cube")
     report = gradviz.check(op, args, raise_exception=False)
     script = tmp_path / "repro.py"
     script.write_text(report.reproducer())
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    expected = _gradcheck(op, args)
-    assert run.returncode == (0 if expected else 1), run.stdout[-1000:] + run.stderr[-2000:]
+    expected, opchecked = _gradcheck(op, args), _opcheck(op, args)
+    assert run.returncode == (0 if expected and all(opchecked.values()) else 1), run.stdout[-1000:] + run.stderr[-2000:]
     assert ("gradcheck passed" if expected else "gradcheck FAILED") in run.stdout
+    if expected:
+        assert [t for t, ok in opchecked.items() if not ok] == [
+            line.split(":")[1].strip() for line in run.stdout.splitlines() if line.startswith("opcheck FAILED")
+        ]
+    assert report.passed == (run.returncode == 0)
 
 
 def test_graph_names_the_ops_backward_node():
