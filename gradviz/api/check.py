@@ -64,7 +64,9 @@ def check(
 ) -> Report:
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
-    ``fn``: a Function class, its ``.apply``, or any callable built on Functions. ``inputs``: a
+    ``fn``: a Function class, its ``.apply``, a custom op (``torch.library.custom_op``, or
+    ``torch.ops.ns.name``: then also ``torch.library.opcheck``'s tests, whose failures fail the
+    check), or any callable built on these. ``inputs``: a
     tensor or a tuple of arguments, as gradcheck takes them; they come back bitwise unchanged. A failure
     raises :class:`GradientMismatch` (an AssertionError carrying the report) unless
     ``raise_exception=False``; an exception in the Function's code raises

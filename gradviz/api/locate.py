@@ -22,6 +22,7 @@ from typing import Any
 
 from gradviz.api.literals import NotWritable, literal
 from gradviz.core.callables import function_class
+from gradviz.core.custom_ops import global_name, is_custom_op, op_name
 
 NOT_IMPORTABLE = ("__main__", "__mp_main__", "builtins")
 LAMBDA_NAME = "checked_function"  # what a lambda is called in the written source
@@ -49,6 +50,8 @@ def reach(fn: Any, place: PathLine | None = None) -> Reach:
     """How to reach ``fn`` (a Function class, its apply, or a callable); NotWritable when neither
     an import nor the source can. ``place`` writes the lines of the source that make a module
     importable (default ``path_line``: its folder's absolute path, for a process on this machine)."""
+    if is_custom_op(fn):
+        return custom_op_reach(fn)
     cls = function_class(fn)
     obj = cls or fn
     home = importable_home(obj)
@@ -274,3 +277,16 @@ def import_line(name: str, value: Any, place: PathLine | None = None) -> str | N
     line = f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
     where = (place or path_line)(root, module)
     return f"import sys\n{where}\n{line}" if where else line
+
+
+def custom_op_reach(fn: Any) -> Reach:
+    """A custom op is imported from its module, never written out as source: importing the module
+    runs its registrations (register_fake, register_autograd) too."""
+    home = global_name(fn)
+    module = sys.modules.get(home[0]) if home else None
+    if home is None or module is None or home[0] in NOT_IMPORTABLE or home[0].startswith("usercode_"):
+        raise NotWritable(
+            f"the custom op {op_name(fn)} cannot be imported by another process (it is not a global of an "
+            "importable module): define it in a module (a .py file) and import it from there"
+        )
+    return Reach(home[1], False, module=home[0], root=package_root(module))

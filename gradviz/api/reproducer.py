@@ -65,8 +65,29 @@ except Exception as exc:  # a mismatch, or an error in the Function's code: grad
     print(f"gradcheck FAILED: {{type(exc).__name__}}: {{exc}}")
     sys.exit(1)
 print("gradcheck passed")
-sys.exit(0)
+{finish}
 '''
+
+
+OPCHECK = '''# gradviz also ran torch.library.opcheck's tests on the op; a failing one fails its check.
+opcheck = torch.library.opcheck(
+    {call}, tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in inputs),
+    test_utils={tests}, raise_exception=False,
+)
+failed = {{test: found for test, found in opcheck.items() if found != "SUCCESS"}}
+for test, found in failed.items():
+    print(f"opcheck FAILED: {{test}}: {{found}}")
+sys.exit(1 if failed else 0)'''
+
+
+def opcheck_section(report: Report, call: str) -> str:
+    """The opcheck call, after gradcheck passes, for a custom op gradviz ran opcheck's tests on
+    ('' for anything else): its failures are part of gradviz's verdict, so the script's too."""
+    from gradviz.core.opcheck_checks import OPCHECK_TESTS
+
+    ran = {c.name for c in report.result.checks}
+    tests = [test for test, name in OPCHECK_TESTS.items() if name in ran]
+    return OPCHECK.format(call=call, tests=literal(tuple(tests))) if tests else ""
 
 
 def reproducer_script(report: Report, folder: Path | None = None) -> str:
@@ -122,7 +143,7 @@ def reproducer_script(report: Report, folder: Path | None = None) -> str:
         built.build_lines(where) if built else "",
         "# The inputs exactly as gradviz checked them.\n" + "".join(n + "\n" for n in notes) + inputs,
         built.call() if built else CALL.format(call=where.call),
-        GRADCHECK.format(options=options),
+        GRADCHECK.format(options=options, finish=opcheck_section(report, where.call) or "sys.exit(0)"),
     ]
     return "\n\n\n".join(s for s in sections if s)
 

@@ -35,6 +35,8 @@ LIVE_SCAN_CHARS = 1_000_000  # a longer text is scanned when shown, not on every
 YIELD_EVERY_S = 0.001  # a scan hands the interpreter to the window this often
 _CLASS_HEADER = re.compile(r"^class[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 _BRACKET = re.compile(r"[()\[\]{}]")
+# a top-level ``@torch.library.custom_op("ns::name", ...)`` decorator: the op is listed as ns::name
+_CUSTOM_OP = re.compile(r"""^@[\w.]*\bcustom_op\(\s*["']([^"'\\\n]+)["']""", re.MULTILINE)
 
 
 class ScanCancelled(Exception):
@@ -64,7 +66,8 @@ def _names_a_function(bases: str) -> bool:
 
 def scan_function_names(source: str, *, cancelled: Callable[[], bool] | None = None) -> list[str]:
     """Top-level classes whose base is an autograd Function (``Function``, ``InplaceFunction``,
-    spelt plainly or dotted), in file order; found without running or parsing the module.
+    spelt plainly or dotted), in file order, then top-level custom ops (``@torch.library.custom_op("ns::name"``);
+    found without running or parsing the module.
 
     Linear in the text: a header's bases end before the next header (a ``class`` keyword cannot
     stand inside them). ``cancelled`` is asked every millisecond or so; when it says True the
@@ -86,7 +89,7 @@ def scan_function_names(source: str, *, cancelled: Callable[[], bool] | None = N
             if cancelled is not None and cancelled():
                 raise ScanCancelled
             checked = time.perf_counter()
-    return names
+    return names + _CUSTOM_OP.findall(source)  # the worker's order: Functions, then custom ops
 
 
 class FunctionListUpdater(QObject):

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from gradviz.core.custom_ops import is_custom_op, op_argument_names, op_name, op_python_function
+
 
 class CallableFunction:
     """A callable built on Functions, dressed as a Function class for ``check_function``."""
@@ -32,6 +34,24 @@ class CallableFunction:
 
     def __repr__(self) -> str:
         return f"<callable {self.__name__}>"
+
+
+class CustomOpFunction(CallableFunction):
+    """A custom op (``CustomOpDef``, ``torch.ops.ns.name``) dressed as a Function class: called
+    ``ns::name``, its inputs named by its schema, its file the one its Python function is in."""
+
+    def __init__(self, op: Any) -> None:
+        super().__init__(op, op_name(op))
+        self.op = op
+        self.forward = op_python_function(op) or op
+        self._argument_names = op_argument_names(op)
+
+    def argument_names_for(self, count: int) -> list[str]:
+        """The schema's names for the arguments passed (``in{j}`` past them: never for an op)."""
+        return [self._argument_names[j] if j < len(self._argument_names) else f"in{j}" for j in range(count)]
+
+    def __repr__(self) -> str:
+        return f"<custom op {self.__name__}>"
 
 
 # what ``check_function`` and ``sweep_function`` take: a Function class or the stand-in above
@@ -59,6 +79,8 @@ def as_checkable(obj: Any, name: str | None = None) -> Checkable:
         return fn
     if isinstance(obj, CallableFunction):  # a stand-in already (a module with its parameters, from gradviz.show)
         return obj
+    if is_custom_op(obj):
+        return CustomOpFunction(obj)
     if isinstance(obj, type) or not callable(obj):
         raise TypeError(f"fn {describe_not_checkable(obj)}")
     return CallableFunction(obj, name)
@@ -72,8 +94,9 @@ def describe_not_checkable(obj: Any) -> str:
         name = type(obj).__name__
         kind = f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
     return (
-        f"is {kind}, not a torch.autograd.Function subclass, its .apply, or a function that calls one "
-        "(MyFunction, MyFunction.apply or a callable such as lambda x: MyFunction.apply(x, 2))."
+        f"is {kind}, not a torch.autograd.Function subclass, its .apply, a custom op (torch.library.custom_op) "
+        "or a function that calls one (MyFunction, MyFunction.apply or a callable such as "
+        "lambda x: MyFunction.apply(x, 2))."
     )
 
 

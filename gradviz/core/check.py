@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from gradviz.core import checks, forward_jacobian, large, vmap_rule
-from gradviz.core.callables import Checkable
+from gradviz.core.callables import Checkable, CustomOpFunction
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import (
     RealView,
@@ -42,6 +42,7 @@ from gradviz.core.jacobian import (
 )
 from gradviz.core.kinks import jitter_inputs
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
+from gradviz.core.opcheck_checks import opcheck_outcomes
 from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
@@ -93,6 +94,8 @@ def check_source(
     if settings.jitter:
         prepared = jitter_inputs(prepared, settings.jitter, settings.seed)
     name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
+    if isinstance(fn, CustomOpFunction):
+        name = fn.__name__  # ns::name, however the op was named
     result = check_function(
         fn,
         prepared,
@@ -365,6 +368,7 @@ def _other_checks(
             checks.check_multiplied_by_grad_output(differentiable, [args[j] for j in in_indices], leaf_names)
         )
         found.append(checks.check_undefined_output_grads(fn, args, in_indices, leaf_names))
+        found += opcheck_outcomes(fn, args)  # a custom op's registration: none for a Function
     if settings.all_checks:
         found.append(
             checks.check_double_backward(fn, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol)
@@ -504,6 +508,7 @@ def _check_large(
     if settings.check_batched_grad:
         checks_found.append(checks.check_batched_grad(args, outputs, out_indices))
     checks_found += _vmap_rule(fn, args, in_indices, out_indices, inputs.names, settings)
+    checks_found += [] if settings.jacobian_only else opcheck_outcomes(fn, args)
     found = []
     for i in out_indices if settings.check_backward_ad else []:  # the search probes the backward
         for j in in_indices:

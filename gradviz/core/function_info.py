@@ -10,6 +10,7 @@ import ast
 import inspect
 import re
 import textwrap
+from typing import Any
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -43,8 +44,9 @@ def is_once_differentiable(fn: type[torch.autograd.Function]) -> bool:
     return False
 
 
-def save_for_backward_names(fn: type) -> tuple[str | None, ...] | None:
-    """Names of the arguments of the one ``ctx.save_for_backward(a, b, ...)`` call in the class.
+def save_for_backward_names(fn: Any) -> tuple[str | None, ...] | None:
+    """Names of the arguments of the one ``ctx.save_for_backward(a, b, ...)`` call in the class (or
+    the function: a custom op's setup_context).
 
     None for an argument that is not a plain name; None for all when there is no single call
     or it unpacks a sequence (``*tensors``).

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from gradviz.core.callables import Checkable, as_checkable, describe_not_checkable
+from gradviz.core.callables import Checkable, CustomOpFunction, as_checkable, describe_not_checkable
+from gradviz.core.custom_ops import find_custom_ops
 from gradviz.schema.errors import ErrorKind, Frame, GradvizError, SettingsError, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
 from gradviz.schema.targets import Target, check_inputs_path, locate_module, parse_target
@@ -37,7 +38,7 @@ class LoadedSource:
     filename: str
     source: str
     module: types.ModuleType
-    functions: dict[str, type[torch.autograd.Function]]
+    functions: dict[str, Checkable]  # Function classes by name, custom ops by ``ns::name``
     example_inputs: Callable | None
     default_function: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -106,9 +107,9 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     if not functions:
         raise UserCodeError(
             ErrorKind.NO_FUNCTION,
-            "No torch.autograd.Function subclass is defined or imported in this source. Define a class "
-            "with static forward(ctx, ...) and backward(ctx, ...) methods, or import yours "
-            "(from mypackage.ops import MyFunction).",
+            "No torch.autograd.Function subclass or custom op is defined or imported in this source. Define "
+            "a class with static forward(ctx, ...) and backward(ctx, ...) methods, or a torch.library.custom_op "
+            "with register_autograd, or import yours (from mypackage.ops import MyFunction).",
             filename,
         )
     example_inputs = module.__dict__.get("example_inputs")
@@ -124,8 +125,9 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
 _BASES = (torch.autograd.Function, torch.autograd.function.InplaceFunction, torch.autograd.function.NestedIOFunction)
 
 
-def find_functions(module: types.ModuleType) -> dict[str, type[torch.autograd.Function]]:
-    """Every concrete Function the module defines or imports: its own first, then imported ones.
+def find_functions(module: types.ModuleType) -> dict[str, Checkable]:
+    """Every concrete Function the module defines or imports: its own first, then imported ones;
+    then its custom ops (``torch.library.custom_op``), by ``ns::name``, the same way.
 
     A user's Function usually lives in their package; a file that imports it and defines
     ``example_inputs`` is the normal case, so imported Functions count too.
@@ -139,11 +141,20 @@ def find_functions(module: types.ModuleType) -> dict[str, type[torch.autograd.Fu
         and obj.forward is not torch.autograd.Function.forward
     }
     own = {n: f for n, f in found.items() if f.__module__ == module.__name__}
-    return {**own, **{n: f for n, f in found.items() if n not in own}}
+    ops: dict[str, Checkable] = {n: CustomOpFunction(op) for n, op in find_custom_ops(module).items()}
+    return {**own, **{n: f for n, f in found.items() if n not in own}, **ops}
 
 
-def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch.autograd.Function]:
-    """The Function called ``name``; without a name, FUNCTION or the first one defined."""
+def _op_alias(loaded: LoadedSource, name: str) -> str | None:
+    """The ``ns::name`` of the op held by the module's global ``name`` (``cube`` for ``ns::cube``)."""
+    value = loaded.module.__dict__.get(name)
+    ops = {k: f.op for k, f in loaded.functions.items() if isinstance(f, CustomOpFunction)}
+    return next((k for k, op in ops.items() if op is value), None)
+
+
+def choose_function(loaded: LoadedSource, name: str | None = None) -> Checkable:
+    """The Function called ``name`` (an op: ``ns::name`` or the global that holds it); without a
+    name, FUNCTION or the first one defined."""
     name = name or loaded.default_function
     if name is not None and type(name) is not str:
         raise UserCodeError(
@@ -157,6 +168,8 @@ def choose_function(loaded: LoadedSource, name: str | None = None) -> type[torch
         if len(loaded.functions) > 1:
             others = ", ".join(loaded.functions)
             loaded.notes.append(f"Several Functions are defined ({others}); checking {name}.")
+    if name not in loaded.functions:
+        name = _op_alias(loaded, name) or name
     if name not in loaded.functions:
         raise UserCodeError(
             ErrorKind.UNKNOWN_FUNCTION,
@@ -280,7 +293,8 @@ def _load_module_target(name: str, attribute: str | None) -> LoadedSource:
     elif not functions:
         raise TargetError(
             ErrorKind.NO_FUNCTION,
-            f"Module {name} defines or imports no torch.autograd.Function subclass: name one with {name}:Name.",
+            f"Module {name} defines or imports no torch.autograd.Function subclass or custom op: name one with "
+            f"{name}:Name.",
         )
     return loaded
 
@@ -323,6 +337,8 @@ def _pick_attribute(loaded: LoadedSource, attribute: str, target: str) -> None:
         fn = as_checkable(obj, attribute)
     except TypeError:
         raise TargetError(ErrorKind.NO_FUNCTION, f"{target} {describe_not_checkable(obj)}") from None
+    if isinstance(fn, CustomOpFunction):
+        attribute = fn.__name__  # an op is called by its ns::name wherever it is reached from
     loaded.functions = {attribute: fn, **{k: v for k, v in loaded.functions.items() if k != attribute}}
     loaded.default_function = attribute
 

@@ -77,7 +77,8 @@ def find_builtin(name: str) -> Path | None:
 
 
 def function_names(source: str) -> list[str]:
-    """Classes in ``source`` that look like autograd Functions, found without running the code.
+    """Classes in ``source`` that look like autograd Functions, then functions decorated
+    ``@torch.library.custom_op("ns::name", ...)`` (as ``ns::name``), found without running the code.
 
     Opening a file must never execute it; the worker's loader gives the exact list when it runs.
     """
@@ -85,10 +86,17 @@ def function_names(source: str) -> list[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    names = []
+    names, ops = [], []
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             bases = [ast.unparse(b) for b in node.bases]
             if any(b.split(".")[-1] in ("Function", "InplaceFunction") for b in bases):
                 names.append(node.name)
-    return names
+        elif isinstance(node, ast.FunctionDef):  # @torch.library.custom_op("ns::name", ...): listed as ns::name
+            ops += [
+                d.args[0].value
+                for d in node.decorator_list
+                if isinstance(d, ast.Call) and ast.unparse(d.func).split(".")[-1] == "custom_op" and d.args
+                and isinstance(d.args[0], ast.Constant) and isinstance(d.args[0].value, str)
+            ]  # fmt: skip
+    return names + ops  # the worker's order: Functions, then custom ops

@@ -162,8 +162,9 @@ def format_table(result: CheckResult) -> str:
             lines.append(f"    {result.cell_label(large, cell.row, cell.col)}  analytic {cell.analytic:.6g}, numerical {cell.numerical:.6g}")
     lines += _forward_rows(result)
     lines.append("")
+    width = max([26, *(len(c.name) for c in result.checks)])  # opcheck_autograd_registration is longer
     for outcome in result.checks:
-        lines.append(f"{outcome.name:<26} {outcome.status:<7} {outcome.detail}")
+        lines.append(f"{outcome.name:<{width}} {outcome.status:<7} {outcome.detail}")
     if result.checks:
         lines.append("")
     for w in result.warnings:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch.autograd.function import BackwardCFunction
 
+from gradviz.core.custom_ops import backward_node_op
 from gradviz.core.function_info import is_once_differentiable, save_for_backward_names
 from gradviz.core.graph.walk import node_kind
 from gradviz.core.saved import Storages, ctx_attributes, dtype_name, storage_key, tensors_in
@@ -118,8 +119,11 @@ def _describe_node(i, obj, positions_of, names, saved: _SavedEntries, ctx_calls,
     elif kind == "custom":
         cls = type(obj)._forward_cls
         node.class_name = cls.__name__
-        if cls not in source_names:
-            source_names[cls] = save_for_backward_names(cls)
+        op = backward_node_op(cls)
+        if op is not None:  # PyTorch's GeneratedBackwardFor_ns_name_default: called by the op's name
+            node.class_name, node.name = op._qualname, f"{op._qualname} backward"
+        if cls not in source_names:  # an op's save_for_backward call is in its setup_context
+            source_names[cls] = save_for_backward_names(op._setup_context_fn if op is not None else cls)
         node.saved = _custom_saved(obj, source_names[cls], saved) + [
             saved.entry(t, label, "ctx_attribute") for label, t in ctx_attributes(obj)
         ]
