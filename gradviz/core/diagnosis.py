@@ -152,10 +152,8 @@ def explain_failures(
     diagnoses = [decide(b, result.inputs[b.input].name, found, settings) for b in failing]
     wrong = any(d.cause is Cause.BACKWARD for d in diagnoses)
     if precision is not None:
-        only_kinks = precision.float64_failing and not wrong
-        result.warnings.append(
-            _KINKS_IN_FLOAT64.format(n=precision.float64_failing) if only_kinks else precision.message
-        )
+        precision.only_at_kinks = bool(precision.float64_failing) and not wrong  # one message everywhere
+        result.warnings.append(precision.message)
     if checked is not None and found.internal:
         result.warnings.append(
             _forward_precision_warning(found.internal, found, settings, result, checked, wrong)
@@ -269,12 +267,6 @@ def piecewise_constant_hint(in_name: str) -> str:
         "validate such a backward at any eps: these cells fail whatever it returns. gradcheck fails it too; "
         "judge the surrogate gradient on its own terms (e.g. against the smooth function it stands for)."
     )
-
-
-_KINKS_IN_FLOAT64 = (
-    "Fails in float64 too, but only at kinks of the forward ({n:,} cells): neither a precision problem nor a "
-    "wrong backward. Re-draw the inputs away from the kinks (jitter) to check the backward."
-)
 
 
 def _forward_precision_warning(

@@ -13,7 +13,7 @@ from typing import Any
 
 from gradviz.schema.settings import DTYPE_DEFAULTS
 
-PRECISION_ONLY, REAL_BUG, UNKNOWN = "precision", "real_bug", "unknown"
+PRECISION_ONLY, REAL_BUG, KINKS_ONLY, UNKNOWN = "precision", "real_bug", "kinks_only", "unknown"
 
 
 @dataclass
@@ -27,12 +27,15 @@ class PrecisionCheck:
     atol: float
     rtol: float
     error: str | None = None  # why the float64 copy could not be checked
+    only_at_kinks: bool = False  # every float64 failure sits at a kink of the forward (core/diagnosis.py decides)
 
     @property
     def verdict(self) -> str:
         if self.float64_failing is None:
             return UNKNOWN
-        return REAL_BUG if self.float64_failing else PRECISION_ONLY
+        if not self.float64_failing:
+            return PRECISION_ONLY
+        return KINKS_ONLY if self.only_at_kinks else REAL_BUG
 
     @property
     def message(self) -> str:
@@ -40,6 +43,12 @@ class PrecisionCheck:
         where = f"(eps={self.eps:g}, atol={self.atol:g}, rtol={self.rtol:g})"
         if self.verdict == UNKNOWN:
             return f"Fails in {self.dtype}; the float64 copy could not be checked: {self.error}"
+        if self.verdict == KINKS_ONLY:
+            return (
+                f"Fails in float64 too, but only at kinks of the forward ({self.float64_failing:,} cells): neither "
+                "a precision problem nor a wrong backward. Re-draw the inputs away from the kinks (jitter) to check "
+                "the backward."
+            )
         if self.verdict == REAL_BUG:
             return (
                 f"Fails in float64 too ({self.float64_failing:,} of {self.float64_cells:,} cells with gradcheck's "

@@ -15,6 +15,7 @@ import torch
 import gradviz
 from gradviz.cli_contract import ExitCode
 from gradviz.schema.errors import GradvizError, SettingsError
+from gradviz.schema.report import verdict_line
 from gradviz.testing import assert_gradients
 from tests.cli.runner import gradviz as run_cli
 from tests.core import option_functions as fns
@@ -64,6 +65,8 @@ def test_fast_mode_shows_the_cells_and_says_which_verdict_it_gives():
     assert fast.passed == report.passed
     if report.passed and report.result.n_failing:
         assert any("fast_mode=True" in w and "element-wise" in w for w in report.result.warnings)
+        line = verdict_line(report.result)  # the banner's headline never says every cell is within tolerance
+        assert "fast_mode" in line and f"{report.result.n_failing:,} of" in line and "all " not in line
 
 
 def test_batched_grad_is_a_named_check_from_pytorchs_own_test():
