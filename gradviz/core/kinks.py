@@ -8,7 +8,12 @@ of curvature disagrees too, by ``h·f''``, but that gap halves with the step; a 
 when, at the check's eps,
 
     jump(h) = |D+(h) - D-(h)| > atol + rtol·max(|D+|, |D-|)   and above the round-off of D±,
-    jump(h/2) / jump(h) is outside [0.25, 0.75]                 (a smooth gap halves: 0.5)
+    jump(h/2) / jump(h) or jump(h/4) / jump(h/2) is outside [0.3, 0.7]   (a smooth gap halves: 0.5)
+
+The third step catches a kink near x rather than at it: at distance d = h/3 the gap at h and
+h/2 is (1 - d/h)·Δ and (1 - 2d/h)·Δ, a ratio of exactly 0.5, and only at h/4 does it vanish.
+With this window no distance d < h passes both ratios; round-off moves them by under 0.1 where
+the gap is ROUNDOFF_FACTOR times above it.
 
 Marks explain a failure; they never change it: a marked cell still fails when gradcheck's rule
 fails it. ``jitter_inputs`` moves inputs off such points for a re-run.
@@ -29,6 +34,7 @@ from gradviz.schema.settings import MACHINE_EPS, CheckSettings
 
 MAX_KINK_COLUMNS = 2048  # failing columns probed per input; beyond that the marks are partial
 ROUNDOFF_FACTOR = 16.0  # D± are trusted this far above their round-off, eps_machine·|f| / h
+HALVES = (0.3, 0.7)  # a smooth function's one-sided gap halves with the step: ratios inside are not kinks
 NOISE_POINTS = 4  # the round-off probe evaluates f at x + k·τ·v, k = -NOISE_POINTS … NOISE_POINTS
 NOISE_STEP = 1 / 64  # τ as a fraction of the check's eps: far below it, so f is a parabola there
 NOISE_TO_MACHINE = 5.0  # a value rounded to machine eps ε scatters by about ε/5 around its parabola
@@ -61,7 +67,7 @@ def mark_kinks(
         for b in mine:
             b.kinks = np.zeros(b.shape, dtype=bool)
         h = settings.eps
-        steps = (h, -h, h / 2, -h / 2)
+        steps = (h, -h, h / 2, -h / 2, h / 4, -h / 4)
         k = chunk_length(len(steps) * forward.row_bytes, len(columns), settings.chunk_bytes)
         for c0 in range(0, len(columns), k):
             if cancel is not None:
@@ -78,18 +84,21 @@ def mark_kinks(
 def _kink_columns(
     outs: torch.Tensor, f0: torch.Tensor, n: int, h: float, settings: CheckSettings, machine: float
 ) -> np.ndarray:
-    """``(rows, n)`` marks from the outputs at x+h, x-h, x+h/2, x-h/2 of n columns."""
-    f = outs.double().cpu().numpy().reshape(4, n, -1).transpose(0, 2, 1)  # step, row, column
+    """``(rows, n)`` marks from the outputs at x±h, x±h/2, x±h/4 of n columns."""
+    f = outs.double().cpu().numpy().reshape(6, n, -1).transpose(0, 2, 1)  # step, row, column
     base = f0.double().cpu().numpy().reshape(-1, 1)
-    plus, minus, half_plus, half_minus = f
-    with np.errstate(invalid="ignore", over="ignore"):
+    plus, minus, half_plus, half_minus, quarter_plus, quarter_minus = f
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         forward, backward = (plus - base) / h, (base - minus) / h
         jump = np.abs(forward - backward)
         half = np.abs((half_plus - base) / (h / 2) - (base - half_minus) / (h / 2))
+        quarter = np.abs((quarter_plus - base) / (h / 4) - (base - quarter_minus) / (h / 4))
         bound = settings.atol + settings.rtol * np.maximum(np.abs(forward), np.abs(backward))
         roundoff = ROUNDOFF_FACTOR * machine * (np.abs(plus) + np.abs(base) + np.abs(minus)) / h
         ratio = half / np.where(jump > 0, jump, 1.0)
-        marks = (jump > bound) & (jump > roundoff) & ((ratio < 0.25) | (ratio > 0.75))
+        ratio2 = quarter / np.where(half > 0, half, 1.0)
+        not_halving = (ratio < HALVES[0]) | (ratio > HALVES[1]) | (ratio2 < HALVES[0]) | (ratio2 > HALVES[1])
+        marks = (jump > bound) & (jump > roundoff) & not_halving
     return np.nan_to_num(marks, nan=False).astype(bool)
 
 
@@ -167,9 +176,12 @@ def kink_hint(block: BlockComparison, in_name: str) -> str | None:
     marked = int(np.count_nonzero(block.kinks & block.failing))
     if not marked:
         return None
-    every = "Every failing cell" if marked == block.n_failing else f"{marked} of the {block.n_failing} failing cells"
+    if marked == block.n_failing:
+        every = "Every failing cell sits"
+    else:
+        every = f"{marked} of the {block.n_failing} failing cells {'sits' if marked == 1 else 'sit'}"
     return (
-        f"{every} sits at a kink of the forward (its one-sided differences disagree: |x| at 0, relu, max, a tie "
+        f"{every} at a kink of the forward (its one-sided differences disagree: |x| at 0, relu, max, a tie "
         f"in sort, round): the function is not differentiable there, so the numerical value is only the "
         f"average of two slopes. Re-draw {in_name} away from the kink (jitter) to check the backward."
     )
