@@ -29,6 +29,7 @@ from tests.app.app_process import (
 )
 
 
+@pytest.mark.slow
 def test_layout_and_settings_are_saved_as_they_change_and_survive_a_kill_9(qtbot, tmp_path, monkeypatch):
     from gradviz.app.main_window import MainWindow
 
@@ -68,6 +69,7 @@ def pickled_variant(obj) -> str:
     return "@Variant(" + "".join(f"\\x{byte:02x}" for byte in blob) + ")"
 
 
+@pytest.mark.slow
 def test_a_settings_file_full_of_bad_values_is_cleaned_once(tmp_path):
     sentinel = tmp_path / "unpickled"
     ini = settings_file(tmp_path)
@@ -97,6 +99,7 @@ def test_a_settings_file_full_of_bad_values_is_cleaned_once(tmp_path):
     assert states(out)[0]["notices"] == []
 
 
+@pytest.mark.slow
 def test_a_directory_fifo_or_huge_file_where_the_settings_belong(tmp_path):
     ini = settings_file(tmp_path)
     ini.parent.mkdir(parents=True)
@@ -117,6 +120,7 @@ def test_a_directory_fifo_or_huge_file_where_the_settings_belong(tmp_path):
             aside.rmdir() if aside.is_dir() else aside.unlink()
 
 
+@pytest.mark.slow
 def test_damaged_recovery_files_at_launch(tmp_path):
     folder = tmp_path / "recovery"
     folder.mkdir()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QFileDialog
 
@@ -20,6 +21,7 @@ def recovery_files(folder):
     return sorted(folder.glob("recovery-*.json"))
 
 
+@pytest.mark.slow
 def test_two_killed_windows_both_get_their_text_back(tmp_path):
     folder = tmp_path / "recovery"
     children = []  # two windows alive at once, each with unsaved text
