@@ -99,6 +99,7 @@ def test_ids_that_sanitise_alike_get_folders_of_their_own(one_run):
     assert (folders[0] / "reproducer.py").read_text() != (folders[1] / "reproducer.py").read_text()
 
 
+@pytest.mark.slow
 def test_an_earlier_sessions_files_are_not_mixed_in(tmp_path):
     first = run_suite(tmp_path, "artifacts", BOTH="1")  # two inputs: blocks o0_i0 and o0_i1
     assert first.returncode == 1, first.stdout + first.stderr
@@ -134,6 +135,7 @@ def test_junit_xml_names_each_failures_folder(one_run):
     assert cases["test_good"].find("properties") is None
 
 
+@pytest.mark.slow
 def test_a_test_that_passes_now_leaves_no_folder_and_nothing_else_goes(tmp_path):
     artifacts = tmp_path / "artifacts"  # the user's own folder, with their files in it
     artifacts.mkdir()

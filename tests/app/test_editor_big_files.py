@@ -97,6 +97,7 @@ def test_typing_into_two_mb_of_unclosed_class_headers_runs_at_most_one_scan(qtbo
     assert warnings == []
 
 
+@pytest.mark.slow
 def test_typing_into_a_file_of_class_headers_under_the_live_limit_scans_one_at_a_time(
     qtbot, main_window, tmp_path, warnings
 ):

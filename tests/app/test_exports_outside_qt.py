@@ -13,6 +13,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
+import pytest
 from markdown_it import MarkdownIt
 from PySide6.QtWidgets import QApplication
 
@@ -42,6 +43,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 SHAPES = ("polyline", "polygon", "path", "rect", "ellipse", "circle", "line")
 
 
+@pytest.mark.slow
 def test_every_figure_opens_alike_in_browsers_and_librsvg(qtbot, main_window, tmp_path):
     need_renderers()
     window = main_window

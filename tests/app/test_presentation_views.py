@@ -92,6 +92,7 @@ def test_each_view_alone_is_readable_from_the_back_row(qtbot, main_window, size)
     assert window.centralWidget() is not stage and window.docks["Code"].widget() is window.editor
 
 
+@pytest.mark.slow
 def test_larger_text_never_pushes_the_maps_below_their_minimum(qtbot, main_window):
     window = main_window
     stage = present_with_a_result(qtbot, window, SIZES[1])

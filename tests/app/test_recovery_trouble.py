@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gradviz.app.recovery import RECOVERY_ENV, RecoveryStore
-from tests.app.app_process import kill_9, lines, read_until, run_app, start_app, states
+from tests.app.app_process import QUICK, kill_9, lines, read_until, run_app, start_app, states
 from tests.app.saves_helpers import answer_recovery
 
 MARKER = "# typed before the crash"
@@ -62,7 +62,8 @@ def test_autosave_into_a_folder_that_refuses_tells_once_and_keeps_the_text_elsew
     prefix = ("unshare", "-Urm", "sh", "-c", MOUNTS[trouble], str(state))
     steps = [f"type:\\n{MARKER}\\n", "wait_recovery", "type:# and more\\n", "wait_recovery", "state", "hold"]
     child = start_app(
-        tmp_path, steps=steps, prefix=prefix, GRADVIZ_RECOVERY_DIR=os.pathsep.join([str(state), str(fallback)])
+        tmp_path, **QUICK, steps=steps, prefix=prefix,
+        GRADVIZ_RECOVERY_DIR=os.pathsep.join([str(state), str(fallback)]),
     )
     try:
         out = read_until(child, "HOLDING")
@@ -85,7 +86,7 @@ def test_when_no_folder_takes_the_text_the_user_is_told_to_save(tmp_path):
     state.mkdir()
     prefix = ("unshare", "-Urm", "sh", "-c", MOUNTS["read-only"], str(state))
     code, out = run_app(
-        tmp_path, steps=[f"type:{MARKER}", "autosave", "autosave", "state", "quit"], prefix=prefix,
+        tmp_path, **QUICK, steps=[f"type:{MARKER}", "autosave", "autosave", "state", "quit"], prefix=prefix,
         GRADVIZ_RECOVERY_DIR=str(state),
     )  # fmt: skip
     assert code == 0, out
@@ -97,7 +98,8 @@ def test_when_no_folder_takes_the_text_the_user_is_told_to_save(tmp_path):
 def test_same_process_id_at_every_launch(tmp_path):
     """In a container every launch may be pid 1: the text of the one killed is still offered."""
     prefix = ("unshare", "-Urpf", "--kill-child", "--mount-proc")
-    child = start_app(tmp_path, steps=[f"type:\\n{MARKER}\\n", "wait_recovery", "hold"], prefix=prefix)
+    steps = [f"type:\\n{MARKER}\\n", "wait_recovery", "hold"]
+    child = start_app(tmp_path, **QUICK, steps=steps, prefix=prefix)
     try:
         read_until(child, "HOLDING")
         [app] = Path(f"/proc/{child.pid}/task/{child.pid}/children").read_text().split()
@@ -108,7 +110,7 @@ def test_same_process_id_at_every_launch(tmp_path):
     finally:
         child.kill()
         child.wait(10)
-    code, out = run_app(tmp_path, steps=["state", "quit"], prefix=prefix)
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], prefix=prefix)
     assert code == 0, out
     assert any("without saving your changes" in asked for asked in lines(out, "ASKED:"))
     assert MARKER in states(out)[0]["text"]

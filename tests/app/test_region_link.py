@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
 from PySide6.QtCore import Qt
 
 from gradviz.schema.results import REGION_SIDE, region_around
@@ -95,6 +96,7 @@ def test_a_region_outside_the_block_says_why_and_loses_nothing(qtbot, main_windo
     assert panel.regions() == [] and panel.shown_region() is None and not panel.plots.isVisible()
 
 
+@pytest.mark.slow
 def test_cancel_stops_a_region_and_a_new_run_starts_clean(qtbot, main_window):
     window = main_window
     panel, _ = checked(qtbot, window)

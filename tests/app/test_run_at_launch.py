@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.app.app_process import kill_9, lines, read_until, run_app, start_app, states
 
 SETTLE_MS = "2500"  # long enough for a run at launch to have started
@@ -19,6 +21,7 @@ def evil(tmp_path, name: str = "downloaded.py"):
     return path, sentinel
 
 
+@pytest.mark.slow
 def test_the_last_file_is_reopened_at_the_next_launch_and_waits_for_run(tmp_path):
     path, sentinel = evil(tmp_path)
     code, out = run_app(tmp_path, str(path), steps=["wait_saved", "state", "quit"])  # only opened, never run
@@ -32,6 +35,7 @@ def test_the_last_file_is_reopened_at_the_next_launch_and_waits_for_run(tmp_path
     assert after["runs"] == [str(path)] and sentinel.exists()  # Run runs it: the check above can fail
 
 
+@pytest.mark.slow
 def test_text_restored_after_a_kill_9_waits_for_run(tmp_path):
     sentinel = tmp_path / "ran"
     typed = f"open({str(sentinel)!r}, 'w').close()"
@@ -57,6 +61,7 @@ def test_a_builtin_example_still_runs_at_launch(tmp_path):
     assert state["builtin"] == "linear" and len(state["runs"]) == 1
 
 
+@pytest.mark.slow
 def test_files_the_user_ran_may_run_at_launch_when_allowed_and_unchanged(tmp_path):
     path, sentinel = evil(tmp_path)
     code, out = run_app(tmp_path, str(path), steps=["run", "allow_known", "wait_saved", "quit"])
@@ -72,6 +77,7 @@ def test_files_the_user_ran_may_run_at_launch_when_allowed_and_unchanged(tmp_pat
     assert states(out)[0]["runs"] == [] and not sentinel.exists()  # changed since it ran: waits
 
 
+@pytest.mark.slow
 def test_run_at_launch_is_off_by_default(tmp_path):
     path, sentinel = evil(tmp_path)
     code, out = run_app(tmp_path, str(path), steps=["run", "wait_saved", "quit"])  # ran, but nothing allowed

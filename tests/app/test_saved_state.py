@@ -17,13 +17,23 @@ from PySide6.QtCore import QByteArray, QSettings, Qt
 from gradviz.app.recovery import RECOVERY_ENV
 from gradviz.app.window_layout import MEMORY_DOCK
 from gradviz.schema.settings import RUN_TIMEOUT_S, CheckSettings
-from tests.app.app_process import kill_9, lines, read_until, run_app, settings_file, start_app, states
+from tests.app.app_process import (
+    QUICK,
+    kill_9,
+    lines,
+    read_until,
+    run_app,
+    settings_file,
+    start_app,
+    states,
+)
 
 
+@pytest.mark.slow
 def test_layout_and_settings_are_saved_as_they_change_and_survive_a_kill_9(qtbot, tmp_path, monkeypatch):
     from gradviz.app.main_window import MainWindow
 
-    child = start_app(tmp_path, steps=[f"hide:{MEMORY_DOCK}", "dtype:float32", "wait_saved", "hold"])
+    child = start_app(tmp_path, **QUICK, steps=[f"hide:{MEMORY_DOCK}", "dtype:float32", "wait_saved", "hold"])
     try:
         read_until(child, "HOLDING")
     finally:
@@ -59,6 +69,7 @@ def pickled_variant(obj) -> str:
     return "@Variant(" + "".join(f"\\x{byte:02x}" for byte in blob) + ")"
 
 
+@pytest.mark.slow
 def test_a_settings_file_full_of_bad_values_is_cleaned_once(tmp_path):
     sentinel = tmp_path / "unpickled"
     ini = settings_file(tmp_path)
@@ -71,7 +82,7 @@ def test_a_settings_file_full_of_bad_values_is_cleaned_once(tmp_path):
         "[launch]\nrun_known_files=maybe\n",
         encoding="utf-8",
     )
-    code, out = run_app(tmp_path, steps=["state", "quit"])
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"])
     assert code == 0, out
     [state] = states(out)
     assert not sentinel.exists()  # the pickled value was removed unread
@@ -83,11 +94,12 @@ def test_a_settings_file_full_of_bad_values_is_cleaned_once(tmp_path):
         assert named in told, named
     text = ini.read_text(encoding="utf-8")
     assert "abc" not in text and "inf" not in text and "@Variant" not in text and "9" * 50 not in text
-    code, out = run_app(tmp_path, steps=["state", "quit"])  # the next launch: nothing left to drop
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"])  # the next launch: nothing left to drop
     assert code == 0, out
     assert states(out)[0]["notices"] == []
 
 
+@pytest.mark.slow
 def test_a_directory_fifo_or_huge_file_where_the_settings_belong(tmp_path):
     ini = settings_file(tmp_path)
     ini.parent.mkdir(parents=True)
@@ -97,7 +109,8 @@ def test_a_directory_fifo_or_huge_file_where_the_settings_belong(tmp_path):
         (lambda: open(ini, "wb").truncate(100 * 2**20), "far more than gradviz writes"),
     ):
         make()
-        code, out = run_app(tmp_path, steps=["dtype:float32", "wait_saved", "state", "quit"], timeout=120)
+        steps = ["dtype:float32", "wait_saved", "state", "quit"]
+        code, out = run_app(tmp_path, **QUICK, steps=steps, timeout=120)
         assert code == 0, out
         assert any("set aside" in n and why in n for n in states(out)[0]["notices"]), out
         assert ini.is_file()  # fresh settings, saved where they belong
@@ -107,6 +120,7 @@ def test_a_directory_fifo_or_huge_file_where_the_settings_belong(tmp_path):
             aside.rmdir() if aside.is_dir() else aside.unlink()
 
 
+@pytest.mark.slow
 def test_damaged_recovery_files_at_launch(tmp_path):
     folder = tmp_path / "recovery"
     folder.mkdir()
@@ -118,13 +132,14 @@ def test_damaged_recovery_files_at_launch(tmp_path):
     (folder / "recovery-wgood.json").write_text(
         json.dumps({"text": "# kept\n", "title": "latin1.py", "path": str(latin), "saved_at": 2.0})
     )
-    code, out = run_app(tmp_path, steps=["state", "quit"], CHILD_ANSWER="Yes")
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], CHILD_ANSWER="Yes")
     assert code == 0, out
     [state] = states(out)
     assert state["text"] == "# kept\n" and state["path"] == str(latin)  # restored; its file was not read
     assert sum("damaged recovery file" in n for n in state["notices"]) == 3
     assert lines(out, "WARNED:") == []
-    code, out = run_app(tmp_path, steps=["state", "quit"], CHILD_ANSWER="No")  # nothing left to offer
+    # nothing left to offer
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], CHILD_ANSWER="No")
     assert code == 0, out
     assert not lines(out, "ASKED:") and states(out)[0]["notices"] == []
     assert not list(Path(folder).glob("recovery-*"))

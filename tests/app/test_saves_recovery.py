@@ -8,46 +8,50 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.recovery_dialog import RecoveryDialog
-from tests.app.app_process import kill_9, lines, read_until, run_app, start_app, states
+from tests.app.app_process import QUICK, kill_9, lines, read_until, run_app, start_app, states
 
 
 def recovery_files(folder):
     return sorted(folder.glob("recovery-*.json"))
 
 
+@pytest.mark.slow
 def test_two_killed_windows_both_get_their_text_back(tmp_path):
     folder = tmp_path / "recovery"
     children = []  # two windows alive at once, each with unsaved text
     try:
         for marker in ("# first window's text", "# second window's text"):
-            children.append(start_app(tmp_path, steps=[f"type:\\n{marker}\\n", "wait_recovery", "hold"]))
+            steps = [f"type:\\n{marker}\\n", "wait_recovery", "hold"]
+            children.append(start_app(tmp_path, **QUICK, steps=steps))
             read_until(children[-1], "HOLDING")
     finally:
         for child in children:
             kill_9(child.pid)
             child.wait(10)
     assert len(recovery_files(folder)) == 2
-    code, out = run_app(tmp_path, steps=["state", "quit"], CHILD_ANSWER="Later")  # closes the list
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], CHILD_ANSWER="Later")  # closes the list
     assert code == 0, out
     assert any("2 texts" in asked for asked in lines(out, "ASKED:")), out
     assert len(recovery_files(folder)) == 2  # kept, both
-    code, out = run_app(tmp_path, steps=["state", "quit"], CHILD_ANSWER="Yes")  # restores the newest
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], CHILD_ANSWER="Yes")  # restores the newest
     assert code == 0, out
     assert "# second window's text" in states(out)[0]["text"]
     assert len(recovery_files(folder)) == 1  # the other one is still there
     assert "# first window's text" in RecoveryStore(folder).orphans()[0][0].text
-    code, out = run_app(tmp_path, steps=["state", "quit"], CHILD_ANSWER="Yes")
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], CHILD_ANSWER="Yes")
     assert "# first window's text" in states(out)[0]["text"] and not recovery_files(folder)
 
 
 def test_an_edit_just_before_kill_9_is_offered(tmp_path):
     marker = "# typed a moment before the crash"
-    child = start_app(tmp_path, steps=[f"type:\\n{marker}\\n", "crash:300"])  # SIGKILL 0.3 s after the edit
+    # SIGKILL 0.3 s after the edit
+    child = start_app(tmp_path, **QUICK, steps=[f"type:\\n{marker}\\n", "crash:300"])
     try:
         read_until(child, "CRASHING")
         child.wait(60)
@@ -56,7 +60,7 @@ def test_an_edit_just_before_kill_9_is_offered(tmp_path):
             child.kill()
             child.wait(10)
     assert child.returncode == -9
-    code, out = run_app(tmp_path, steps=["state", "quit"], CHILD_ANSWER="Yes")
+    code, out = run_app(tmp_path, **QUICK, steps=["state", "quit"], CHILD_ANSWER="Yes")
     assert code == 0, out
     assert marker in states(out)[0]["text"]
 

@@ -91,6 +91,7 @@ def assert_maximized_fits(display: WmDisplay, wid: str, when: str) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_maximize_quit_relaunch_three_times(wm_displays, tmp_path, size):  # noqa: F811
     display = wm_displays(size)

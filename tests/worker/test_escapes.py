@@ -185,6 +185,7 @@ def example_inputs(device, dtype):
 '''
 
 
+@pytest.mark.slow
 def test_memory_of_a_forked_child_counts_against_the_limit(write_source):
     """The run itself holds about 160 MB (torch's pages, shared with the worker); a 250 MB limit
     passes a child that touches 8 MB for two seconds and stops one that touches 400 MB."""
