@@ -89,22 +89,20 @@ def _slope(value: float | None) -> str:
 
 def _blocks_table(result: CheckResult) -> str:
     head = ["block", "shape", "max |a − n|", "failing", "worst cell"]
+    rows = _block_rows(result, result.blocks, "analytic")
+    return _table(head, rows, failing=[not b.passed for b in result.blocks])
+
+
+def _block_rows(result: CheckResult, blocks: list, first: str) -> list[list[str]]:
+    """One row per block; ``first`` names what ``analytic`` holds (the backward's or forward mode's Jacobian)."""
     rows = []
-    for b in result.blocks:
+    for b in blocks:
         worst = ""
         if b.worst is not None and not b.passed:
             r, c = b.worst
-            worst = f"{result.cell_label(b, r, c)}: analytic {b.analytic[r, c]:.4g}, numerical {b.numerical[r, c]:.4g}"
-        rows.append(
-            [
-                result.block_title(b),
-                f"{b.shape[0]}x{b.shape[1]}",
-                f"{b.max_abs_error:.3g}",
-                f"{b.n_failing:,}",
-                worst,
-            ]
-        )
-    return _table(head, rows, failing=[not b.passed for b in result.blocks])
+            worst = f"{result.cell_label(b, r, c)}: {first} {b.analytic[r, c]:.4g}, numerical {b.numerical[r, c]:.4g}"
+        rows.append([result.block_title(b), f"{b.shape[0]}x{b.shape[1]}", f"{b.max_abs_error:.3g}", f"{b.n_failing:,}", worst])
+    return rows
 
 
 def _forward_table(result: CheckResult) -> list[str]:
@@ -112,13 +110,7 @@ def _forward_table(result: CheckResult) -> list[str]:
     if not result.forward_blocks:
         return []
     head = ["forward-mode block", "shape", "max |f − n|", "failing", "worst cell"]
-    rows = []
-    for b in result.forward_blocks:
-        worst = ""
-        if b.worst is not None and not b.passed:
-            r, c = b.worst
-            worst = f"{result.cell_label(b, r, c)}: forward {b.analytic[r, c]:.4g}, numerical {b.numerical[r, c]:.4g}"
-        rows.append([result.block_title(b), f"{b.shape[0]}x{b.shape[1]}", f"{b.max_abs_error:.3g}", f"{b.n_failing:,}", worst])
+    rows = _block_rows(result, result.forward_blocks, "forward")
     hints = [
         f"<div><b>Hint</b> (forward mode, {escape(result.block_title(b))}): {escape(h)}</div>"
         for b in result.forward_blocks

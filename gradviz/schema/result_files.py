@@ -82,7 +82,7 @@ def read_check_result(summary: dict[str, Any]) -> CheckResult:
 
 
 def _block(entry: dict[str, Any]) -> BlockComparison:
-    """One entry of "blocks" or "forward_blocks", its arrays loaded from the files it names."""
+    """One entry of "blocks" or "forward_blocks" (or a region), its arrays loaded from the files it names."""
     arrays = read_block_arrays(entry)
     return BlockComparison(
         output=entry["output"],
@@ -130,22 +130,7 @@ def write_region(region: BlockRegion, directory: str | Path) -> dict[str, Any]:
 
 def read_region(summary: dict[str, Any]) -> BlockRegion:
     """The region a ``write_region`` summary describes, its arrays loaded without pickles."""
-    arrays = read_block_arrays(summary)
-    comparison = BlockComparison(
-        output=summary["output"],
-        input=summary["input"],
-        out_shape=tuple(summary["out_shape"]),
-        in_shape=tuple(summary["in_shape"]),
-        analytic=arrays["analytic"],
-        numerical=arrays["numerical"],
-        error=arrays["error"],
-        failing=arrays["failing"],
-        max_abs_error=decode(summary["max_abs_error"]),
-        n_failing=summary["failing"],
-        n_nonfinite=summary.get("nonfinite", 0),
-        worst=tuple(summary["worst"]) if summary.get("worst") else None,
-    )
-    return BlockRegion(summary["row0"], summary["col0"], comparison)
+    return BlockRegion(summary["row0"], summary["col0"], _block(summary))
 
 
 def _large_block(entry: dict[str, Any]) -> LargeBlock:
