@@ -19,12 +19,7 @@ import gradviz
 from gradviz.schema.errors import GradvizError
 from tests.real_world import oracle
 
-HERE = Path(__file__).resolve().parents[1] / "real_world"
-CORPUS = sorted(
-    p
-    for p in HERE.glob("*.py")
-    if p.name not in {"__init__.py", "oracle.py"} and not p.name.startswith("test_")
-)
+CORPUS = oracle.corpus_files()
 TOL = oracle.Tolerances()
 
 

@@ -7,6 +7,9 @@ The patterns of PyTorch's forward-AD documentation (``torch/autograd/function.py
 ``check_forward_ad=True``. ``numpy_jvp`` is right but leaves torch in its jvp, so gradcheck's
 ``check_batched_forward_grad`` (the prototype vmap) fails on it. The custom op has a right backward
 and no forward formula: forward AD gives its output no tangent at all.
+
+Source: pytorch/pytorch, torch/autograd/function.py and docs/source/notes/extending.rst (the jvp
+staticmethod, ``ctx.save_for_forward``), written here in this project's own words.
 """
 
 from __future__ import annotations

@@ -28,6 +28,16 @@ CPU = torch.device("cpu")
 BlockKey = tuple[int, int]
 
 
+HERE = Path(__file__).resolve().parent
+# custom ops are global to the process and named ns::name, not module attributes: test_custom_ops.py checks them
+NOT_CORPUS = {"__init__.py", "oracle.py", "custom_ops_collection.py"}
+
+
+def corpus_files() -> list[Path]:
+    """The collection's Function files: the one list both corpus tests (core and API) walk."""
+    return sorted(p for p in HERE.glob("*.py") if p.name not in NOT_CORPUS and not p.name.startswith("test_"))
+
+
 @dataclass(frozen=True)
 class Tolerances:
     eps: float = 1e-6

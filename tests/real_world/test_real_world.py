@@ -32,10 +32,7 @@ from gradviz.schema.settings import CheckSettings
 
 from . import oracle
 
-HERE = Path(__file__).parent
-# custom ops are global to the process and named ns::name, not module attributes: test_custom_ops.py checks them
-NOT_CORPUS = {"__init__.py", "oracle.py", "custom_ops_collection.py"}
-CORPUS = sorted(p for p in HERE.glob("*.py") if p.name not in NOT_CORPUS and not p.name.startswith("test_"))
+CORPUS = oracle.corpus_files()
 TOL = oracle.Tolerances(eps=1e-6, atol=1e-5, rtol=1e-3)
 SEED = 0
 # Errors that say the file could not even be loaded: never a verdict, always a failure.
