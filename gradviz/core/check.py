@@ -30,7 +30,7 @@ from gradviz.core.complex_view import (
 from gradviz.core.diagnosis import explain_failures, is_nondeterministic
 from gradviz.core.function_info import reads_data_attribute, source_file
 from gradviz.core.hints import diagnose, diagnose_across
-from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
+from gradviz.core.inputs import PreparedInputs
 from gradviz.core.jacobian import (
     CancelFn,
     Jacobian,
@@ -40,9 +40,9 @@ from gradviz.core.jacobian import (
     call_apply,
     numerical_jacobian,
 )
-from gradviz.core.kinks import jitter_inputs
-from gradviz.core.loader import LoadedSource, argument_names, choose_function, method_line, required_arguments
+from gradviz.core.loader import LoadedSource, method_line
 from gradviz.core.opcheck_checks import opcheck_outcomes
+from gradviz.core.prepare import prepare_source
 from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
@@ -87,18 +87,13 @@ def check_source(
 ) -> CheckResult:
     """Check one Function of loaded user source on the inputs its ``example_inputs`` gives."""
     settings = settings or CheckSettings()
-    settings.validate()
-    fn = choose_function(loaded, function)
-    device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
-    prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
-    if settings.jitter:
-        prepared = jitter_inputs(prepared, settings.jitter, settings.seed)
-    name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
+    prepared = prepare_source(loaded, function, settings)
+    fn, name = prepared.fn, prepared.name
     if isinstance(fn, CustomOpFunction):
         name = fn.__name__  # ns::name, however the op was named
     result = check_function(
         fn,
-        prepared,
+        prepared.inputs,
         settings,
         loaded=loaded,
         progress=progress,
@@ -108,35 +103,6 @@ def check_source(
     )
     result.functions = list(loaded.functions)
     return result
-
-
-def example_arguments(
-    loaded: LoadedSource, fn: type, device: torch.device, dtype: torch.dtype, seed: int
-) -> PreparedInputs:
-    """The arguments for ``fn.apply``: ``example_inputs`` (seeded), moved to device and dtype."""
-    raw = _example_inputs(loaded, fn, device, dtype, seed)
-    names = argument_names(fn, len(raw) if isinstance(raw, tuple | list) else 1)
-    return prepare_inputs(raw, device, dtype, names, loaded.filename)
-
-
-def _example_inputs(
-    loaded: LoadedSource, fn: type, device: torch.device, dtype: torch.dtype, seed: int
-) -> Any:
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(seed)
-        if loaded.example_inputs is None:
-            names = required_arguments(fn)
-            loaded.notes.append(
-                f"No example_inputs() defined: using random 4×4 tensors for {', '.join(names) or 'no arguments'}. "
-                "Define example_inputs(device, dtype) to choose the inputs."
-            )
-            return tuple(torch.randn(4, 4, device=device, dtype=dtype, requires_grad=True) for _ in names)
-        try:
-            return loaded.example_inputs(device, dtype)
-        except (Exception, SystemExit) as exc:
-            raise from_exception(
-                ErrorKind.EXAMPLE_INPUTS, exc, loaded.filename, "example_inputs(device, dtype)"
-            ) from None
 
 
 def check_function(

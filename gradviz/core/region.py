@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from gradviz.core.check import _backward_error, _CodeFiles, _forward, example_arguments
+from gradviz.core.check import _backward_error, _CodeFiles, _forward
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
-from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
+from gradviz.core.inputs import PreparedInputs
 from gradviz.core.jacobian import CancelFn, Progress, ProgressFn, _ColumnFiller, call_apply, vjp_rows
-from gradviz.core.kinks import jitter_inputs
-from gradviz.core.loader import LoadedSource, choose_function
+from gradviz.core.loader import LoadedSource
+from gradviz.core.prepare import prepare_source
 from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, SettingsError, SizeLimitError
 from gradviz.schema.results import MAX_REGION_SIDE, BlockRegion
 from gradviz.schema.settings import CheckSettings, Tolerance
@@ -90,13 +90,10 @@ def region_of_source(
     cancel: CancelFn | None = None,
 ) -> BlockRegion:
     """A region of block ``(output, input)`` at the very inputs ``check_source`` checks with these settings."""
-    settings.validate()
-    fn = choose_function(loaded, function)
-    device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
-    prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
-    if settings.jitter:
-        prepared = jitter_inputs(prepared, settings.jitter, settings.seed)
-    return region_of_function(fn, prepared, settings, block, rows, cols, loaded=loaded, progress=progress, cancel=cancel)
+    prepared = prepare_source(loaded, function, settings)
+    return region_of_function(
+        prepared.fn, prepared.inputs, settings, block, rows, cols, loaded=loaded, progress=progress, cancel=cancel
+    )
 
 
 def region_of_function(

@@ -37,7 +37,7 @@ from gradviz.core.callables import Checkable
 from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
 from gradviz.core.diagnosis import explain_sweep, machine_eps_for_sweep
 from gradviz.core.function_info import reads_data_attribute, source_file
-from gradviz.core.inputs import PreparedInputs, resolve_device, resolve_dtype
+from gradviz.core.inputs import PreparedInputs
 from gradviz.core.jacobian import (
     CancelFn,
     Progress,
@@ -47,6 +47,7 @@ from gradviz.core.jacobian import (
     chunk_length,
 )
 from gradviz.core.perturb import PerturbedForward
+from gradviz.core.prepare import prepare_source
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import (
     Cancelled,
@@ -83,22 +84,19 @@ def sweep_source(
     cancel: CancelFn | None = None,
 ) -> SweepResult:
     """Sweep one Function of loaded user source on the inputs its ``example_inputs`` gives."""
-    from gradviz.core.check import example_arguments
-    from gradviz.core.kinks import jitter_inputs
-    from gradviz.core.loader import choose_function
-
     settings = settings or CheckSettings()
-    settings.validate()
-    fn = choose_function(loaded, function)
-    if settings.batched and reads_data_attribute(fn, loaded.source):
+    prepared = prepare_source(loaded, function, settings)
+    if settings.batched and reads_data_attribute(prepared.fn, loaded.source):
         settings = dataclasses.replace(settings, batched=False)  # vmap + .data would crash the process
-    device, dtype = resolve_device(settings.device), resolve_dtype(settings.dtype)
-    prepared = example_arguments(loaded, fn, device, dtype, settings.seed)
-    if settings.jitter:
-        prepared = jitter_inputs(prepared, settings.jitter, settings.seed)
-    name = function or loaded.default_function or next(k for k, v in loaded.functions.items() if v is fn)
     return sweep_function(
-        fn, prepared, settings, options=options, progress=progress, cancel=cancel, name=name, filename=loaded.filename
+        prepared.fn,
+        prepared.inputs,
+        settings,
+        options=options,
+        progress=progress,
+        cancel=cancel,
+        name=prepared.name,
+        filename=loaded.filename,
     )
 
 

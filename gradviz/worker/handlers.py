@@ -127,9 +127,7 @@ def _graph_or_error(loaded, request: dict[str, Any], settings: CheckSettings) ->
     from gradviz.worker.run import escaped_error
 
     try:
-        graph = graph_of_source(
-            loaded, request.get("function"), device=settings.device, dtype=settings.dtype, seed=settings.seed
-        )
+        graph = graph_of_source(loaded, request.get("function"), settings)
     except GradvizError as exc:
         return None, exc.message
     except BaseException as exc:  # SystemExit, KeyboardInterrupt... from the user's code: still no graph
@@ -144,9 +142,7 @@ def handle_graph(request: dict[str, Any], send: Send) -> dict[str, Any]:
 
     settings = CheckSettings.from_dict(request.get("settings", {}))
     loaded = _load(request)
-    graph = graph_of_source(
-        loaded, request.get("function"), device=settings.device, dtype=settings.dtype, seed=settings.seed
-    ).to_dict()
+    graph = graph_of_source(loaded, request.get("function"), settings).to_dict()
     return {"graph": graph, "table": format_graph(graph)}
 
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from gradviz.core.check import check_function, check_source, example_arguments
+from gradviz.core.check import check_function, check_source
 from gradviz.core.loader import choose_function, load_file
+from gradviz.core.prepare import example_arguments
 from gradviz.core.sweep import fit_slope, sweep_function, sweep_source, valley
 from gradviz.schema.errors import Cancelled, SettingsError
 from gradviz.schema.library import builtin_functions

@@ -20,6 +20,7 @@ from gradviz.core.graph.layout import layered_layout
 from gradviz.core.graph.walk import walk
 from gradviz.schema.errors import ErrorKind, from_exception
 from gradviz.schema.graph import VALUE_LIMIT, GraphModel
+from gradviz.schema.settings import CheckSettings
 
 __all__ = ["extract_graph", "graph_from_outputs", "graph_of_source", "make_grad_outputs"]
 
@@ -75,20 +76,19 @@ def extract_graph(
 def graph_of_source(
     loaded: Any,
     function: str | None = None,
+    settings: CheckSettings | None = None,
     *,
-    device: str = "cpu",
-    dtype: str = "float64",
-    seed: int = 0,
     value_limit: int = VALUE_LIMIT,
 ) -> GraphModel:
-    """The graph of one Function of loaded user source, on its ``example_inputs`` (as the check uses)."""
-    from gradviz.core.check import example_arguments
-    from gradviz.core.inputs import resolve_device, resolve_dtype
-    from gradviz.core.loader import choose_function
+    """The graph of one Function of loaded user source, at the very inputs the check uses with ``settings``
+    (``example_inputs`` on its device and dtype, seeded, jittered)."""
+    from gradviz.core.prepare import prepare_source
 
-    fn = choose_function(loaded, function)
-    prepared = example_arguments(loaded, fn, resolve_device(device), resolve_dtype(dtype), seed)
-    return extract_graph(fn, prepared.args, prepared.names, seed=seed, value_limit=value_limit)
+    settings = settings or CheckSettings()
+    prepared = prepare_source(loaded, function, settings)
+    return extract_graph(
+        prepared.fn, prepared.inputs.args, prepared.inputs.names, seed=settings.seed, value_limit=value_limit
+    )
 
 
 def graph_from_outputs(
