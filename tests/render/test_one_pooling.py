@@ -10,6 +10,7 @@ import torch
 import gradviz
 from gradviz.render.figure import Layout, cell_colours, levels
 from gradviz.render.png import DIVERGING, colorize
+from gradviz.render.pooling import pool_max, pool_max_abs
 
 N = 900  # a 900x900 block: pooled 4x4 to a pixel in a figure (PANEL = 240)
 
@@ -69,3 +70,11 @@ def test_one_non_zero_cell_in_a_million_shows_at_full_value():
     level = levels(block, report.result.settings.atol)["analytic"]
     cells = cell_colours(block, "analytic", layout, level)
     assert tuple(cells[0, 0]) == tuple(DIVERGING[-1])
+
+
+def test_rectangular_tiles_keep_the_largest_magnitude_with_its_sign():
+    """The figures pool rows and columns by different factors (a 1 x 1000 block: 1 x 5)."""
+    a = np.random.default_rng(2).standard_normal((7, 11))
+    np.testing.assert_allclose(pool_max_abs(a, 2, 3), largest_abs_per_tile(a, 2, 3), rtol=1e-6)
+    expected_max = largest_abs_per_tile(a - a.min() + 1.0, 2, 3) + a.min() - 1.0  # all positive: max = max |.|
+    np.testing.assert_allclose(pool_max(a, 2, 3), expected_max, rtol=1e-5, atol=1e-5)
