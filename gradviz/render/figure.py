@@ -16,6 +16,7 @@ from html import escape
 import numpy as np
 
 from gradviz.render.png import DIVERGING, SEQUENTIAL, colorize, encode_png, enlarge
+from gradviz.render.pooling import Levels, pooled_map
 from gradviz.render.svg_portable import CELLS_GROUP, FONT_STACK, IMAGE_STYLE, cell_rects
 from gradviz.schema.results import BlockComparison, CheckResult
 
@@ -70,31 +71,12 @@ class Layout:
     def height(self) -> int:
         return self.rows * self.cell_h
 
-    def pool(self, a: np.ndarray, *, mean: bool) -> np.ndarray:
-        return pool(a, self.pool_r, self.pool_c, mean=mean)
-
-
-def pool(a: np.ndarray, pool_r: int, pool_c: int, *, mean: bool) -> np.ndarray:
-    """pool_r x pool_c cells into one pixel: the mean for values, the max for errors and failures,
-    so one failing cell in a million still shows."""
-    if pool_r == pool_c == 1:
-        return a
-    rows, cols = np.arange(0, a.shape[0], pool_r), np.arange(0, a.shape[1], pool_c)
-    ufunc = np.add if mean else np.maximum
-    out = ufunc.reduceat(ufunc.reduceat(a, rows, axis=0), cols, axis=1)
-    if mean:
-        out = out / np.outer(np.diff(rows, append=a.shape[0]), np.diff(cols, append=a.shape[1]))
-    return out
-
 
 def levels(block: BlockComparison, atol: float) -> dict[str, tuple[float, float]]:
-    """Explicit levels: values symmetric about zero over both maps; errors from 0 to the largest
-    finite error (at least atol, so round-off in a passing block stays dark)."""
-    top = max(_max_abs_finite(block.analytic), _max_abs_finite(block.numerical))
-    value = (-top, top) if top > 0 else (-1.0, 1.0)
-    finite = np.isfinite(block.error)
-    error_top = max(float(np.max(block.error, where=finite, initial=0.0)), atol, 1e-12)
-    return {"analytic": value, "numerical": value, "error": (0.0, error_top)}
+    """Each map's explicit levels, the window's (``gradviz.render.pooling.Levels``): values
+    symmetric about zero over both maps; errors from 0 to the largest finite error (at least atol)."""
+    level = Levels.of(block, atol)
+    return {"analytic": level.value, "numerical": level.value, "error": level.error}
 
 
 def heatmap(block: BlockComparison, kind: str, layout: Layout, level: tuple[float, float]) -> np.ndarray:
@@ -104,10 +86,7 @@ def heatmap(block: BlockComparison, kind: str, layout: Layout, level: tuple[floa
 
 def cell_colours(block: BlockComparison, kind: str, layout: Layout, level: tuple[float, float]) -> np.ndarray:
     """One RGB colour per (pooled) cell of one map."""
-    source = getattr(block, kind).astype(np.float64)
-    if kind == "error":
-        source = np.where(np.isfinite(source) | np.isnan(source), source, level[1])
-    pooled = layout.pool(source, mean=kind != "error")
+    pooled = pooled_map(block, kind, level[1], layout.pool_r, layout.pool_c)
     table = SEQUENTIAL if kind == "error" else DIVERGING
     return colorize(pooled, level, table)
 
@@ -125,7 +104,7 @@ def block_svg(result: CheckResult, block: BlockComparison) -> str:
     slot = max(SLOT, layout.width + 10)
     top = 58
     width, height = 3 * slot + 10, top + layout.height + 44
-    failing = layout.pool(block.failing.astype(np.uint8), mean=False) > 0
+    failing = pooled_map(block, "failing", level["error"][1], layout.pool_r, layout.pool_c) > 0
     marks = _marks(failing, layout, block, top)
     title, detail = _caption(result, block)
     parts = [
@@ -238,7 +217,3 @@ def _colorbar(table: np.ndarray, level: tuple[float, float], x: int, y: int, wid
             f'<text x="{x + width / 2:.0f}" y="{y + 24}" text-anchor="middle">{escape(label)}</text>',
         ]
     )
-
-
-def _max_abs_finite(a: np.ndarray) -> float:
-    return float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))

@@ -8,17 +8,8 @@ import zlib
 
 import numpy as np
 
-# Nine stops of the window's maps (pyqtgraph's CET-D1 and viridis), interpolated to 256 entries.
-DIVERGING_STOPS = (  # CET-D1: blue, near-white, red; the sign of a derivative matters
-    (0.128, 0.316, 0.858), (0.440, 0.460, 0.885), (0.629, 0.613, 0.908), (0.791, 0.774, 0.928),
-    (0.930, 0.907, 0.917), (0.942, 0.740, 0.689), (0.905, 0.544, 0.459), (0.839, 0.337, 0.241),
-    (0.752, 0.008, 0.022),
-)  # fmt: skip
-SEQUENTIAL_STOPS = (  # viridis: an error only grows
-    (0.267, 0.005, 0.329), (0.279, 0.175, 0.483), (0.230, 0.322, 0.546), (0.173, 0.449, 0.558),
-    (0.128, 0.567, 0.551), (0.158, 0.684, 0.502), (0.369, 0.789, 0.383), (0.678, 0.864, 0.190),
-    (0.993, 0.906, 0.144),
-)  # fmt: skip
+from gradviz.render.pooling import DIVERGING_STOPS, SEQUENTIAL_STOPS
+
 NAN_RGB = (128, 128, 128)  # NaN cells: grey, in every map
 
 
@@ -31,6 +22,7 @@ def lookup_table(stops: tuple[tuple[float, float, float], ...], size: int = 256)
     return np.round(table * 255).astype(np.uint8)
 
 
+# the window's maps as stops (gradviz.render.pooling), interpolated to 256 entries
 DIVERGING = lookup_table(DIVERGING_STOPS)
 SEQUENTIAL = lookup_table(SEQUENTIAL_STOPS)
 

@@ -15,10 +15,10 @@ from gradviz.app.display import (
     BlockDisplay,
     factor_for,
     first_block_index,
-    pool,
     pool_max_abs,
     prepare_displays,
 )
+from gradviz.render.pooling import pool_max
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
 from gradviz.schema.settings import CheckSettings
 from tests.app.conftest import ROOT
@@ -58,12 +58,11 @@ def pooled_by_loop(a: np.ndarray, f: int, reduce) -> np.ndarray:
 
 @pytest.mark.parametrize("shape", [(7, 5), (8, 8), (1, 9), (13, 1)])
 @pytest.mark.parametrize("factor", [1, 2, 3])
-def test_pool_is_the_mean_or_max_of_each_tile(shape, factor):
+def test_pool_max_is_the_max_of_each_tile(shape, factor):
     a = np.random.default_rng(0).standard_normal(shape)
-    for mean, reduce in ((True, np.mean), (False, np.max)):
-        out = pool(a, factor, mean=mean)
-        assert out.dtype == np.float32 and out.flags.c_contiguous
-        np.testing.assert_allclose(out, pooled_by_loop(a, factor, reduce), rtol=1e-6, atol=1e-6)
+    out = pool_max(a, factor)
+    assert out.dtype == np.float32 and out.flags.c_contiguous
+    np.testing.assert_allclose(out, pooled_by_loop(a, factor, np.max), rtol=1e-6, atol=1e-6)
 
 
 def test_pool_max_abs_keeps_the_largest_magnitude_with_its_sign():

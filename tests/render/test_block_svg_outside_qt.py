@@ -9,6 +9,7 @@ import numpy as np
 
 import gradviz
 from gradviz.render.figure import Layout, block_svg, heatmap, levels
+from gradviz.render.pooling import pool_max
 from gradviz.render.svg_portable import FONT_STACK
 from tests.api import functions as f
 from tests.svg_renders import chromium_pictures, need_renderers, rsvg, spread
@@ -32,7 +33,7 @@ def test_block_svg_draws_the_heatmaps_cell_for_cell_outside_qt(tmp_path):
     layout = Layout.of(block.shape)
     analytic = heatmap(block, "analytic", layout, levels(block, report.result.settings.atol)["analytic"])
     x, y = MAP_LEFT, TOP
-    failing = layout.pool(block.failing.astype(np.uint8), mean=False) > 0
+    failing = pool_max(block.failing.astype(np.float32), layout.pool_r, layout.pool_c) > 0
     assert failing.any() and not failing.all()
     outlined = np.repeat(np.repeat(failing, layout.cell_h * ZOOM, axis=0), layout.cell_w * ZOOM, axis=1)
     outlined = spread(outlined, 3 * ZOOM, 3 * ZOOM)  # a 3 px wide outline 1 px outside the cell at most

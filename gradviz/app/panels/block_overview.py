@@ -15,7 +15,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QFont, QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QButtonGroup, QGridLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from gradviz.app.display import pool_max_abs
+from gradviz.render.pooling import pool_max, pool_max_abs
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
 
 THUMB = 44  # px of a thumbnail's longer side
@@ -37,7 +37,7 @@ def thumbnail(block: BlockComparison | LargeBlock, side: int = THUMB) -> np.ndar
         return image
     factor = max(1, -(-max(rows, cols) // side))
     values = np.abs(pool_max_abs(np.nan_to_num(block.analytic, nan=0.0, posinf=0.0, neginf=0.0), factor))
-    failing = pool_max_abs(block.failing.astype(np.float32), factor) > 0
+    failing = pool_max(block.failing.astype(np.float32), factor) > 0
     top = float(values.max()) or 1.0
     grey = (255 - 190 * np.clip(values / top, 0, 1)).astype(np.uint8)
     image = np.repeat(grey[..., None], 3, axis=2)

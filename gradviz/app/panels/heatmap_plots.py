@@ -17,6 +17,7 @@ from PySide6.QtCore import QTimer
 from gradviz.app.panels.heatmap_items import CellAxis, CellFrame, RectOutlines, let_title_shrink
 from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
+from gradviz.render.pooling import ERROR_MAP, VALUE_MAP
 
 TITLES = (
     ("Analytic (backward)", "Analytic"),
@@ -26,8 +27,6 @@ TITLES = (
 ROW_LABELS = ("output element (row)", "row (output)", "row")
 COL_LABELS = ("input element (col)", "col (input)", "col")
 VALUE_CAPTIONS = ("∂out/∂in: one scale for analytic and numerical", "∂out/∂in, analytic and numerical", "∂out/∂in")
-VALUE_MAP = "CET-D1"  # diverging blue-white-red: the sign of a derivative matters
-ERROR_MAP = "viridis"  # sequential: an error only grows
 ROW_BAND = (255, 170, 0)
 TITLE_PT, LABEL_PT, TICK_PT = 13, 11, 11
 PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
