@@ -157,11 +157,15 @@ def rounds_like(machine: float) -> str:
 
 
 def forwards_along(apply: Callable, args: Sequence, in_indices, directions, moves) -> list[tuple]:
-    """The outputs at x + t·v for each t in ``moves`` (fresh inputs each call)."""
+    """The outputs at x + t·v for each t in ``moves``.
+
+    Every tensor is a fresh copy for each call, the ones not moved too: the args are the caller's
+    own tensors, and a forward that writes into one (a counter, a cache) must not change them.
+    """
     found = []
     with torch.no_grad():
         for t in moves:
-            call = list(args)
+            call = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
             for j in in_indices:
                 x = args[j].detach()
                 call[j] = (x.double() + float(t) * directions[j].to(x.device)).to(x.dtype)

@@ -174,3 +174,33 @@ def test_a_kink_within_eps_of_an_input_is_a_kink_not_a_real_bug(dtype):
     if dtype == torch.float32:  # the float64 re-check fails at the kinks only, and says so everywhere
         assert report.result.precision.verdict == "kinks_only"
         assert report.result.precision.message in report.warnings
+
+
+class CountedRound(torch.autograd.Function):
+    """A straight-through round that also counts its calls in place, in a tensor needing no gradient."""
+
+    @staticmethod
+    def forward(ctx, x, calls):
+        calls += 1
+        return torch.round(x * 4) / 4
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def test_the_diagnosis_probes_leave_the_callers_tensors_alone():
+    """The piecewise-constant and round-off probes call the forward on copies of every input, not
+    only of the one they move: before, this check left the caller's counter at 18."""
+    x = torch.linspace(-1, 1, 7, dtype=torch.float64).requires_grad_()
+    calls = torch.zeros(1)
+    before = calls.clone()
+    report = gradviz.check(CountedRound.apply, (x, calls), raise_exception=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = torch.autograd.gradcheck(
+            CountedRound.apply, (x.detach().clone().requires_grad_(), calls.clone()), raise_exception=False
+        )
+    assert report.passed == expected
+    assert says(report.hints, ("piecewise constant",))  # the probes did run
+    assert torch.equal(calls, before)
