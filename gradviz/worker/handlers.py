@@ -124,7 +124,7 @@ def handle_sweep(request: dict[str, Any], send: Send) -> dict[str, Any]:
 def _graph_or_error(loaded, request: dict[str, Any], settings: CheckSettings) -> tuple[dict | None, str | None]:
     """The graph panel's data for the checked Function; a failure here never spoils the check."""
     from gradviz.core.graph import graph_of_source
-    from gradviz.worker.run import escaped_error
+    from gradviz.worker.escaped import escaped_error
 
     try:
         graph = graph_of_source(loaded, request.get("function"), settings)
@@ -151,7 +151,7 @@ def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:
     after the study and after each depth of the sweep."""
     from gradviz.core.memory import conv_bn_study, memory_sweep
     from gradviz.schema.memory import check_study_fits
-    from gradviz.worker.supervisor import default_memory_limit
+    from gradviz.worker.memory_limit import default_memory_limit
 
     options = MemoryOptions.from_dict(request.get("options", {}))
     sweep_wanted = request.get("sweep", True)

@@ -24,13 +24,13 @@ import os
 import signal
 import sys
 import traceback
-from pathlib import Path
 from typing import IO, Any
 
 from gradviz.protocol import messages
-from gradviz.protocol.faults import ENDED, OS_EXIT_MARK
-from gradviz.schema.errors import ErrorKind, GradvizError, from_exception, out_of_memory
+from gradviz.protocol.faults import OS_EXIT_MARK
+from gradviz.schema.errors import ErrorKind, GradvizError
 from gradviz.worker import containment
+from gradviz.worker.escaped import escaped_error
 
 
 class Channel:
@@ -89,7 +89,7 @@ _REAL_EXIT = os._exit
 
 def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
     from gradviz.core import jacobian
-    from gradviz.worker.handlers import HANDLERS
+    from gradviz.worker.handlers import HANDLERS  # lazily: torch and the core load in the run only
 
     op, request_id = request["op"], request.get("id")
     # tell the worker when user code runs under vmap: if the process dies there, it retries without
@@ -142,45 +142,3 @@ def _watch_faults(fd: int) -> None:
         _REAL_EXIT(code)
 
     os._exit = traced_exit
-
-
-# The method gradviz called, named by the outermost frame in the user's file.
-_PHASES = {"<module>": ErrorKind.IMPORT, "example_inputs": ErrorKind.EXAMPLE_INPUTS, "backward": ErrorKind.BACKWARD}
-
-
-def escaped_error(exc: BaseException, request: dict[str, Any]) -> dict[str, Any]:
-    """An exception the core did not turn into a GradvizError, as a structured error.
-
-    Raised in the user's file (SystemExit or KeyboardInterrupt anywhere, any exception in a
-    place the core does not wrap) it names the line like any user-code error; otherwise it is
-    a gradviz bug, or the machine running out of memory, and says so plainly.
-    """
-    filename = _request_filename(request)
-    tb, outermost = exc.__traceback__, None
-    while tb is not None:
-        if outermost is None and tb.tb_frame.f_code.co_filename == filename:
-            outermost = tb.tb_frame.f_code
-        tb = tb.tb_next
-    if outermost is not None:
-        kind = _PHASES.get(outermost.co_name, ErrorKind.FORWARD)
-        context = {ErrorKind.IMPORT: "Running the file", ErrorKind.EXAMPLE_INPUTS: "example_inputs(device, dtype)"}.get(
-            kind, outermost.co_qualname
-        )
-        return from_exception(kind, exc, filename, context).to_dict()
-    memory = out_of_memory(exc)
-    if memory:
-        return {"kind": ErrorKind.OUT_OF_MEMORY.value, "message": f"Out of memory: {memory}"}
-    print("".join(traceback.format_exception(exc)), file=sys.stderr)
-    if isinstance(exc, KeyboardInterrupt):
-        return {"kind": ErrorKind.CANCELLED.value, "message": "Interrupted (KeyboardInterrupt)."}
-    if isinstance(exc, SystemExit):
-        message = f"Something called sys.exit({exc.code!r}) during the run ({ENDED}); gradviz stopped it there."
-        return {"kind": ErrorKind.CRASHED.value, "message": message}
-    return {"kind": ErrorKind.INTERNAL.value, "message": f"Internal error in gradviz: {type(exc).__name__}: {exc}"}
-
-
-def _request_filename(request: dict[str, Any]) -> str:
-    """The file name user code runs under: what the loader gives the code it compiles."""
-    if request.get("path"):
-        return str(Path(request["path"]).resolve())
-    return request.get("filename") or "<editor>"

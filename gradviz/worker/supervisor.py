@@ -28,17 +28,17 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from gradviz.protocol import faults, messages, process_tree
-from gradviz.protocol.launch import MEMORY_ENV, PARENT_PID_ENV, WARM_ENV, remove_stale_run_roots
+from gradviz.protocol.launch import PARENT_PID_ENV, WARM_ENV, remove_stale_run_roots
 from gradviz.schema.errors import ErrorKind
 from gradviz.schema.units import format_bytes
 from gradviz.worker import containment
+from gradviz.worker.memory_limit import default_memory_limit  # the CLI reads it from here too
 from gradviz.worker.run import STARTED
 from gradviz.worker.start_method import RunStarter, Started
 
 POLL_S = 0.05  # how often a run's time, memory and the parent are looked at
 DUMP_WAIT_S = 1.0  # how long a run gets to write its stack before it is killed
 DRAIN_S = 1.0  # how long the worker reads what an ended run left in its pipe
-MEMORY_SHARE = 0.75  # of physical RAM a run may use by default
 KEY_BYTES = 32  # of each run's secret
 START_ALLOWANCE_S = 120.0  # past the time limit, for a spawned run still importing torch to start
 
@@ -354,20 +354,6 @@ def _sweep_run_roots() -> None:
         remove_stale_run_roots()
     except Exception as exc:  # never a reason not to exit
         print(f"gradviz: could not remove stale result folders: {exc}", file=sys.stderr)
-
-
-def default_memory_limit() -> int:
-    """The most a run may use: MEMORY_ENV in MB, else a share of physical RAM (0: no limit)."""
-    value = os.environ.get(MEMORY_ENV)
-    if value:
-        try:
-            return max(0, int(float(value) * 2**20))
-        except ValueError:
-            pass
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE)
-    except (ValueError, OSError, AttributeError):
-        return 0
 
 
 def main() -> int:
