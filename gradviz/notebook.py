@@ -1,6 +1,6 @@
 """A check as HTML for Jupyter and Colab: the verdict, the heatmaps with failing cells marked,
 the worst cells. No Qt, no display, no torch: ``Report._repr_html_`` calls ``report_html``,
-``SweepResult._repr_html_`` calls ``sweep_html``.
+and the sweep ``Report.sweep()`` returns (``gradviz.api.sweep.Sweep``) calls ``sweep_html``.
 
 Every colour is explicit, the background too: the output is one white card with dark text, the
 same on a light page and in a dark theme (VS Code, JupyterLab dark), where inherited light text

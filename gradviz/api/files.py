@@ -19,7 +19,7 @@ from gradviz.schema.result_files import ARRAYS
 from gradviz.schema.strict_json import dumps
 
 if TYPE_CHECKING:
-    from gradviz.api.report import Report
+    from gradviz.api.checked import CheckedReport as Report  # what a writer reads of a Report
 
 
 class ExistingFiles(FileExistsError):

@@ -15,16 +15,14 @@ from __future__ import annotations
 import keyword
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gradviz._version import __version__
+from gradviz.api.checked import CheckedReport
 from gradviz.api.literals import TENSOR_HELPER, NotWritable, literal, needs_helper
 from gradviz.api.locate import path_line, reach
 from gradviz.api.reproducer_module import built_module
 from gradviz.schema.report import verdict_line
-
-if TYPE_CHECKING:
-    from gradviz.api.report import Report
 
 HEAD = '''"""Reproduce gradviz's check of {name} with torch.autograd.gradcheck alone.
 
@@ -80,7 +78,7 @@ for test, found in failed.items():
 sys.exit(1 if failed else 0)'''
 
 
-def opcheck_section(report: Report, call: str) -> str:
+def opcheck_section(report: CheckedReport, call: str) -> str:
     """The opcheck call, after gradcheck passes, for a custom op gradviz ran opcheck's tests on
     ('' for anything else): its failures are part of gradviz's verdict, so the script's too."""
     from gradviz.core.opcheck_checks import OPCHECK_TESTS
@@ -90,7 +88,7 @@ def opcheck_section(report: Report, call: str) -> str:
     return OPCHECK.format(call=call, tests=literal(tuple(tests))) if tests else ""
 
 
-def reproducer_script(report: Report, folder: Path | None = None) -> str:
+def reproducer_script(report: CheckedReport, folder: Path | None = None) -> str:
     """The script's text; NotWritable (a ValueError) naming what cannot be written. Saved in
     ``folder`` (``Report.save``, the pytest plugin), it holds no absolute path: it finds the
     user's modules from where it is."""

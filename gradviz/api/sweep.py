@@ -7,23 +7,36 @@ so its verdict speaks about the check the caller just ran.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import fields
 
-from gradviz.api.check import as_arguments, owned_copies, prepared_arguments
+from gradviz.api.arguments import as_arguments, owned_copies, prepared_arguments
+from gradviz.api.checked import CheckedReport
 from gradviz.core.callables import as_checkable
 from gradviz.core.sweep import sweep_function
+from gradviz.notebook import sweep_html
 from gradviz.schema.settings import SweepOptions
 from gradviz.schema.sweep import SweepResult
 
-if TYPE_CHECKING:
-    from gradviz.api.report import Report
+
+class Sweep(SweepResult):
+    """The schema's SweepResult as ``Report.sweep()`` hands it to a user: the same fields and
+    methods, and in a notebook the card of ``gradviz.notebook.sweep_html`` (the schema itself
+    knows nothing of HTML)."""
+
+    def _repr_html_(self) -> str:
+        return sweep_html(self)
 
 
-def sweep_report(report: Report, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> SweepResult:
+def sweep_report(
+    report: CheckedReport, block: tuple[int, int] | None = None, options: SweepOptions | None = None
+) -> Sweep:
     """Sweep eps for ``report``'s Function; ``block`` picks one (output, input) Jacobian block.
     The report's own copies of the inputs are copied again: they stay as checked."""
     __tracebackhide__ = True
     checkable = as_checkable(report.fn)
     args = owned_copies(as_arguments(report.inputs), None)
     with prepared_arguments(checkable, args, None) as prepared:
-        return sweep_function(checkable, prepared, report.result.settings, block=block, options=options, name=report.function)
+        swept = sweep_function(
+            checkable, prepared, report.result.settings, block=block, options=options, name=report.function
+        )
+    return Sweep(**{f.name: getattr(swept, f.name) for f in fields(swept)})

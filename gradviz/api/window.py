@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from gradviz.api.arguments import as_arguments, module_with_parameters, owned_copies, settings_for
 from gradviz.api.locate import reach
 from gradviz.api.reproducer_module import built_module, window_source
 from gradviz.protocol.display import display_problem
@@ -126,8 +127,6 @@ def show(fn: Callable[..., Any], inputs: Any, **options: Any) -> subprocess.Pope
     ``gradviz.check`` (eps, atol, rtol, nondet_tol, jacobian_only, all_checks, device, and
     ``parameters`` for an ``nn.Module``: its class is rebuilt in the window's worker with no
     arguments and the state it has now)."""
-    from gradviz.api.check import as_arguments, module_with_parameters, owned_copies, settings_for
-
     args = as_arguments(inputs)
     parameters = options.pop("parameters", False)
     if parameters is not False:

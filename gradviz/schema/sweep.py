@@ -213,11 +213,6 @@ class SweepResult:
     def block(self, output: int, input: int) -> BlockSweep | None:
         return next((b for b in self.blocks if b.output == output and b.input == input), None)
 
-    def _repr_html_(self) -> str:
-        from gradviz.notebook import sweep_html  # HTML and SVG, no torch, no Qt
-
-        return sweep_html(self)
-
     @property
     def eps_index(self) -> int:
         """Position of the check's eps among the steps."""

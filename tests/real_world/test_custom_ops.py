@@ -196,7 +196,7 @@ def test_graph_names_the_ops_backward_node():
 def test_show_starts_the_window_on_the_op_by_import(tmp_path):
     """``gradviz.show(op, x)``: the window's worker imports the op's module (its registrations
     run there) and checks the op by the global that holds it, called ns::name."""
-    from gradviz.api.check import settings_for
+    from gradviz.api.arguments import settings_for
     from gradviz.api.window import prepare_launch
 
     args = ops.inputs_for("cube")
