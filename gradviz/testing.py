@@ -13,70 +13,38 @@ also writes the report, its figures and a reproducer script for every failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
-import torch
+import inspect
+from collections.abc import Callable
+from typing import Any, ParamSpec
 
 from gradviz.api import GradientMismatch, Report, check
 from gradviz.schema.errors import UserCodeError
-from gradviz.schema.settings import CheckSettings
 
 __all__ = ["GradientMismatch", "UserCodeError", "assert_gradients"]
 
-_DEFAULT = CheckSettings()  # the defaults' one home, as gradviz.check reads them
+P = ParamSpec("P")
 
 
-def assert_gradients(
-    fn: Callable[..., Any],
-    inputs: Any,
-    *,
-    eps: float = _DEFAULT.eps,
-    atol: float = _DEFAULT.atol,
-    rtol: float = _DEFAULT.rtol,
-    nondet_tol: float = _DEFAULT.nondet_tol,
-    check_undefined_grad: bool = True,
-    check_grad_dtypes: bool = False,
-    check_batched_grad: bool = False,
-    check_batched_forward_grad: bool = False,
-    check_forward_ad: bool = False,
-    check_backward_ad: bool = True,
-    fast_mode: bool = False,
-    masked: bool | None = None,
-    jacobian_only: bool = _DEFAULT.jacobian_only,
-    all_checks: bool = _DEFAULT.all_checks,
-    device: str | torch.device | None = None,
-    max_memory_mb: float | None = None,
-    parameters: bool | Sequence[str] = False,
-    check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
-) -> Report:
+def _keywords_of(source: Callable[P, Report]) -> Callable[[Callable[..., Report]], Callable[P, Report]]:
+    """Give the decorated function ``source``'s signature, but ``raise_exception``: for type
+    checkers (a misspelt or mistyped keyword is an error), for editors and ``help()``, and for
+    ``inspect.signature``. One list of keywords, ``gradviz.check``'s, with its defaults."""
+
+    def give(function: Callable[..., Report]) -> Callable[P, Report]:
+        shown = inspect.signature(source)
+        kept = [p for name, p in shown.parameters.items() if name != "raise_exception"]
+        function.__signature__ = shown.replace(parameters=kept)  # type: ignore[attr-defined]
+        return function
+
+    return give
+
+
+@_keywords_of(check)
+def assert_gradients(fn: Callable[..., Any], inputs: Any, **keywords: Any) -> Report:
     """``gradviz.check(fn, inputs, ...)`` that raises :class:`GradientMismatch` (an
     AssertionError) on failure; the report when it passes. The keywords are ``gradviz.check``'s
-    (the same defaults, from the same places; tests/test_typing.py keeps the two signatures equal)
-    except ``raise_exception``: this always raises. Explicit keywords, not ``**kwargs``, so editors
-    complete them and type checkers catch a misspelt one. An exception in the Function's own
-    code raises :class:`UserCodeError` chained to it, its traceback the user's frames only."""
+    (the same defaults: its signature is this function's) except ``raise_exception``: this always
+    raises (passing it is a TypeError). An exception in the Function's own code raises
+    :class:`UserCodeError` chained to it, its traceback the user's frames only."""
     __tracebackhide__ = True
-    return check(
-        fn,
-        inputs,
-        raise_exception=True,
-        eps=eps,
-        atol=atol,
-        rtol=rtol,
-        nondet_tol=nondet_tol,
-        check_undefined_grad=check_undefined_grad,
-        check_grad_dtypes=check_grad_dtypes,
-        check_batched_grad=check_batched_grad,
-        check_batched_forward_grad=check_batched_forward_grad,
-        check_forward_ad=check_forward_ad,
-        check_backward_ad=check_backward_ad,
-        fast_mode=fast_mode,
-        masked=masked,
-        jacobian_only=jacobian_only,
-        all_checks=all_checks,
-        device=device,
-        max_memory_mb=max_memory_mb,
-        parameters=parameters,
-        check_vmap_rule=check_vmap_rule,
-    )
+    return check(fn, inputs, raise_exception=True, **keywords)
