@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
 from gradviz.schema.strict_json import encode, encode_optional
@@ -285,33 +286,33 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
     return list(paths)
 
 
-def format_graph(graph: dict[str, Any]) -> str:
+def format_graph(graph: GraphModel) -> str:
     """The graph as text: one line per node (children by id), its saved tensors below it."""
     children: dict[int, list[int]] = {}
-    for source, target in graph["edges"]:
+    for source, target in graph.edges.tolist():
         children.setdefault(source, []).append(target)
     lines = []
-    for node in graph["nodes"]:
-        label = node["name"]
-        if node["kind"] == "custom" and node.get("class"):
-            label += f"  [custom Function {node['class']}]"
-        elif node["kind"] == "leaf" and node.get("input_name"):
-            label += f"  [leaf: {node['input_name']}]"
-        flags = f"  flags: {', '.join(node['flags'])}" if node.get("flags") else ""
-        into = ", ".join(f"#{k}" for k in children.get(node["id"], [])) or "-"
-        lines.append(f"#{node['id']:<3} {label}{flags}  -> {into}")
-        for saved in node["saved"]:
-            shape = "x".join(str(d) for d in saved["shape"]) or "scalar"
-            share = ", shared storage" if saved.get("shared") else ""
+    for node in graph.nodes:
+        label = node.name
+        if node.kind == "custom" and node.class_name:
+            label += f"  [custom Function {node.class_name}]"
+        elif node.kind == "leaf" and node.input_name:
+            label += f"  [leaf: {node.input_name}]"
+        flags = f"  flags: {', '.join(node.flags)}" if node.flags else ""
+        into = ", ".join(f"#{k}" for k in children.get(node.id, [])) or "-"
+        lines.append(f"#{node.id:<3} {label}{flags}  -> {into}")
+        for saved in node.saved:
+            shape = "x".join(str(d) for d in saved.shape) or "scalar"
+            share = ", shared storage" if saved.shared else ""
             lines.append(
-                f"       saved {saved['name']}: {shape} {saved['dtype']}, {saved['bytes']:,} B "
-                f"({saved['via']}, {saved['role']}{share})"
+                f"       saved {saved.name}: {shape} {saved.dtype}, {saved.bytes:,} B "
+                f"({saved.via}, {saved.role}{share})"
             )
-    order = " -> ".join(f"#{k}" for k in graph["backward_order"])
+    order = " -> ".join(f"#{k}" for k in graph.backward_order)
     lines.append(f"backward order: {order}")
-    lines.append(f"saved for backward: {graph['saved_bytes_unique']:,} B (each storage once)")
-    if graph.get("backward_error"):
-        lines.append(f"backward stopped: {graph['backward_error']}")
+    lines.append(f"saved for backward: {graph.saved_bytes_unique:,} B (each storage once)")
+    if graph.backward_error:
+        lines.append(f"backward stopped: {graph.backward_error}")
     return "\n".join(lines)
 
 
