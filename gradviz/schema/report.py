@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from gradviz.schema.array_files import block_key, write_npy
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
@@ -267,13 +268,13 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {
-        directory / f"{kind}_o{b.output}_i{b.input}.npy": array
+        directory / f"{kind}_{block_key(b)}.npy": array
         for b in result.blocks
         for kind, array in zip(SAVED_ARRAYS, (b.analytic, b.numerical))
     }
     for b in result.forward_blocks:  # the numerical Jacobian is the same; without backward mode, saved here
-        paths[directory / f"forward_o{b.output}_i{b.input}.npy"] = b.analytic
-        paths.setdefault(directory / f"numerical_o{b.output}_i{b.input}.npy", b.numerical)
+        paths[directory / f"forward_{block_key(b)}.npy"] = b.analytic
+        paths.setdefault(directory / f"numerical_{block_key(b)}.npy", b.numerical)
     existing = [p.name for p in paths if p.exists() or p.is_symlink()]
     if existing and not overwrite:
         raise ExistingArrays(
@@ -281,8 +282,7 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
             "replace them, or save into another folder."
         )
     for path, array in paths.items():
-        with open(path, "wb" if overwrite else "xb") as f:
-            np.save(f, np.ascontiguousarray(array, dtype=np.float64), allow_pickle=False)
+        write_npy(path, np.ascontiguousarray(array, dtype=np.float64), exclusive=not overwrite)
     return list(paths)
 
 
