@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradviz.schema.strict_json import decode, encode
+from gradviz.schema.strict_json import decode, encode, stored, stored_if_there
 
 __all__ = [
     "TENSOR_COLUMNS",
@@ -261,18 +261,11 @@ class ConvBNStudy:
         one, they are None (and taken from the dict if a later writer adds them)."""
         fused = d["variants"]["fused"]
         return cls(
-            device=d["device"],
-            dtype=d.get("dtype"),
-            layers=d["layers"],
+            **stored(d, "device", "layers", "saved_difference_bytes", "formula_bytes", "outputs_match", "grads_match"),
+            **stored_if_there(d, "dtype", "out_channels", "kernel"),
             shape=tuple(d["shape"]),
-            out_channels=d.get("out_channels"),
-            kernel=d.get("kernel"),
             unfused=VariantMemory.from_dict(d["variants"]["unfused"]),
             fused=VariantMemory.from_dict(fused),
-            saved_difference_bytes=d["saved_difference_bytes"],
-            formula_bytes=d["formula_bytes"],
-            outputs_match=d["outputs_match"],
-            grads_match=d["grads_match"],
             comparisons=[Comparison.from_dict(c) for c in fused["checks"]],
             nn_rtol=dict(fused["nn_rtol"]),
             reference_rtol=fused["reference_rtol"],
