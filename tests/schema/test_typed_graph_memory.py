@@ -1,4 +1,4 @@
-"""Front-ends read the typed GraphModel and ConvBNStudy: the CLI's text from the model, and every
+"""Front-ends read the typed GraphModel and ConvBNStudy: the graph's text from the model, and every
 value the window's panels read from the dicts is on the models too."""
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from gradviz.cli_memory import format_memory
 from gradviz.core.graph import graph_from_outputs
 from gradviz.core.memory import conv_bn_study
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.memory import ConvBNStudy, VariantMemory, tensor_rows
 from gradviz.schema.report import format_graph
-from gradviz.schema.units import KIB, format_bytes
 
 
 def through_json(d: dict) -> dict:
@@ -78,12 +76,3 @@ def test_the_study_carries_what_the_memory_panel_reads(study):
     assert back.fused.ctx_tensors, "the fused Function keeps ctx attributes: the rows above compared them"
     assert back.tensor_dtype == "float64" == study.tensor_dtype
     assert (back.layers, back.shape, back.device) == (d["layers"], tuple(d["shape"]), d["device"])
-
-
-def test_the_memory_text_reads_the_model(study):
-    text = format_memory(study)
-    assert format_memory(ConvBNStudy.from_dict(through_json(study.to_dict()))) == text
-    assert f"saved {format_bytes(study.unfused.saved_bytes, KIB)}" in text
-    assert f"+ {format_bytes(study.fused.ctx_attribute_bytes, KIB)} on ctx" in text
-    assert f"(formula: {format_bytes(study.formula_bytes, KIB)})" in text
-    assert "CUDA" not in text  # measured on the CPU: no peaks
