@@ -55,6 +55,9 @@ def test_the_graph_model_carries_what_the_graph_panel_reads(graph):
         assert model.positions[node.id].tolist() == entry["position"]
         assert [s.to_dict() for s in node.saved] == entry["saved"]
         assert (node.input_name, node.input_index) == (entry.get("input_name"), entry.get("input_index"))
+        assert node.saved_bytes == entry["saved_bytes"]
+    assert model.edge_slots.tolist() == d["edge_slots"] and model.saved_bytes_unique == d["saved_bytes_unique"]
+    assert [(o.index, o.node) for o in model.outputs] == [(o["index"], o["node"]) for o in d["outputs"]]
     assert model.edges.tolist() == d["edges"] and model.backward_order == d["backward_order"]
     assert {k: f.step for k, f in model.flows.items()} == {f["node"]: f["step"] for f in d["flows"]}
     assert model.backward_error == d["backward_error"]
