@@ -6,16 +6,13 @@ What ``Report.save`` and the pytest plugin's ``--gradviz-artifacts`` write; arra
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from gradviz.render.figure import KINDS, block_svg, heatmap_png
+from gradviz.schema.array_files import ARRAYS, block_key, npz_bytes, write_file
 from gradviz.schema.json_schemas import stamp
 from gradviz.schema.report import result_to_dict
-from gradviz.schema.result_files import ARRAYS
 from gradviz.schema.strict_json import dumps
 
 if TYPE_CHECKING:
@@ -48,7 +45,7 @@ def report_names(report: Report) -> list[str]:
     """Every name ``save_report`` may write (both reproducer.py and reproducer.txt: one of them)."""
     names = ["report.json", "report.npz", "message.txt"]
     for block in report.result.blocks:
-        key = f"o{block.output}_i{block.input}"
+        key = block_key(block)
         names += [f"figure_{key}.svg", *(f"{kind}_{key}.png" for kind in KINDS)]
     if report.fn is not None and report.inputs is not None:
         names += ["reproducer.py", "reproducer.txt"]
@@ -72,19 +69,17 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
     arrays = {}
     for group, prefix in (("blocks", ""), ("forward_blocks", "forward_")):  # forward: check_forward_ad
         for entry, block in zip(summary[group], getattr(result, group)):
-            key = f"{prefix}o{block.output}_i{block.input}"
+            key = f"{prefix}{block_key(block)}"
             entry.update(out_shape=list(block.out_shape), in_shape=list(block.in_shape))
             entry["arrays"] = {kind: f"{kind}_{key}" for kind in ARRAYS}
             arrays.update({f"{kind}_{key}": getattr(block, kind) for kind in ARRAYS})
-    npz = io.BytesIO()
-    np.savez_compressed(npz, **arrays)
     files: dict[str, bytes] = {
         "report.json": dumps(summary, indent=1).encode("utf-8"),
-        "report.npz": npz.getvalue(),
+        "report.npz": npz_bytes(arrays),
         "message.txt": (report.message() + "\n").encode("utf-8"),
     }
     for block in result.blocks:
-        key = f"o{block.output}_i{block.input}"
+        key = block_key(block)
         files[f"figure_{key}.svg"] = block_svg(result, block).encode("utf-8")
         for kind in KINDS:
             files[f"{kind}_{key}.png"] = heatmap_png(result, block, kind)
@@ -96,9 +91,7 @@ def save_report(report: Report, directory: Path, *, overwrite: bool = False) -> 
             other.unlink(missing_ok=True)
     written = []
     for name, data in files.items():
-        with open(directory / name, "wb" if overwrite else "xb") as f:
-            f.write(data)
-        written.append(directory / name)
+        written.append(write_file(directory / name, data, exclusive=not overwrite))
     return written
 
 

@@ -8,30 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradviz.schema.units import UNITS, format_bytes
+from gradviz.schema.units import format_bytes
 
 VARIANTS = ("unfused", "fused")
 VARIANT_NAMES = {"unfused": "Conv2d + BatchNorm2d", "fused": "FusedConvBN2DFunction"}
 PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
-
-
-def choose_unit(largest: float) -> tuple[str, int]:
-    """The biggest binary unit in which ``largest`` bytes is still at least 1: both plots' y axis."""
-    chosen = UNITS[0]
-    for unit in UNITS:
-        if largest >= unit[1]:
-            chosen = unit
-    return chosen
-
-
-def format_in(n: float, unit: tuple[str, int]) -> str:
-    """Bytes in the plots' unit, about three significant figures: 1.15 MiB, 17.1 MiB, 384 B."""
-    name, size = unit
-    if size == 1:
-        return f"{n:,.0f} B"
-    v = n / size
-    decimals = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
-    return f"{v:,.{decimals}f} {name}"
 
 
 def bar_top(study: dict) -> int:
@@ -46,7 +27,7 @@ def headline(study: dict, unit: tuple[str, int]) -> str:
     difference = study["saved_difference_bytes"]
     percent = 100.0 * difference / unfused if unfused else 0.0
     verb = "saves" if difference >= 0 else "costs"
-    return f"fused {verb} {format_in(abs(difference), unit)} ({abs(percent):.1f} %)"
+    return f"fused {verb} {format_bytes(abs(difference), unit, three_figures=True)} ({abs(percent):.1f} %)"
 
 
 def checks_html(study: dict) -> str:
@@ -102,7 +83,7 @@ def node_summary(variant: dict) -> list[tuple[str, int, int, int]]:
 
 def variant_title(name: str, variant: dict, unit: tuple[str, int]) -> str:
     """``unfused (Conv2d + BatchNorm2d): 15 tensors, 1.95 MiB``, the ctx attributes after a +."""
-    text = f"{name} ({VARIANT_NAMES[name]}): {variant['count']} tensors, {format_in(variant['saved_bytes'], unit)}"
+    text = f"{name} ({VARIANT_NAMES[name]}): {variant['count']} tensors, {format_bytes(variant['saved_bytes'], unit, three_figures=True)}"
     ctx = variant.get("ctx_tensors") or []
     if ctx:
         text += f" + {len(ctx)} on ctx, {format_bytes(variant.get('ctx_attribute_bytes', 0))}"
@@ -123,7 +104,7 @@ def why_text(study: dict, unit: tuple[str, int]) -> str:
         if not kinds:
             continue
         said = ", ".join(
-            f"{op} ×{nodes} keep{'s' if nodes == 1 else ''} {count} tensor{'' if count == 1 else 's'} ({format_in(b, unit)})"
+            f"{op} ×{nodes} keep{'s' if nodes == 1 else ''} {count} tensor{'' if count == 1 else 's'} ({format_bytes(b, unit, three_figures=True)})"
             for op, nodes, count, b in kinds
         )
         parts.append(f"{name}: {said}")

@@ -11,52 +11,19 @@ NumPy and the standard library only, so it is tested without a display.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
-
-ARRAYS = ("analytic", "numerical", "error", "failing")
-WORST = 10  # cells in a copied table
-
-
-@dataclass(frozen=True)
-class CellRow:
-    label: str
-    analytic: float
-    numerical: float
-    error: float
-    allowed: float | None  # atol + rtol * |numerical|; None for a cell of a searched block
-    fails: bool
+from gradviz.schema.array_files import ARRAYS, block_key, write_csv, write_npz
+from gradviz.schema.mismatch import Cell
+from gradviz.schema.mismatch import worst_cells as worst_cells  # the exports pick the cells here
+from gradviz.schema.results import BlockComparison, CheckResult
 
 
 def number(value: float) -> str:
     """Four significant figures, and 0 for -0."""
     return f"{value + 0.0:.4g}"
-
-
-def worst_cells(result: CheckResult, block: BlockComparison | LargeBlock, limit: int = WORST) -> list[CellRow]:
-    """The cells of ``block`` with the largest |a - n|, failing ones first."""
-    tolerance = result.settings.tolerance()
-    if isinstance(block, LargeBlock):
-        cells = sorted(block.cells, key=lambda c: -abs(c.analytic - c.numerical))[:limit]
-        return [
-            CellRow(result.cell_label(block, c.row, c.col), c.analytic, c.numerical, abs(c.analytic - c.numerical),
-                    tolerance.bound(c.numerical), True)
-            for c in cells
-        ]
-    error = np.where(np.isfinite(block.error), block.error, np.inf)
-    # failing cells first, then by error, largest first
-    order = np.lexsort((-error.ravel(), ~block.failing.ravel()))[:limit]
-    rows = []
-    for flat in order:
-        r, c = np.unravel_index(int(flat), block.shape)
-        a, n = float(block.analytic[r, c]), float(block.numerical[r, c])
-        rows.append(CellRow(result.cell_label(block, int(r), int(c)), a, n, abs(a - n), tolerance.bound(n),
-                            bool(block.failing[r, c])))
-    return rows
 
 
 HEADER = ("cell", "analytic", "numerical", "|a − n|", "allowed", "verdict")
@@ -68,7 +35,7 @@ def markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(rows: list[CellRow]) -> str:
+def markdown_table(rows: list[Cell]) -> str:
     """A GitHub-flavoured Markdown table: a header, its delimiter row, one row per cell."""
 
     def line(cells: list[str]) -> str:
@@ -76,7 +43,7 @@ def markdown_table(rows: list[CellRow]) -> str:
 
     lines = [line(list(HEADER)), "|---|---:|---:|---:|---:|---|"]
     for row in rows:
-        allowed = number(row.allowed) if row.allowed is not None else "—"
+        allowed = number(row.allowed)
         mark = "fails" if row.fails else "ok"
         lines.append(
             line([f"`{row.label}`", number(row.analytic), number(row.numerical), f"{row.error:.2g}", allowed, mark])
@@ -90,7 +57,7 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def latex_table(rows: list[CellRow]) -> str:
+def latex_table(rows: list[Cell]) -> str:
     lines = [
         r"\begin{tabular}{lrrrrl}",
         r"\hline",
@@ -98,7 +65,7 @@ def latex_table(rows: list[CellRow]) -> str:
         r"\hline",
     ]
     for row in rows:
-        allowed = number(row.allowed) if row.allowed is not None else "--"
+        allowed = number(row.allowed)
         mark = "fails" if row.fails else "ok"
         lines.append(
             rf"\texttt{{{_latex_escape(row.label)}}} & {number(row.analytic)} & {number(row.numerical)} & "
@@ -106,10 +73,6 @@ def latex_table(rows: list[CellRow]) -> str:
         )
     lines += [r"\hline", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
-
-
-def block_key(block: BlockComparison) -> str:
-    return f"o{block.output}_i{block.input}"
 
 
 def csv_header(result: CheckResult, block: BlockComparison) -> str:
@@ -127,7 +90,7 @@ def write_block_csv(path: Path, result: CheckResult, block: BlockComparison, kin
     values = data.astype(np.int8) if kind == "failing" else data
     table = np.column_stack([np.arange(block.shape[0]), values])
     fmt = ["%d"] + ["%d" if kind == "failing" else "%.17g"] * block.shape[1]
-    np.savetxt(path, table, delimiter=",", fmt=fmt, header=csv_header(result, block), comments="")
+    write_csv(path, table, fmt=fmt, header=csv_header(result, block))
 
 
 def read_block_csv(path: Path) -> np.ndarray:
@@ -151,11 +114,9 @@ def write_arrays(result: CheckResult, folder: Path, stem: str) -> list[Path]:
             write_block_csv(path, result, block, kind)
             written.append(path)
     for block in result.large_blocks:  # what was computed of a block too large to hold: its cells
-        key = f"o{block.output}_i{block.input}"
-        arrays[f"large_cells_{key}"] = np.array(
+        arrays[f"large_cells_{block_key(block)}"] = np.array(
             [(c.row, c.col, c.analytic, c.numerical) for c in block.cells], dtype=float
         ).reshape(-1, 4)
     path = folder / f"{stem}_jacobians.npz"
-    np.savez_compressed(path, **arrays)
-    written.append(path)
+    written.append(write_npz(path, arrays))
     return written

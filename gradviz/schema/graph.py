@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gradviz.schema.strict_json import decode, encode
+from gradviz.schema.strict_json import decode, encode, stored, stored_if_there
 
 __all__ = [
     "FLAGS",
@@ -117,14 +117,11 @@ class Node:
     def from_dict(cls, d: dict[str, Any]) -> Node:
         """``saved_bytes`` is derived and a ``position`` belongs to the GraphModel: both are skipped."""
         return cls(
-            id=d["id"],
-            name=d["name"],
-            kind=d["kind"],
+            **stored(d, "id", "name", "kind"),
+            **stored_if_there(d, "input_index", "input_name"),
             class_name=d["class"],
             saved=[SavedEntry.from_dict(s) for s in d["saved"]],
             flags=tuple(d["flags"]),
-            input_index=d.get("input_index"),
-            input_name=d.get("input_name"),
             shape=_shape(d.get("shape")),
         )
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradviz.schema.strict_json import decode, encode
+from gradviz.schema.strict_json import decode, encode, stored, stored_if_there
 
 __all__ = [
     "TENSOR_COLUMNS",
@@ -146,6 +146,32 @@ class VariantMemory:
     peak_bytes: int | None = None  # CUDA only: max_memory_allocated over forward+backward, above the start
     end_of_forward_bytes: int | None = None  # CUDA only: memory_allocated after forward, above the start
 
+    # What a front-end reads of a variant, without reaching through ``saved``:
+    @property
+    def saved_bytes(self) -> int:
+        return self.saved.saved_bytes
+
+    @property
+    def count(self) -> int:
+        return self.saved.count
+
+    @property
+    def tensors(self) -> list[SavedTensor]:
+        return self.saved.tensors
+
+    @property
+    def ctx_attribute_bytes(self) -> int:
+        return self.saved.ctx_attribute_bytes
+
+    @property
+    def ctx_tensors(self) -> list[SavedTensor]:
+        return self.saved.ctx_tensors
+
+    @property
+    def on_cuda(self) -> bool:
+        """CUDA's allocator was read: ``peak_bytes`` and ``end_of_forward_bytes`` are set."""
+        return self.peak_bytes is not None
+
     def to_dict(self, *, ctx: bool) -> dict[str, Any]:
         out: dict[str, Any] = {"saved_bytes": self.saved.saved_bytes, "count": self.saved.count}
         if ctx:
@@ -192,6 +218,18 @@ class ConvBNStudy:
     formula_gap: float  # sum over layers of max_c |r_kc - 1|, see compare_with_unfused
 
     @property
+    def variants(self) -> dict[str, VariantMemory]:
+        """``{"unfused": ..., "fused": ...}`` in that order, as ``to_dict()["variants"]``."""
+        return {"unfused": self.unfused, "fused": self.fused}
+
+    @property
+    def tensor_dtype(self) -> str | None:
+        """The dtype the study ran in: ``dtype``, else (read from a dict) its first saved tensor's."""
+        if self.dtype is not None:
+            return self.dtype
+        return self.unfused.tensors[0].dtype if self.unfused.tensors else None
+
+    @property
     def max_output_difference(self) -> float:
         """max|fused - unfused| over the output elements."""
         return next(
@@ -223,18 +261,11 @@ class ConvBNStudy:
         one, they are None (and taken from the dict if a later writer adds them)."""
         fused = d["variants"]["fused"]
         return cls(
-            device=d["device"],
-            dtype=d.get("dtype"),
-            layers=d["layers"],
+            **stored(d, "device", "layers", "saved_difference_bytes", "formula_bytes", "outputs_match", "grads_match"),
+            **stored_if_there(d, "dtype", "out_channels", "kernel"),
             shape=tuple(d["shape"]),
-            out_channels=d.get("out_channels"),
-            kernel=d.get("kernel"),
             unfused=VariantMemory.from_dict(d["variants"]["unfused"]),
             fused=VariantMemory.from_dict(fused),
-            saved_difference_bytes=d["saved_difference_bytes"],
-            formula_bytes=d["formula_bytes"],
-            outputs_match=d["outputs_match"],
-            grads_match=d["grads_match"],
             comparisons=[Comparison.from_dict(c) for c in fused["checks"]],
             nn_rtol=dict(fused["nn_rtol"]),
             reference_rtol=fused["reference_rtol"],
@@ -267,8 +298,8 @@ class SweepRow:
 TENSOR_COLUMNS = ("tensor", "bytes", "shape", "dtype", "saved by")  # what and how much first: a narrow dock shows those
 
 
-def tensor_rows(variant: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """One row of text per saved tensor of a variant dict (``ConvBNStudy.to_dict()['variants'][v]``),
+def tensor_rows(variant: VariantMemory | dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """One row of text per saved tensor of a variant (or its dict, ``ConvBNStudy.to_dict()['variants'][v]``),
     the ctx attributes after the saved tensors; the CLI's table and the memory panel's list.
 
     A tensor whose storage an earlier row already counted says so in its bytes column and is
@@ -276,9 +307,10 @@ def tensor_rows(variant: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     """
     from gradviz.schema.units import format_bytes
 
+    if isinstance(variant, dict):
+        variant = VariantMemory.from_dict(variant)
     rows = []
-    for d in [*variant.get("tensors", []), *variant.get("ctx_tensors", [])]:
-        t = SavedTensor.from_dict(d)
+    for t in [*variant.tensors, *variant.ctx_tensors]:
         size = f"{format_bytes(t.bytes)}" if not t.shared else f"shared (storage {t.storage}, counted once)"
         shape = "x".join(str(s) for s in t.shape) or "scalar"
         rows.append((t.name or "?", size, shape, t.dtype, t.saved_by or "?"))

@@ -11,13 +11,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gradviz.schema.results import BlockComparison, CheckResult
+from gradviz.schema.results import BlockComparison, CheckResult, FoundCell, LargeBlock
 
 WORST_SHOWN = 5  # cells in the table under a failure message
+WORST_COPIED = 10  # cells in a table the window copies
 
 
 class Cell(NamedTuple):
-    """One Jacobian cell: where it lives, where it comes from, both values and the allowed error."""
+    """One Jacobian cell: where it lives, where it comes from, both values and the allowed error;
+    the one record of a cell for the failure message, ``Report.failing_cells`` and the window's
+    copied tables."""
 
     output: int
     input: int
@@ -30,6 +33,7 @@ class Cell(NamedTuple):
     numerical: float
     error: float
     allowed: float
+    fails: bool = True  # outside the tolerance (every cell of failing_cells does)
 
 
 def cell(result: CheckResult, block: BlockComparison, row: int, col: int) -> Cell:
@@ -51,6 +55,25 @@ def cell(result: CheckResult, block: BlockComparison, row: int, col: int) -> Cel
         n,
         error,
         float(result.settings.tolerance().bound(n)),
+        bool(block.failing[row, col]),
+    )
+
+
+def found_cell(result: CheckResult, block: LargeBlock, found: FoundCell) -> Cell:
+    """A cell the search of a block too large to hold found wrong (computed exactly, so it fails)."""
+    out_idx, in_idx = block.cell_index(found.row, found.col)
+    return Cell(
+        block.output,
+        block.input,
+        found.row,
+        found.col,
+        out_idx,
+        in_idx,
+        result.cell_label(block, found.row, found.col),
+        found.analytic,
+        found.numerical,
+        abs(found.analytic - found.numerical),
+        float(result.settings.tolerance().bound(found.numerical)),
     )
 
 
@@ -70,6 +93,17 @@ def failing_cells(result: CheckResult, limit: int | None = None) -> list[Cell]:
     if limit is not None:
         found = found[:limit]
     return [cell(result, block, r, c) for _, block, r, c in found]
+
+
+def worst_cells(result: CheckResult, block: BlockComparison | LargeBlock, limit: int = WORST_COPIED) -> list[Cell]:
+    """The cells of ``block`` with the largest |a - n|, failing ones first (the window copies them as a table)."""
+    if isinstance(block, LargeBlock):
+        cells = sorted(block.cells, key=lambda c: -abs(c.analytic - c.numerical))[:limit]
+        return [found_cell(result, block, c) for c in cells]
+    error = np.where(np.isfinite(block.error), block.error, np.inf)
+    # failing cells first, then by error, largest first
+    order = np.lexsort((-error.ravel(), ~block.failing.ravel()))[:limit]
+    return [cell(result, block, *(int(i) for i in np.unravel_index(int(flat), block.shape))) for flat in order]
 
 
 def mismatch_message(result: CheckResult, worst: int = WORST_SHOWN) -> str:

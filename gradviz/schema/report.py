@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from gradviz.schema.array_files import block_key, write_npy
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
 from gradviz.schema.strict_json import encode, encode_optional
@@ -266,13 +268,13 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {
-        directory / f"{kind}_o{b.output}_i{b.input}.npy": array
+        directory / f"{kind}_{block_key(b)}.npy": array
         for b in result.blocks
         for kind, array in zip(SAVED_ARRAYS, (b.analytic, b.numerical))
     }
     for b in result.forward_blocks:  # the numerical Jacobian is the same; without backward mode, saved here
-        paths[directory / f"forward_o{b.output}_i{b.input}.npy"] = b.analytic
-        paths.setdefault(directory / f"numerical_o{b.output}_i{b.input}.npy", b.numerical)
+        paths[directory / f"forward_{block_key(b)}.npy"] = b.analytic
+        paths.setdefault(directory / f"numerical_{block_key(b)}.npy", b.numerical)
     existing = [p.name for p in paths if p.exists() or p.is_symlink()]
     if existing and not overwrite:
         raise ExistingArrays(
@@ -280,38 +282,37 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
             "replace them, or save into another folder."
         )
     for path, array in paths.items():
-        with open(path, "wb" if overwrite else "xb") as f:
-            np.save(f, np.ascontiguousarray(array, dtype=np.float64), allow_pickle=False)
+        write_npy(path, np.ascontiguousarray(array, dtype=np.float64), exclusive=not overwrite)
     return list(paths)
 
 
-def format_graph(graph: dict[str, Any]) -> str:
+def format_graph(graph: GraphModel) -> str:
     """The graph as text: one line per node (children by id), its saved tensors below it."""
     children: dict[int, list[int]] = {}
-    for source, target in graph["edges"]:
+    for source, target in graph.edges.tolist():
         children.setdefault(source, []).append(target)
     lines = []
-    for node in graph["nodes"]:
-        label = node["name"]
-        if node["kind"] == "custom" and node.get("class"):
-            label += f"  [custom Function {node['class']}]"
-        elif node["kind"] == "leaf" and node.get("input_name"):
-            label += f"  [leaf: {node['input_name']}]"
-        flags = f"  flags: {', '.join(node['flags'])}" if node.get("flags") else ""
-        into = ", ".join(f"#{k}" for k in children.get(node["id"], [])) or "-"
-        lines.append(f"#{node['id']:<3} {label}{flags}  -> {into}")
-        for saved in node["saved"]:
-            shape = "x".join(str(d) for d in saved["shape"]) or "scalar"
-            share = ", shared storage" if saved.get("shared") else ""
+    for node in graph.nodes:
+        label = node.name
+        if node.kind == "custom" and node.class_name:
+            label += f"  [custom Function {node.class_name}]"
+        elif node.kind == "leaf" and node.input_name:
+            label += f"  [leaf: {node.input_name}]"
+        flags = f"  flags: {', '.join(node.flags)}" if node.flags else ""
+        into = ", ".join(f"#{k}" for k in children.get(node.id, [])) or "-"
+        lines.append(f"#{node.id:<3} {label}{flags}  -> {into}")
+        for saved in node.saved:
+            shape = "x".join(str(d) for d in saved.shape) or "scalar"
+            share = ", shared storage" if saved.shared else ""
             lines.append(
-                f"       saved {saved['name']}: {shape} {saved['dtype']}, {saved['bytes']:,} B "
-                f"({saved['via']}, {saved['role']}{share})"
+                f"       saved {saved.name}: {shape} {saved.dtype}, {saved.bytes:,} B "
+                f"({saved.via}, {saved.role}{share})"
             )
-    order = " -> ".join(f"#{k}" for k in graph["backward_order"])
+    order = " -> ".join(f"#{k}" for k in graph.backward_order)
     lines.append(f"backward order: {order}")
-    lines.append(f"saved for backward: {graph['saved_bytes_unique']:,} B (each storage once)")
-    if graph.get("backward_error"):
-        lines.append(f"backward stopped: {graph['backward_error']}")
+    lines.append(f"saved for backward: {graph.saved_bytes_unique:,} B (each storage once)")
+    if graph.backward_error:
+        lines.append(f"backward stopped: {graph.backward_error}")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from gradviz.schema.array_files import ARRAYS, block_key, write_npy
 from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.report import result_to_dict
 from gradviz.schema.results import (
@@ -26,8 +27,6 @@ from gradviz.schema.settings import CheckSettings
 from gradviz.schema.strict_json import decode, encode
 from gradviz.schema.sweep import SweepResult
 
-ARRAYS = ("analytic", "numerical", "error", "failing")
-
 
 def write_check_result(result: CheckResult, directory: str | Path) -> dict[str, Any]:
     """Write every block's arrays to ``directory``; return the JSON summary naming them."""
@@ -41,8 +40,7 @@ def write_check_result(result: CheckResult, directory: str | Path) -> dict[str, 
                 array = getattr(block, kind)
                 if array is None:  # kinks: only where failing cells were probed
                     continue
-                path = directory / f"{prefix}{kind}_o{block.output}_i{block.input}.npy"
-                np.save(path, array, allow_pickle=False)
+                path = write_npy(directory / f"{prefix}{kind}_{block_key(block)}.npy", array)
                 files[kind] = str(path)
             entry["files"] = files
             entry["out_shape"] = list(block.out_shape)
@@ -110,8 +108,7 @@ def write_region(region: BlockRegion, directory: str | Path) -> dict[str, Any]:
     c = region.comparison
     files = {}
     for kind in ARRAYS:
-        path = directory / f"region_{kind}_o{c.output}_i{c.input}.npy"
-        np.save(path, getattr(c, kind), allow_pickle=False)
+        path = write_npy(directory / f"region_{kind}_{block_key(c)}.npy", getattr(c, kind))
         files[kind] = str(path)
     return {
         "output": c.output,

@@ -119,11 +119,7 @@ class CheckSettings:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckSettings:
         """Settings from JSON-like data, refusing unknown names; validated."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SettingsError(f"Unknown setting(s): {', '.join(unknown)}.")
-        settings = cls(**data)
+        settings = cls(**known_options(cls, data, "setting"))
         settings.validate()
         return settings
 
@@ -258,11 +254,7 @@ class SweepOptions:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepOptions:
         """Options from JSON-like data, refusing unknown names; validated."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SettingsError(f"Unknown sweep option(s): {', '.join(unknown)}.")
-        values = dict(data)
+        values = known_options(cls, data, "sweep option")
         if values.get("steps") is not None:
             if not isinstance(values["steps"], list | tuple):
                 raise SettingsError(f"steps must be a list of numbers, not {values['steps']!r}.")
@@ -285,6 +277,15 @@ class SweepOptions:
             raise SettingsError(f"worst_cells must be a whole number, not {self.worst_cells!r}.")
         check_positive_int("max_block_cells", self.max_block_cells)
         check_positive_int("max_columns", self.max_columns)
+
+
+def known_options(cls: type, data: dict[str, Any], what: str) -> dict[str, Any]:
+    """A copy of ``data`` when every name in it is a field of the dataclass ``cls``; otherwise
+    SettingsError naming the others ("Unknown sweep option(s): stpes.")."""
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
+    if unknown:
+        raise SettingsError(f"Unknown {what}(s): {', '.join(unknown)}.")
+    return dict(data)
 
 
 def parse_block(value: object) -> tuple[int, int]:
@@ -324,11 +325,7 @@ class MemoryOptions:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MemoryOptions:
         """Options from JSON-like data (a session, a request), refusing unknown names; validated."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SettingsError(f"Unknown memory option(s): {', '.join(unknown)}.")
-        values = dict(data)
+        values = known_options(cls, data, "memory option")
         if "shape" in values:
             shape = values["shape"]
             if not isinstance(shape, list | tuple) or len(shape) != 4:

@@ -67,3 +67,13 @@ def dumps(data: Any, *, indent: int | None = None) -> str:
         if "ircular" in str(exc):
             raise
         return json.dumps(encoded(data), allow_nan=False, indent=indent)
+
+
+def stored(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The entries ``names`` of ``data``, for a ``from_dict`` whose fields are stored as they are."""
+    return {name: data[name] for name in names}
+
+
+def stored_if_there(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    """Like ``stored``, None for a name ``data`` lacks (written by an older version, or optional)."""
+    return {name: data.get(name) for name in names}

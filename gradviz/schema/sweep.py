@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, overload
 
-from gradviz.schema.strict_json import decode_optional, encode_optional
+from gradviz.schema.strict_json import decode_optional, encode_optional, stored, stored_if_there
 
 
 class Verdict(StrEnum):
@@ -168,9 +168,8 @@ class BlockSweep:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BlockSweep:
         return cls(
-            output=data["output"],
-            input=data["input"],
-            title=data["title"],
+            **stored(data, "output", "input", "title"),
+            **stored_if_there(data, "failing", "columns"),
             shape=tuple(data["shape"]),
             remainder=_ins(data["remainder"]),
             curvature=_ins(data["curvature"]),
@@ -179,8 +178,6 @@ class BlockSweep:
             curvature_slope=_in(data.get("curvature_slope")),
             errors=_ins(data.get("errors")),
             ratios=_ins(data.get("ratios")),
-            failing=data.get("failing"),
-            columns=data.get("columns"),
             cells=[CellCurve.from_dict(c) for c in data.get("cells", [])],
             truncation_slope=_in(data.get("truncation_slope")),
             roundoff_slope=_in(data.get("roundoff_slope")),

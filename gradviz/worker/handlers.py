@@ -142,8 +142,8 @@ def handle_graph(request: dict[str, Any], send: Send) -> dict[str, Any]:
 
     settings = CheckSettings.from_dict(request.get("settings", {}))
     loaded = _load(request)
-    graph = graph_of_source(loaded, request.get("function"), settings).to_dict()
-    return {"graph": graph, "table": format_graph(graph)}
+    graph = graph_of_source(loaded, request.get("function"), settings)
+    return {"graph": graph.to_dict(), "table": format_graph(graph)}
 
 
 def handle_memory(request: dict[str, Any], send: Send) -> dict[str, Any]:

@@ -13,13 +13,11 @@ import pytest
 from gradviz.app.memory_display import (
     bar_top,
     checks_html,
-    choose_unit,
-    format_in,
     headline,
     measured_points,
     sweep_curves,
 )
-from gradviz.schema.units import UNITS
+from gradviz.schema.units import UNITS, choose_unit, format_bytes
 from gradviz.worker.handlers import handle_memory
 from tests.app.conftest import ROOT
 
@@ -40,8 +38,8 @@ def test_choose_unit_is_the_largest_binary_unit_that_keeps_a_number_at_least_one
     [(384, ("B", 1), "384 B"), (1536, ("KiB", 1024), "1.50 KiB"), (17.1 * 2**20, ("MiB", 2**20), "17.1 MiB"),
      (300 * 2**10, ("KiB", 1024), "300 KiB"), (512, ("KiB", 1024), "0.50 KiB")],
 )
-def test_format_in_keeps_about_three_significant_figures(n, unit, text):
-    assert format_in(n, unit) == text
+def test_format_bytes_in_a_unit_keeps_about_three_significant_figures(n, unit, text):
+    assert format_bytes(n, unit, three_figures=True) == text
 
 
 def test_the_unit_comes_from_the_taller_bar_with_its_ctx_attributes(payload):
@@ -56,7 +54,7 @@ def test_headline_and_checks_say_what_was_measured(payload):
     unit = choose_unit(bar_top(study))
     difference = study["saved_difference_bytes"]
     percent = 100 * difference / study["variants"]["unfused"]["saved_bytes"]
-    assert headline(study, unit) == f"fused saves {format_in(difference, unit)} ({percent:.1f} %)"
+    assert headline(study, unit) == f"fused saves {format_bytes(difference, unit, three_figures=True)} ({percent:.1f} %)"
     html = checks_html(study)
     assert f"{difference:,} B measured" in html and f"{study['formula_bytes']:,} B by formula" in html
     assert "3 layers, input 4x3x20x20, float32 on cpu" in html and html.count("✓") == 3

@@ -10,7 +10,6 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from gradviz.app.memory_display import format_in
 from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel
 from gradviz.app.state import MemorySettings
 from gradviz.schema.settings import MemoryOptions
@@ -90,7 +89,7 @@ def test_headline_shows_the_difference_from_the_payload(panel, cpu_payload):
     assert difference == study["saved_difference_bytes"] > 0
     text = panel.headline_text()
     percent = 100 * difference / unfused
-    assert f"fused saves {format_in(difference, panel.unit())} ({percent:.1f} %)" in text
+    assert f"fused saves {format_bytes(difference, panel.unit(), three_figures=True)} ({percent:.1f} %)" in text
     assert f"{difference:,} B measured" in text
     assert f"{study['formula_bytes']:,} B by formula" in text
     assert "difference = formula ✓" in text

@@ -13,6 +13,7 @@ import pytest
 
 from gradviz.protocol.launch import MEMORY_ENV
 from gradviz.schema.errors import SettingsError
+from gradviz.schema.settings import MemoryOptions
 from gradviz.worker.handlers import handle_memory
 from tests.cli.runner import ROOT, gradviz
 
@@ -29,7 +30,9 @@ def test_a_study_that_cannot_fit_is_one_line_and_exit_two(args, size):
     out = gradviz("memory", *args)
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gradviz: error: The memory study of 1 layer(s) on a "), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        f"gradviz: error: The memory study of {MemoryOptions().layers} layer(s) on a "
+    ), lines
     assert size in lines[0] and "a run may use" in lines[0] and "Traceback" not in out.stderr
 
 

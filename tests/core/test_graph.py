@@ -12,8 +12,9 @@ from torch import nn
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
-from gradviz.core.graph import GraphModel, extract_graph, graph_from_outputs, make_grad_outputs
+from gradviz.core.graph import extract_graph, graph_from_outputs, make_grad_outputs
 from gradviz.core.loader import choose_function, load_file
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.library import builtin_functions
 
 CPU = torch.device("cpu")

@@ -36,8 +36,6 @@ from gradviz.app.memory_display import (
     VARIANTS,
     bar_top,
     checks_html,
-    choose_unit,
-    format_in,
     headline,
     measured_points,
     sweep_curves,
@@ -47,7 +45,7 @@ from gradviz.app.panels.memory_tensors import PeakTable, SavedTensorsView
 from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
 from gradviz.app.state import MemorySettings
 from gradviz.app.theme import ViewSettings
-from gradviz.schema.units import UNITS, format_bytes
+from gradviz.schema.units import UNITS, choose_unit, format_bytes
 
 BAR_LABELS = {"unfused": "unfused\nconv + BN", "fused": "fused\nFunction"}
 UNFUSED_COLOUR = "#4c72b0"
@@ -309,10 +307,10 @@ class MemoryPanel(QWidget):
         self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
         set_axis_label(self.bar_item.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
         self.bar_texts["unfused"].setText(
-            f"{format_in(unfused['saved_bytes'], self._unit)}\n{unfused['count']} tensors"
+            f"{format_bytes(unfused['saved_bytes'], self._unit, three_figures=True)}\n{unfused['count']} tensors"
         )
         self.bar_texts["unfused"].setPos(0, unfused["saved_bytes"] / size)
-        fused_text = f"{format_in(fused['saved_bytes'], self._unit)}\n{fused['count']} tensors"
+        fused_text = f"{format_bytes(fused['saved_bytes'], self._unit, three_figures=True)}\n{fused['count']} tensors"
         if ctx:
             fused_text += f"\n+ {format_bytes(ctx)} on ctx"
         self.bar_texts["fused"].setText(fused_text)
