@@ -40,15 +40,21 @@ from gradviz.app.preferences import Preferences, settings_store
 from gradviz.app.presentation import PresentationMode
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.region_link import RegionLink
-from gradviz.app.result_loader import ResultLoader
-from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.app.result_loader import LoadedCheck, ResultLoader
+from gradviz.app.run_controller import RunController
 from gradviz.app.screen_fit import ScreenFit
 from gradviz.app.source_controller import SourceController
-from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
+from gradviz.app.state import (
+    CheckRequest,
+    CurrentResult,
+    MemorySettings,
+    RunSettings,
+    RunSnapshot,
+    SourceDocument,
+)
 from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, save_session
 
 DEFAULT_EXAMPLE = "linear"
@@ -93,7 +99,6 @@ class MainWindow(QMainWindow):
         self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
         self.current = CurrentResult(self)
-        self._summary: dict = {}  # the worker's answer to the check being loaded
         self.recovery = RecoveryStore()
         if worker is None:
             worker = WorkerClient(self)
@@ -101,7 +106,8 @@ class MainWindow(QMainWindow):
         worker.setParent(self)
         self.worker = worker
         self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
-        self.controller = RunController(self.worker, self)
+        self.controller = RunController(self.worker, self, now=self._snapshot)
+        self.shown_run = self.controller.shown  # what was asked and what is shown
         self.loader = ResultLoader(self)
         self.view = ViewSettings(self)
         view = self.view
@@ -124,13 +130,9 @@ class MainWindow(QMainWindow):
         self.docks = self.layout_manager.docks
         self.presentation = PresentationMode(self)
         self.presenter = self.presentation.presenter
-        self._sent: dict[int, tuple] = {}  # what each check in flight was asked for
-        self._shown: tuple | None = None  # what the result on screen was asked for
-        self._last_error = False  # the last run failed: the result on screen is older
         self.exports = Exports(self)
         for panel in (self.jacobians, self.graph, self.memory):
             self.exports.register_figures(panel)
-        self._last_request: CheckRequest | None = None  # what the latest Run asked for
         self._build_actions()
         self.why = WhyLink(self)
         self.regions = RegionLink(self)
@@ -224,6 +226,7 @@ class MainWindow(QMainWindow):
             lambda: self.memory.set_measuring(False, "Stopped for the run; it measures again after it.")
         )
         self.loader.loaded.connect(self._on_loaded)
+        self.shown_run.changed.connect(self._update_stale)
         self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
         self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
@@ -333,7 +336,6 @@ class MainWindow(QMainWindow):
 
     def run_request(self, request: CheckRequest) -> None:
         """Run this check (the Why? panel's re-runs change its settings)."""
-        self._last_request = request
         self.source.note_run()
         self.controller.run_check(request)
 
@@ -372,10 +374,10 @@ class MainWindow(QMainWindow):
     def _on_check_queued(self, for_worker: bool) -> None:
         self.run_bar.set_running(True)
         if for_worker:
-            self.banner.show_running(self._running_name(), "Starting the worker (importing torch)…")
+            self.banner.show_running(self.shown_run.running_name(), "Starting the worker (importing torch)…")
             self.run_bar.set_progress_text("starting the worker…")
         else:
-            self.banner.show_running(self._running_name(), "Waiting for the memory study to stop…")
+            self.banner.show_running(self.shown_run.running_name(), "Waiting for the memory study to stop…")
             self.run_bar.set_progress_text("waiting for the memory study…")
         self._update_stale()
 
@@ -383,25 +385,19 @@ class MainWindow(QMainWindow):
         self.editor.clear_error()
         self.output.clear()
         self.run_bar.set_running(True)
-        self._sent[request] = self._snapshot()
-        self.banner.show_running(self._running_name(), "Esc cancels the run.")
-        self._update_stale()
+        self.banner.show_running(self.shown_run.running_name(), "Esc cancels the run.")
 
     def _on_check_finished(self, request: int, summary: dict) -> None:
-        self._summary = summary
         self.run_bar.set_progress_text("loading result…")
         self.loader.load(request, summary, self.jacobians.view_pixels())
 
-    def _on_loaded(self, request: int, result: CheckResult, displays: dict) -> None:
+    def _on_loaded(self, request: int, loaded: LoadedCheck) -> None:
         if not self.controller.is_current(request):  # a newer run has started meanwhile
             return
         self.run_bar.set_running(False, "done")
-        self.controller.result_shown(request)
-        self._shown = self._sent.pop(request, None)
-        self._last_error = False
-        summary = self._summary
+        self.controller.note_shown(request, loaded.result.function)
         self.current.set(
-            result, request=request, graph=summary.get("graph"), graph_error=summary.get("graph_error"), displays=displays
+            loaded.result, request=request, graph=loaded.graph, graph_error=loaded.graph_error, displays=loaded.displays
         )
         if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
             self.request_memory(self.memory.options())
@@ -415,7 +411,7 @@ class MainWindow(QMainWindow):
         self.graph.set_graph(self.current.graph, self.current.graph_error)
         self.presenter.reset()
         self.banner.show_result(result, self.jacobians.current_block())
-        self.why.on_result(self._last_request, result)
+        self.why.on_result(self.shown_run.asked, result)
         self._update_stale()
 
     def _on_block_changed(self, *_args) -> None:
@@ -426,8 +422,7 @@ class MainWindow(QMainWindow):
         if not self.controller.is_current(request):
             return
         failure = describe_failure(error, self.document.filename)
-        self._sent.pop(request, None)
-        self._last_error = failure.state == "error"
+        self.controller.note_failed(request, error=failure.state == "error")
         self.run_bar.set_running(False, failure.progress)
         if failure.mark_editor:
             self.editor.show_error(failure.message, failure.line, failure.traceback)
@@ -439,9 +434,6 @@ class MainWindow(QMainWindow):
     def _on_worker_died(self, message: str) -> None:
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
-        self._sent.clear()
-        self._last_error = True
-        self._update_stale()
         self.run_failed.emit(message)
 
     def _on_memory_finished(self, payload: dict) -> None:
@@ -449,45 +441,23 @@ class MainWindow(QMainWindow):
         self.memory.set_result(payload)
         QTimer.singleShot(0, self.memory_shown.emit)
 
-    # --- what is on screen against what is in the editor -------------------------------------
-    def _snapshot(self) -> tuple:
+    # --- what is on screen against what is in the editor (``ShownRun`` decides) ----------------
+    def _snapshot(self) -> RunSnapshot:
         """What a run is asked for: the code, the Function, the settings, the document."""
-        return (
-            self.editor.text(),
-            self.document.function,
-            tuple(sorted(self.run_settings.to_dict().items())),
-            self.document.target,
-            self.document.title,
+        return RunSnapshot(
+            code=self.editor.text(),
+            function=self.document.function,
+            settings=tuple(sorted(self.run_settings.to_dict().items())),
+            target=self.document.target,
+            title=self.document.title,
         )
-
-    def _running_name(self) -> str:
-        if self.document.function:
-            return self.document.function
-        result = self.current.result
-        if result is not None and self._shown is not None and self._shown[4] == self.document.title:
-            return result.function
-        return self.document.title
 
     def stale_reason(self) -> str | None:
         """Why the result on screen no longer matches the editor, in words; None when it does."""
-        if self.current.result is None or self._shown is None:
-            return None
-        name = self.current.result.function
-        code, function, settings, target, title = self._shown
-        if self.controller.busy:
-            return f"From the previous run of {name}: a new run is in flight."
-        if self._last_error:
-            return f"From the previous run of {name}: the last run failed (see above)."
-        if title != self.document.title or target != self.document.target:
-            return f"From the previous run of {name} in {title}: another file is in the editor."
-        if code != self.editor.text():
-            return f"From the previous run of {name}: the code has changed since. Run (Ctrl+Enter) to update."
-        if function not in (self.document.function, None) or settings != self._snapshot()[2]:
-            return f"From the previous run of {name}, with other settings. Run (Ctrl+Enter) to update."
-        return None
+        return self.shown_run.stale_reason()
 
     def _update_stale(self, *_args) -> None:
-        reason = self.stale_reason()
+        reason = self.shown_run.stale_reason()
         self.jacobians.set_stale(reason)
         self.graph.set_stale(reason)
         self.banner.set_stale(reason)

@@ -256,7 +256,7 @@ class _PresenterAdapter:
         return self.w.controller.busy
 
     def result_current(self) -> bool:
-        return self.w.current.result is not None and self.w._shown is not None and self.w.stale_reason() is None
+        return self.w.shown_run.is_current()
 
     def result_failed(self) -> bool:
         block = self.w.jacobians.current_block()

@@ -37,7 +37,7 @@ class RegionLink(QObject):
         window.document.path_changed.connect(self._on_source_changed)
 
     def _on_region_requested(self, region: dict) -> None:
-        request = self.window.controller.sent_request
+        request = self.window.shown_run.sent_request
         if request is None or self.window.current.result is None:
             self._on_region_failed(0, {"message": "Run a check first: a region belongs to a check's result."})
             return

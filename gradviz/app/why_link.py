@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, Signal
 
 from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.why_panel import WhyPanel
-from gradviz.app.run_controller import CheckRequest
+from gradviz.app.state import CheckRequest
 from gradviz.schema.results import CheckResult
 from gradviz.schema.sweep import SweepResult
 
@@ -59,7 +59,7 @@ class WhyLink(QObject):
         self.dock = window.add_panel(TITLE, self.panel)
         window.exports.register_figures(_WhyFigure(self.panel))
         self._request: CheckRequest | None = None  # the check the sweep on screen (or in flight) is of
-        self._asked: tuple | None = None  # what a sweep asked for with the button was made of (window._snapshot())
+        self._asked: tuple | None = None  # what a sweep asked for with the button was made of (ShownRun.now())
         self._asked_in_flight: tuple | None = None
         controller = window.controller
         controller.sweep_finished.connect(self._on_sweep_finished)
@@ -97,9 +97,9 @@ class WhyLink(QObject):
         """The stale mark and the Sweep button, after any change of code, file, settings or runs."""
         window = self.window
         if self._asked is not None:  # swept with the button: stale when what it swept changed
-            reason = None if self._asked == window._snapshot() else (reason or CHANGED_SINCE[:1].upper() + CHANGED_SINCE[1:])
+            reason = None if self._asked == window.shown_run.now() else (reason or CHANGED_SINCE[:1].upper() + CHANGED_SINCE[1:])
         else:
-            reason = window.stale_reason() if reason is None else reason
+            reason = window.shown_run.stale_reason() if reason is None else reason
         self.panel.set_stale(reason)
         if window.document.target:
             self.panel.set_sweep_allowed(False, "Sweep: open the Function's file to sweep it")
@@ -117,7 +117,7 @@ class WhyLink(QObject):
         if request.target:
             return
         self._request = request
-        self._asked_in_flight = self.window._snapshot()
+        self._asked_in_flight = self.window.shown_run.now()
         self.panel.show_message(SWEEPING_ASKED_TEXT)
         self.window.controller.run_sweep(request)
         self._update()
