@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app import saved_layout, shortcuts_dialog, window_layout
-from gradviz.app.exports import Exports
+from gradviz.app.exports import Exports, file_stem
 from gradviz.app.failures import describe_failure
 from gradviz.app.panels import check_options
 from gradviz.app.panels.editor_panel import EditorPanel
@@ -42,10 +42,10 @@ from gradviz.app.recovery import RecoveryStore
 from gradviz.app.region_link import RegionLink
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
 from gradviz.app.run_controller import RunController
+from gradviz.app.runner import Runner
 from gradviz.app.screen_fit import ScreenFit
 from gradviz.app.source_controller import SourceController
 from gradviz.app.state import (
-    CheckRequest,
     CurrentResult,
     MemorySettings,
     RunSettings,
@@ -128,14 +128,29 @@ class MainWindow(QMainWindow):
             "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
         })
         self.docks = self.layout_manager.docks
-        self.presentation = PresentationMode(self)
+        self.runner = Runner(self.controller, self.document, self.run_settings, self.editor.text, before_run=self.source.note_run)
+        self.presentation = PresentationMode(
+            self, layout=self.layout_manager, view=view, run_bar=self.run_bar, banner=self.banner, editor=self.editor,
+            jacobians=self.jacobians, graph=self.graph, document=self.document, runner=self.runner,
+            load_example=self.load_builtin,
+        )  # fmt: skip
         self.presenter = self.presentation.presenter
-        self.exports = Exports(self)
+        say = self.statusBar().showMessage
+        self.exports = Exports(
+            self, settings=self.settings_store, current=self.current, document=self.document,
+            jacobians=self.jacobians, graph=self.graph, memory=self.memory, say=say,
+        )  # fmt: skip
         for panel in (self.jacobians, self.graph, self.memory):
             self.exports.register_figures(panel)
         self._build_actions()
-        self.why = WhyLink(self)
-        self.regions = RegionLink(self)
+        self.why = WhyLink(
+            runner=self.runner, controller=self.controller, current=self.current, jacobians=self.jacobians,
+            settings=self.run_settings, add_panel=self.add_panel, register_figures=self.exports.register_figures,
+            say=say, parent=self,
+        )  # fmt: skip
+        self.regions = RegionLink(
+            self.jacobians, self.controller, self.current, (self.editor.text_edited, self.document.path_changed), self
+        )
         self._connect()
         self._restore()
         # layout and settings are saved a moment after each change, not only at a clean exit
@@ -173,7 +188,7 @@ class MainWindow(QMainWindow):
             ("contrast", "&High contrast", ["Ctrl+Shift+H"], self._toggle_contrast, "view"),
             ("quiz", "&Quiz: hide the bug comments", ["Ctrl+Shift+Q"], self._toggle_quiz, "view"),
             ("reset_layout", "&Reset layout", [], self.reset_layout, "view"),
-            ("run", "&Run", ["Ctrl+Return", "Ctrl+Enter"], self.request_run, "run"),
+            ("run", "&Run", ["Ctrl+Return", "Ctrl+Enter"], self.run, "run"),
             ("cancel", "&Cancel", ["Esc"], self._on_escape, "run"),
             ("check_options", "gradcheck &options…", [check_options.SHORTCUT], self.run_bar.options_button.open_dialog, "run"),
             ("worst", "Go to &worst cell", ["Ctrl+W"], self.jacobians.go_to_worst, "run"),
@@ -208,7 +223,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.source.title_changed.connect(self.setWindowTitle)
-        self.run_bar.run_requested.connect(self.request_run)
+        self.run_bar.run_requested.connect(self.run)
         self.run_bar.cancel_requested.connect(self.cancel_run)
         self.worker.output.connect(self.output.append)
         controller = self.controller
@@ -244,6 +259,7 @@ class MainWindow(QMainWindow):
         self.view.high_contrast_changed.connect(self._on_contrast_changed)
         self.view.subscribe(lambda: self.setStyleSheet(style_sheet(self.view.theme)))  # controls' text size
         self.view.quiz_changed.connect(self.actions["quiz"].setChecked)
+        self.presentation.active_changed.connect(self.actions["presentation"].setChecked)
         self.presenter.acted.connect(lambda what: self.statusBar().showMessage(f"▶ {what}", 3000))
         QApplication.instance().installEventFilter(self.presentation)
 
@@ -297,7 +313,7 @@ class MainWindow(QMainWindow):
         user ran before when they allowed it); anything else waits for Run."""
         if not self.source.may_run_at_launch():
             return False
-        self.request_run()
+        self.run()
         return True
 
     def offer_recovery(self) -> bool:
@@ -317,27 +333,9 @@ class MainWindow(QMainWindow):
         return self.exports.copy_worst_cells(style)
 
     # --- running ---------------------------------------------------------------------------
-    def check_request(self) -> CheckRequest:
-        """A check of the editor's code (or the target) with the run bar's settings."""
-        target, inputs_path = self.document.target or (None, None)
-        return CheckRequest(
-            source=self.editor.text(),
-            filename=self.document.filename,
-            function=self.document.function,
-            settings=self.run_settings.check_settings(),
-            timeout=self.run_settings.timeout or None,
-            target=target,
-            inputs_path=inputs_path,
-        )
-
-    def request_run(self) -> None:
+    def run(self) -> None:
         """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""
-        self.run_request(self.check_request())
-
-    def run_request(self, request: CheckRequest) -> None:
-        """Run this check (the Why? panel's re-runs change its settings)."""
-        self.source.note_run()
-        self.controller.run_check(request)
+        self.runner.run()
 
     def open_target(self, target: str, inputs_path: str | None, settings: dict | None = None) -> None:
         """Check a Function where it lives (``pkg.mod:Name`` or ``file.py:Name``) on saved inputs,
@@ -355,7 +353,7 @@ class MainWindow(QMainWindow):
         )
         self.document.target = (target, inputs_path)
         self.source.update_title()
-        self.request_run()
+        self.run()
 
     def request_memory(self, options: dict) -> None:
         """Measure the conv-BN study with these options; waits for a running check to finish."""
@@ -571,7 +569,7 @@ class MainWindow(QMainWindow):
             self.open_session(Path(path))
 
     def save_session_dialog(self) -> None:
-        start = Path(self.exports.last_folder()) / f"{Path(self.document.filename).stem or 'untitled'}{SUFFIX}"
+        start = Path(self.exports.last_folder()) / f"{file_stem(self.document, 'untitled')}{SUFFIX}"
         path, _ = QFileDialog.getSaveFileName(self, "Save session", str(start), SESSION_FILTER)
         if path:
             self.exports.remember_folder(Path(path))
