@@ -10,24 +10,15 @@ a high-contrast theme, and a clicker's keys stepping through a lecture (``presen
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication,
-    QDialog,
-    QFileDialog,
-    QMainWindow,
-    QMessageBox,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QWidget
 
-from gradviz.app import saved_layout, shortcuts_dialog, window_layout
-from gradviz.app.exports import Exports, file_stem
+from gradviz.app import actions, saved_layout, shortcuts_dialog, window_layout
+from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
-from gradviz.app.panels import check_options
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -44,38 +35,17 @@ from gradviz.app.result_loader import LoadedCheck, ResultLoader
 from gradviz.app.run_controller import RunController
 from gradviz.app.runner import Runner
 from gradviz.app.screen_fit import ScreenFit
+from gradviz.app.session_files import SessionFiles
 from gradviz.app.source_controller import SourceController
-from gradviz.app.state import (
-    CurrentResult,
-    MemorySettings,
-    RunSettings,
-    RunSnapshot,
-    SourceDocument,
-)
+from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, RunSnapshot, SourceDocument
+from gradviz.app.step_through import mark_backward_row
 from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.session import SUFFIX, Session, SessionError, save_session
+from gradviz.schema.session import Session
 
 DEFAULT_EXAMPLE = "linear"
-SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 LAYOUT_AUTO_KEY = "window/layout_auto"  # False once the user has arranged the docks
-FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
-BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
-KEYS_HELP = (  # keys that are not menu items, for Help → Keyboard shortcuts
-    ("Tab / Shift+Tab", "indent / dedent (four spaces) in the editor"),
-    ("Home", "first non-blank character of the line, then its start"),
-    ("Enter", "new line, indented; one level more after a ':'"),
-    ("← → ↑ ↓, Page Up / Down", "step through the backward (when the graph has the focus)"),
-    ("double-click a heatmap", "reset the zoom"),
-    ("mouse wheel / drag", "zoom / pan the heatmaps and the graph"),
-    (
-        "Presentation: Page Down, →, ↓, Space",
-        "next: run, the worst cell, the backward steps, the memory study, the next example",
-    ),
-    ("Presentation: Page Up, ←, ↑", "back: the previous backward step, the previous example"),
-    ("Presentation: Esc", "leave presentation mode (when nothing runs)"),
-)
 
 
 class MainWindow(QMainWindow):
@@ -142,6 +112,10 @@ class MainWindow(QMainWindow):
         )  # fmt: skip
         for panel in (self.jacobians, self.graph, self.memory):
             self.exports.register_figures(panel)
+        self.sessions = SessionFiles(
+            self, code=self.editor.text, document=self.document, run_settings=self.run_settings,
+            memory_options=self.memory_options, folders=self.exports, open_session=self.open_session,
+        )  # fmt: skip
         self._build_actions()
         self.why = WhyLink(
             runner=self.runner, controller=self.controller, current=self.current, jacobians=self.jacobians,
@@ -162,51 +136,29 @@ class MainWindow(QMainWindow):
             self.source.when_idle(self.run_at_launch)
 
     def _build_actions(self) -> None:
-        menus = {name: self.menuBar().addMenu(title) for name, title in (
-            ("file", "&File"), ("edit", "&Edit"), ("view", "&View"), ("run", "&Run"), ("help", "&Help"),
-        )}
-        self.actions: dict[str, QAction] = {}
-        standard = QKeySequence.StandardKey
-        for name, text, shortcuts, slot, menu in (
-            ("new", "&New Function…", [standard.New], self.source.new_function, "file"),
-            ("open", "&Open…", [standard.Open], self.source.open_dialog, "file"),
-            ("save", "&Save", [standard.Save], self.source.save, "file"),
-            ("save_as", "Save &As…", [standard.SaveAs], self.source.save_as, "file"),
-            ("open_session", "Open Sess&ion…", ["Ctrl+Shift+O"], self.open_session_dialog, "file"),
-            ("save_session", "Save Sessio&n…", ["Ctrl+Alt+S"], self.save_session_dialog, "file"),
-            ("export", "&Export figures and data…", ["Ctrl+E"], self.exports.export_dialog, "file"),
-            ("quit", "&Quit", [standard.Quit], self.close, "file"),
-            ("undo", "&Undo", [standard.Undo], self.editor.editor.undo, "edit"),
-            ("redo", "&Redo", [standard.Redo], self.editor.editor.redo, "edit"),
-            ("find", "&Find…", [standard.Find], self.editor.find, "edit"),
-            ("copy_markdown", "Copy worst cells as &Markdown", ["Ctrl+Shift+M"], lambda: self.copy_worst_cells("markdown"), "edit"),
-            ("copy_latex", "Copy worst cells as &LaTeX", ["Ctrl+Shift+L"], lambda: self.copy_worst_cells("latex"), "edit"),
-            ("presentation", "&Presentation mode", ["F11"], self.toggle_presentation, "view"),
-            ("bigger", "&Larger text", ["Ctrl+=", "Ctrl++", standard.ZoomIn], lambda: self.presentation.step_text(1), "view"),
-            ("smaller", "&Smaller text", ["Ctrl+-", standard.ZoomOut], lambda: self.presentation.step_text(-1), "view"),
-            ("reset_text", "&Normal text size", ["Ctrl+0"], lambda: setattr(self.view, "scale", 1.0), "view"),
-            ("contrast", "&High contrast", ["Ctrl+Shift+H"], self._toggle_contrast, "view"),
-            ("quiz", "&Quiz: hide the bug comments", ["Ctrl+Shift+Q"], self._toggle_quiz, "view"),
-            ("reset_layout", "&Reset layout", [], self.reset_layout, "view"),
-            ("run", "&Run", ["Ctrl+Return", "Ctrl+Enter"], self.run, "run"),
-            ("cancel", "&Cancel", ["Esc"], self._on_escape, "run"),
-            ("check_options", "gradcheck &options…", [check_options.SHORTCUT], self.run_bar.options_button.open_dialog, "run"),
-            ("worst", "Go to &worst cell", ["Ctrl+W"], self.jacobians.go_to_worst, "run"),
-            ("step_next", "Backward step &forward", ["Alt+Right"], lambda: self._step_graph(1), "run"),
-            ("step_prev", "Backward step &back", ["Alt+Left"], lambda: self._step_graph(-1), "run"),
-            ("next_example", "&Next example", ["Ctrl+PgDown"], self.presenter_next_example, "run"),
-            ("prev_example", "&Previous example", ["Ctrl+PgUp"], self.presenter_previous_example, "run"),
-            ("shortcuts", "&Keyboard shortcuts", ["F1"], self.show_shortcuts, "help"),
-        ):
-            action = QAction(text, self)
-            action.setShortcuts([QKeySequence(k) for k in shortcuts])
-            action.triggered.connect(slot)
-            menus[menu].addAction(action)
-            self.addAction(action)
-            self.actions[name] = action
-        for name in ("presentation", "contrast", "quiz"):
-            self.actions[name].setCheckable(True)
-        self.actions["presentation"].setToolTip("Full screen, controls hidden, large high-contrast text (F11)")
+        """The menus and shortcuts (``actions.ACTIONS``), each name bound to what it does here."""
+        source, editor, presentation, graph = self.source, self.editor.editor, self.presentation, self.graph
+        view = self.view
+        menus, self.actions = actions.build_actions(self, {
+            "new": source.new_function, "open": source.open_dialog, "save": source.save, "save_as": source.save_as,
+            "open_session": self.sessions.open_dialog, "save_session": self.sessions.save_dialog,
+            "export": self.exports.export_dialog, "quit": self.close,
+            "undo": editor.undo, "redo": editor.redo, "find": self.editor.find,
+            "copy_markdown": lambda: self.copy_worst_cells("markdown"),
+            "copy_latex": lambda: self.copy_worst_cells("latex"),
+            "presentation": presentation.toggle,
+            "bigger": lambda: presentation.step_text(1), "smaller": lambda: presentation.step_text(-1),
+            "reset_text": lambda: setattr(view, "scale", 1.0),
+            "contrast": lambda: setattr(view, "high_contrast", not view.high_contrast),
+            "quiz": lambda: setattr(view, "quiz", not view.quiz),
+            "reset_layout": self.reset_layout,
+            "run": self.run, "cancel": self._on_escape,
+            "check_options": self.run_bar.options_button.open_dialog, "worst": self.jacobians.go_to_worst,
+            "step_next": lambda: graph.step(1), "step_prev": lambda: graph.step(-1),
+            "next_example": lambda: self.presenter.change_example(+1),
+            "prev_example": lambda: self.presenter.change_example(-1),
+            "shortcuts": self.show_shortcuts,
+        })  # fmt: skip
         menus["run"].addAction(self.source.run_known_action)
         menus["file"].insertAction(self.actions["quit"], self.source.recover_action)
         menus["view"].insertSeparator(self.actions["reset_layout"])
@@ -216,8 +168,8 @@ class MainWindow(QMainWindow):
             menus["view"].addAction(dock.toggleViewAction())
         # the presentation button on the run bar (presentation mode has its own bar: presentation_views)
         present = QAction("Present", self)
-        present.setToolTip(self.actions["presentation"].toolTip())
-        present.triggered.connect(self.toggle_presentation)
+        present.setToolTip(actions.PRESENTATION_TIP)
+        present.triggered.connect(presentation.toggle)
         self.run_bar.addSeparator()
         self.run_bar.addAction(present)
 
@@ -246,7 +198,9 @@ class MainWindow(QMainWindow):
         self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
         self.memory.measure_requested.connect(self.request_memory)
-        self.graph.node_selected.connect(self._on_node_selected)
+        self.graph.node_selected.connect(
+            lambda node_id: mark_backward_row(self.graph, self.jacobians, self.current.result, node_id)
+        )
         # what is on screen against what is in the editor
         self.editor.text_edited.connect(self._update_stale)
         self.document.path_changed.connect(self._on_document_changed)
@@ -470,60 +424,12 @@ class MainWindow(QMainWindow):
         path = self.document.path if self.document.path and not self.document.builtin_name else None
         self.picker.show_document(self.document.builtin_name, str(path) if path else None)
 
-    # --- step-through: the rows one backward call fills ---------------------------------------
-    def _step_graph(self, delta: int) -> None:
-        self.graph.step(delta)
-
-    def _on_node_selected(self, node_id: int) -> None:
-        """At your Function's node, mark on the analytic map the row one backward call with a
-        one-hot grad_output returns."""
-        node = self.graph.node(node_id)
-        result = self.current.result
-        self.jacobians.clear_rows()
-        if node is None or node["kind"] != "custom" or result is None or not result.blocks:
-            return
-        if not self.graph.stepping():  # a new graph selects your Function by itself: no step yet
-            return
-        outputs = self.graph.outputs_entering(node_id)
-        block = self.jacobians.current_block()
-        if block is None or (outputs and block.output not in outputs):
-            index = next((k for k, b in enumerate(result.blocks) if b.output in outputs), None)
-            if index is None:
-                return
-            self.jacobians.set_block(index)
-            block = self.jacobians.current_block()
-        row = (self.jacobians.highlighted_cell() or block.worst or (0, 0))[0]
-        out_index, _ = block.cell_index(row, 0)
-        where = f"out{block.output}[{','.join(map(str, out_index))}]" if out_index else f"out{block.output}"
-        self.jacobians.mark_rows(
-            row,
-            row,
-            f"One backward call with grad_output one-hot at {where} returns row {row} of J (marked): "
-            f"∂{where}/∂{result.inputs[block.input].name}. The analytic Jacobian is {block.shape[0]:,} such "
-            "calls, one per row.",
-        )
-
     # --- presentation mode, text scale, contrast, quiz -----------------------------------------
-    def presenter_next_example(self) -> None:
-        self.presenter.change_example(+1)
-
-    def presenter_previous_example(self) -> None:
-        self.presenter.change_example(-1)
-
-    def toggle_presentation(self) -> None:
-        self.presentation.toggle()
-
     def set_presentation(self, on: bool) -> None:
         self.presentation.set(on)
 
     def in_presentation(self) -> bool:
         return self.presentation.active
-
-    def _toggle_contrast(self) -> None:
-        self.view.high_contrast = not self.view.high_contrast
-
-    def _toggle_quiz(self) -> None:
-        self.view.quiz = not self.view.quiz
 
     def _on_contrast_changed(self, on: bool) -> None:
         self.actions["contrast"].setChecked(on)
@@ -553,7 +459,7 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> QDialog:
         """Help → Keyboard shortcuts: every menu shortcut and the keys that are not in a menu."""
-        self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), KEYS_HELP)
+        self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), actions.KEYS_HELP)
         return self.shortcuts_dialog
 
     # --- size ---------------------------------------------------------------------------------
@@ -561,39 +467,12 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         self.layout_manager.adapt()
 
-    # --- sessions --------------------------------------------------------------------------
-    def open_session_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open session", self.exports.last_folder(), SESSION_FILTER)
-        if path:
-            self.exports.remember_folder(Path(path))
-            self.open_session(Path(path))
-
-    def save_session_dialog(self) -> None:
-        start = Path(self.exports.last_folder()) / f"{file_stem(self.document, 'untitled')}{SUFFIX}"
-        path, _ = QFileDialog.getSaveFileName(self, "Save session", str(start), SESSION_FILTER)
-        if path:
-            self.exports.remember_folder(Path(path))
-            self.save_session(Path(path).with_suffix(SUFFIX))
-
+    # --- sessions (``session_files``) ----------------------------------------------------------
     def current_session(self) -> Session:
-        return Session(
-            code=self.editor.text(),
-            function=self.document.function,
-            path=str(self.document.path) if self.document.path and not self.document.builtin_name else None,
-            builtin=self.document.builtin_name,
-            run=self.run_settings.to_dict(),
-            memory=self.memory_options.to_dict(),
-            layout=base64.b64encode(bytes(self.saveState())).decode("ascii"),
-        )
+        return self.sessions.current()
 
     def save_session(self, path: Path) -> bool:
-        try:
-            save_session(path, self.current_session())
-        except SessionError as exc:
-            QMessageBox.warning(self, "Cannot save session", exc.message)
-            return False
-        self.statusBar().showMessage(f"Session saved to {path}", 8000)
-        return True
+        return self.sessions.save(path)
 
     def open_session(self, path: Path) -> None:
         """Restore code, Function, settings and layout, read and checked off the GUI thread

@@ -55,11 +55,11 @@ class PresentationMode(QObject):
         super().__init__(window)
         self.window, self.layout, self.view = window, layout, view
         self.run_bar, self.banner, self.editor, self.jacobians = run_bar, banner, editor, jacobians
+        self.graph, self.document, self.runner, self.load_example = graph, document, runner, load_example
         self._saved: dict | None = None
         self.stage: PresentationStage | None = None
         self._centre: QWidget | None = None
-        lecture = _Lecture(self, jacobians, graph, document, runner, load_example)
-        self.presenter = Presenter(lecture, self)
+        self.presenter = Presenter(_Lecture(self), self)
         # a moment after the text size, the view or the screen changes: does the view still fit?
         self._fit_timer = QTimer(self)
         self._fit_timer.setSingleShot(True)
@@ -251,19 +251,12 @@ class PresentationMode(QObject):
 
 
 class _Lecture:
-    """The window as the presenter sees it (``presenter.PresenterWindow``)."""
+    """The window as the presenter sees it (``presenter.PresenterWindow``), through the panels
+    and the runner presentation mode was given."""
 
-    def __init__(
-        self,
-        mode: PresentationMode,
-        jacobians: Any,
-        graph: Any,
-        document: SourceDocument,
-        runner: Runner,
-        load_example: Callable[[str], None],
-    ) -> None:
-        self.mode, self.jacobians, self.graph, self.document = mode, jacobians, graph, document
-        self.runner, self.load_example = runner, load_example
+    def __init__(self, mode: PresentationMode) -> None:
+        self.mode, self.jacobians, self.graph, self.document = mode, mode.jacobians, mode.graph, mode.document
+        self.runner, self.load_example = mode.runner, mode.load_example
 
     def current_view(self) -> str:
         return self.mode.current_view()
