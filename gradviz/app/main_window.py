@@ -78,7 +78,6 @@ class MainWindow(QMainWindow):
         self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
         self.controller = RunController(self.worker, self, now=self._snapshot)
         self.shown_run = self.controller.shown  # what was asked and what is shown
-        self.loader = ResultLoader(self)
         self.view = ViewSettings(self)
         view = self.view
         self.picker = PickerPanel(view=view)
@@ -86,6 +85,7 @@ class MainWindow(QMainWindow):
         self.run_bar = RunBar(self.run_settings, view=view)
         self.banner = VerdictBanner(view=view)
         self.jacobians = JacobianPanel(view=view)
+        self.loader = ResultLoader(self.jacobians.view_pixels, self)
         self.graph = GraphPanel(view=view)
         self.memory = MemoryPanel(self.memory_options, view=view)
         self.output = OutputPanel()
@@ -152,7 +152,7 @@ class MainWindow(QMainWindow):
             "contrast": lambda: setattr(view, "high_contrast", not view.high_contrast),
             "quiz": lambda: setattr(view, "quiz", not view.quiz),
             "reset_layout": self.reset_layout,
-            "run": self.run, "cancel": self._on_escape,
+            "run": self.runner.run, "cancel": self._on_escape,
             "check_options": self.run_bar.options_button.open_dialog, "worst": self.jacobians.go_to_worst,
             "step_next": lambda: graph.step(1), "step_prev": lambda: graph.step(-1),
             "next_example": lambda: self.presenter.change_example(+1),
@@ -175,14 +175,15 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.source.title_changed.connect(self.setWindowTitle)
-        self.run_bar.run_requested.connect(self.run)
+        self.run_bar.run_requested.connect(self.runner.run)
         self.run_bar.cancel_requested.connect(self.cancel_run)
         self.worker.output.connect(self.output.append)
         controller = self.controller
         controller.check_queued.connect(self._on_check_queued)
         controller.check_started.connect(self._on_check_started)
         controller.progress.connect(self.run_bar.set_progress)
-        controller.check_finished.connect(self._on_check_finished)
+        controller.check_finished.connect(lambda *_: self.run_bar.set_progress_text("loading result…"))
+        controller.check_finished.connect(self.loader.load)
         controller.check_failed.connect(self._on_check_failed)
         controller.worker_died.connect(self._on_worker_died)
         controller.memory_finished.connect(self._on_memory_finished)
@@ -197,7 +198,7 @@ class MainWindow(QMainWindow):
         self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
         self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
-        self.memory.measure_requested.connect(self.request_memory)
+        self.memory.measure_requested.connect(self.controller.measure_memory)
         self.graph.node_selected.connect(
             lambda node_id: mark_backward_row(self.graph, self.jacobians, self.current.result, node_id)
         )
@@ -309,10 +310,6 @@ class MainWindow(QMainWindow):
         self.source.update_title()
         self.run()
 
-    def request_memory(self, options: dict) -> None:
-        """Measure the conv-BN study with these options; waits for a running check to finish."""
-        self.controller.measure_memory(options)
-
     def cancel_run(self) -> None:
         self.controller.cancel()
         self.run_bar.set_running(False, "cancelled")
@@ -339,10 +336,6 @@ class MainWindow(QMainWindow):
         self.run_bar.set_running(True)
         self.banner.show_running(self.shown_run.running_name(), "Esc cancels the run.")
 
-    def _on_check_finished(self, request: int, summary: dict) -> None:
-        self.run_bar.set_progress_text("loading result…")
-        self.loader.load(request, summary, self.jacobians.view_pixels())
-
     def _on_loaded(self, request: int, loaded: LoadedCheck) -> None:
         if not self.controller.is_current(request):  # a newer run has started meanwhile
             return
@@ -352,7 +345,7 @@ class MainWindow(QMainWindow):
             loaded.result, request=request, graph=loaded.graph, graph_error=loaded.graph_error, displays=loaded.displays
         )
         if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
-            self.request_memory(self.memory.options())
+            self.controller.measure_memory(self.memory.options())
         QTimer.singleShot(0, self.result_shown.emit)
 
     def _on_result_changed(self) -> None:
@@ -363,8 +356,7 @@ class MainWindow(QMainWindow):
         self.graph.set_graph(self.current.graph, self.current.graph_error)
         self.presenter.reset()
         self.banner.show_result(result, self.jacobians.current_block())
-        self.why.on_result(self.shown_run.asked, result)
-        self._update_stale()
+        self.why.on_result(self.shown_run.asked, result)  # the stale marks followed ShownRun.changed
 
     def _on_block_changed(self, *_args) -> None:
         if self.current.result is not None and self.banner.state in ("passed", "failed"):

@@ -3,6 +3,7 @@ result never freezes the window. The graph that came with the check travels with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QThreadPool, Signal
@@ -27,8 +28,15 @@ class ResultLoader(QObject):
     loaded = Signal(int, object)  # request id, LoadedCheck
     failed = Signal(int, str)  # request id, message
 
-    def load(self, request: int, summary: dict, pixels: tuple[float, float] = PREPARED_PIXELS) -> None:
-        """Read the result and prepare its first images for a heatmap view of ``pixels``."""
+    def __init__(self, pixels: Callable[[], tuple[float, float]] | None = None, parent: QObject | None = None) -> None:
+        """``pixels()``: the size of the heatmap view the first images are prepared for."""
+        super().__init__(parent)
+        self._pixels = pixels or (lambda: PREPARED_PIXELS)
+
+    def load(self, request: int, summary: dict) -> None:
+        """Read the result of the check ``request`` (the worker's ``summary`` names its files and
+        carries its graph) and prepare its first images for the heatmap view as it is now."""
+        pixels = self._pixels()
         QThreadPool.globalInstance().start(lambda: self._load(request, summary, pixels))
 
     def _load(self, request: int, summary: dict, pixels: tuple[float, float]) -> None:
