@@ -1,5 +1,6 @@
-"""RegionLink and Exports built from fakes, without a MainWindow (issue 24 item 1): the link
-between the Jacobian panel and the run controller, and the export files, each tested alone."""
+"""RegionLink, Exports and WhyLink built from fakes, without a MainWindow (issue 24 item 1): the
+link between the Jacobian panel and the run controller, the export files and the Why? dock's runs,
+each tested alone."""
 
 from __future__ import annotations
 
@@ -194,3 +195,59 @@ def test_where_the_function_came_from_in_words(exports, tmp_path):
     assert exports.source_words() == "the built-in example linear.py"
     document.target = ("pkg.mod:Square", None)
     assert exports.source_words() == "pkg.mod:Square"
+
+
+class FakeBlocks(QObject):
+    """The Jacobian panel as the Why? link sees it: the block on screen, and choosing one."""
+
+    block_changed = Signal(int)
+
+    def current_block(self):
+        return None
+
+    def set_block(self, index: int) -> None:
+        pass
+
+
+@pytest.fixture
+def why_link(qtbot):
+    from gradviz.app.runner import Runner
+    from gradviz.app.state import RunSettings
+    from gradviz.app.why_link import WhyLink
+
+    worker, document, settings = FakeWorker(), SourceDocument(), RunSettings()
+    controller = RunController(worker)
+    runner = Runner(controller, document, settings, lambda: "def f(x): ...")
+    docked, figures = [], []
+    link = WhyLink(
+        runner=runner, controller=controller, current=CurrentResult(), jacobians=FakeBlocks(), settings=settings,
+        add_panel=lambda title, widget: docked.append(title), register_figures=figures.append,
+        say=lambda text, ms: None,
+    )  # fmt: skip
+    qtbot.addWidget(link.panel)
+    assert docked == ["Why?"] and len(figures) == 1
+    return link, worker, settings
+
+
+class FakeResult:
+    """What on_result reads of a CheckResult that failed and brought no sweep."""
+
+    sweep = None
+    passed = False
+    precision = None
+
+
+def test_a_failing_check_gets_its_sweep_of_the_same_request(why_link):
+    link, worker, _settings = why_link
+    request = link.runner.build_request()
+    link.on_result(request, FakeResult())
+    [sweep] = worker.sent
+    assert sweep["op"] == "sweep" and sweep["source"] == request.source and link.sweep_in_flight()
+
+
+def test_use_float64_changes_the_run_bar_and_runs(why_link):
+    link, worker, settings = why_link
+    settings.dtype = "float32"
+    link.panel.use_float64_requested.emit()
+    assert settings.dtype == "float64" and worker.sent[-1]["op"] == "check"
+    assert worker.sent[-1]["settings"]["dtype"] == "float64"
