@@ -63,7 +63,7 @@ def main(runs: int = 100) -> int:
     def one_round(k: int) -> None:
         if k % 3 == 2:
             window.editor.set_text(HANG)
-            window.request_run()
+            window.run()
             wait(lambda: window.worker.busy)
             window.cancel_run()
             wait(lambda: window.worker.is_ready and not window.worker.busy)
@@ -72,7 +72,7 @@ def main(runs: int = 100) -> int:
         window.result_shown.connect(lambda: shown.append(1))
         window.editor.set_text(original + f"\n# edit {k}\n")
         wait(lambda: window.worker.is_ready and not window.worker.busy)
-        window.request_run()
+        window.run()
         wait(lambda: shown)
         window.result_shown.disconnect()
 

@@ -150,7 +150,7 @@ def main() -> None:
     window.run_failed.connect(lambda m: (print("run failed:", m), done.quit()))
     ticker.start()
     start = time.perf_counter()
-    window.request_run()
+    window.run()
     done.exec()
     run_seconds = time.perf_counter() - start
     ticker.stop()

@@ -48,18 +48,19 @@ def run_in_thread(
     then ``done(result)`` or ``failed(exception)`` on the GUI thread."""
     relay = _Relay(done, failed)
     _in_flight.add(relay)
+    threading.Thread(target=_call, args=(fn, args, relay), name=name, daemon=True).start()
 
-    def work() -> None:
-        try:
-            result, error = fn(*args), None
-        except Exception as exc:  # handed to ``failed`` on the GUI thread
-            result, error = None, exc
-        try:
-            relay.finished.emit(result, error)
-        except RuntimeError:  # the app is going away: nobody is waiting
-            pass
 
-    threading.Thread(target=work, name=name, daemon=True).start()
+def _call(fn: Callable[..., Any], args: tuple, relay: _Relay) -> None:
+    """On a worker thread: ``fn(*args)``, its result or its exception handed to ``relay``."""
+    try:
+        result, error = fn(*args), None
+    except Exception as exc:  # handed to ``failed`` on the GUI thread
+        result, error = None, exc
+    try:
+        relay.finished.emit(result, error)
+    except RuntimeError:  # the app is going away: nobody is waiting
+        pass
 
 
 def _ignore(_value: object) -> None:
@@ -106,14 +107,7 @@ class SerialWorker:
                     self._running = False
                     return
             fn, args, relay = self._queue.get()
-            try:
-                result, error = fn(*args), None
-            except Exception as exc:  # handed to ``failed`` on the GUI thread
-                result, error = None, exc
-            try:
-                relay.finished.emit(result, error)
-            except RuntimeError:
-                pass
+            _call(fn, args, relay)
             with self._lock:
                 self._pending -= 1
                 self._lock.notify_all()

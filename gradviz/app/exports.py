@@ -1,23 +1,28 @@
 """File → Export and Edit → Copy worst cells: every figure of the window (the heatmaps, the
 graph, the memory study, the Why? sweep) as PNG, SVG or PDF with a caption carrying the Function,
 the verdict and the hint; the numbers behind the Jacobians as CSV and .npz; the worst cells as a
-Markdown or LaTeX table. Dialogs start in the folder used last."""
+Markdown or LaTeX table. Dialogs start in the folder used last.
+
+Built from the collaborators it reads (the settings file, the result and document on screen, the
+panels that draw), not from the window (tests give it fakes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QSettings
 from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
 from gradviz.app import tables
 from gradviz.app.export_dialog import ExportDialog
 from gradviz.app.figures import mark_ui_only
+from gradviz.app.state import SourceDocument
 from gradviz.schema.report import verdict_line
 
 if TYPE_CHECKING:
-    from gradviz.app.main_window import MainWindow
+    from gradviz.app.state import CurrentResult
     from gradviz.schema.results import CheckResult
 
 FOLDER_KEY = "folders/last"  # where the export and session dialogs start
@@ -33,12 +38,32 @@ def data_paths(result: CheckResult, folder: Path, stem: str) -> list[Path]:
     return [*csv, folder / f"{stem}_jacobians.npz"]
 
 
+def file_stem(document: SourceDocument, default: str) -> str:
+    """The name files written for ``document`` start with: its file's stem, else ``default``
+    (never "<editor>", which Windows refuses in a file name)."""
+    return document.path.stem if document.path is not None and document.path.stem else default
+
+
 class Exports(QObject):
     """The window's figures by name, and the dialogs and files that carry them elsewhere."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(
+        self,
+        window: QWidget,
+        *,
+        settings: QSettings,
+        current: CurrentResult,
+        document: SourceDocument,
+        jacobians: Any,
+        graph: Any,
+        memory: Any,
+        say: Callable[[str, int], None],
+    ) -> None:
+        """``window``: the parent of the dialogs; ``jacobians``, ``graph``, ``memory``: the panels
+        whose figures need a result drawn; ``say(text, ms)``: a line in the status bar."""
         super().__init__(window)
-        self.w = window
+        self.window, self.settings, self.current, self.document = window, settings, current, document
+        self.jacobians, self.graph, self.memory, self._say = jacobians, graph, memory, say
         self._figure_panels: dict[str, QWidget] = {}
 
     def register_figures(self, panel: QWidget | object) -> None:
@@ -52,18 +77,18 @@ class Exports(QObject):
                 mark_ui_only(item)
 
     def last_folder(self) -> str:
-        folder = self.w.settings_store.value(FOLDER_KEY, "")
+        folder = self.settings.value(FOLDER_KEY, "")
         return folder if isinstance(folder, str) and folder and Path(folder).is_dir() else str(Path.home())
 
     def remember_folder(self, path: Path) -> None:
         folder = path if path.is_dir() else path.parent
-        self.w.settings_store.setValue(FOLDER_KEY, str(folder))
+        self.settings.setValue(FOLDER_KEY, str(folder))
 
     def _figures_available(self) -> dict[str, bool]:
         drawn = {
-            self.w.jacobians: self.w.jacobians.current_block() is not None,
-            self.w.graph: bool(self.w.current.graph and self.w.current.graph.get("nodes")),
-            self.w.memory: self.w.memory.result() is not None,
+            self.jacobians: self.jacobians.current_block() is not None,
+            self.graph: bool(self.current.graph and self.current.graph.get("nodes")),
+            self.memory: self.memory.result() is not None,
         }
         return {
             name: drawn[panel] if panel in drawn else getattr(panel, "has_figure", lambda: True)()
@@ -71,9 +96,9 @@ class Exports(QObject):
         }
 
     def export_dialog(self) -> None:
-        result = self.w.current.result
+        result = self.current.result
         data = result is not None and bool(result.blocks or result.large_blocks)
-        dialog = ExportDialog(self.w, self.last_folder(), self._figures_available(), data=data)
+        dialog = ExportDialog(self.window, self.last_folder(), self._figures_available(), data=data)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         choice = dialog.choice()
@@ -95,17 +120,17 @@ class Exports(QObject):
 
         Files of the same names already in ``folder`` are listed in a question first; nothing is
         written unless the user agrees (or ``overwrite``)."""
-        stem = Path(self.w.document.filename).stem or "gradviz"
+        stem = file_stem(self.document, "gradviz")
         available = self._figures_available()
         skipped = [name for name in names if not available.get(name, False)]
         figures = {
             Path(folder) / f"{stem}_{name}.{fmt}": name for name in names if name not in skipped for fmt in formats
         }
-        with_data = data and self.w.current.result is not None
-        planned = [*figures, *(data_paths(self.w.current.result, Path(folder), stem) if with_data else [])]
+        with_data = data and self.current.result is not None
+        planned = [*figures, *(data_paths(self.current.result, Path(folder), stem) if with_data else [])]
         existing = [p for p in planned if p.exists() or p.is_symlink()]
         if existing and not overwrite and not self.confirm_replace(Path(folder), existing):
-            self.w.statusBar().showMessage(f"Nothing exported: {len(existing)} file(s) in {folder} kept", 8000)
+            self._say(f"Nothing exported: {len(existing)} file(s) in {folder} kept", 8000)
             return []
         written: list[Path] = []
         try:
@@ -113,12 +138,12 @@ class Exports(QObject):
                 self._figure_panels[name].export(name, str(path), size=size, caption=self.figure_caption(name))
                 written.append(path)
             if with_data:
-                written += tables.write_arrays(self.w.current.result, Path(folder), stem)
+                written += tables.write_arrays(self.current.result, Path(folder), stem)
         except OSError as exc:
-            QMessageBox.warning(self.w, "Cannot export", str(exc))
+            QMessageBox.warning(self.window, "Cannot export", str(exc))
         if written:
             note = f" (nothing to draw yet: {', '.join(skipped)})" if skipped else ""
-            self.w.statusBar().showMessage(f"Exported {len(written)} files to {folder}{note}", 8000)
+            self._say(f"Exported {len(written)} files to {folder}{note}", 8000)
         return written
 
     def confirm_replace(self, folder: Path, existing: list[Path]) -> bool:
@@ -132,7 +157,7 @@ class Exports(QObject):
             f"{folder} already holds {len(existing)} file(s) this export would replace:\n\n{shown}{more}\n\n"
             "Replace them?",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-            self.w,
+            self.window,
         )
         box.setObjectName("replace_files")
         box.setDetailedText("\n".join(str(p) for p in existing))
@@ -143,21 +168,21 @@ class Exports(QObject):
         """The Function, the verdict and the hint, under a figure."""
         if name.startswith("memory"):
             return ""  # the memory panel's own headline
-        result = self.w.current.result
+        result = self.current.result
         if result is None:
             return ""
         lines = [f"{result.function} from {self.source_words()} · {result.device}, {result.dtype}", verdict_line(result)]
-        block = self.w.jacobians.current_block()
+        block = self.jacobians.current_block()
         if block is not None:
             lines += [f"Hint ({result.block_title(block)}): {h}" for h in block.hints]
-        if self.w.jacobians.is_stale():
+        if self.jacobians.is_stale():
             lines.append("(from an earlier run: the editor has changed since)")
         return "\n".join(lines)
 
     def source_words(self) -> str:
         """Where the Function came from, in words: "the built-in example buggy_silu_term.py",
         "model.py", "unsaved editor text"."""
-        document = self.w.document
+        document = self.document
         if document.target:
             return document.target[0]
         if document.builtin_name:
@@ -166,14 +191,14 @@ class Exports(QObject):
 
     def copy_worst_cells(self, style: str = "markdown") -> str:
         """The worst cells of the block on screen as a Markdown or LaTeX table, on the clipboard."""
-        result = self.w.current.result
-        block = self.w.jacobians.current_block() or self.w.jacobians.current_large_block()
+        result = self.current.result
+        block = self.jacobians.current_block() or self.jacobians.current_large_block()
         if result is None or block is None:
-            self.w.statusBar().showMessage("No result to copy yet: run a check first.", 5000)
+            self._say("No result to copy yet: run a check first.", 5000)
             return ""
         rows = tables.worst_cells(result, block)
         text = tables.markdown_table(rows) if style == "markdown" else tables.latex_table(rows)
         QApplication.clipboard().setText(text)
-        self.w.statusBar().showMessage(f"Copied the {len(rows)} worst cells of {result.block_title(block)} as {style}", 5000)
+        self._say(f"Copied the {len(rows)} worst cells of {result.block_title(block)} as {style}", 5000)
         return text
 

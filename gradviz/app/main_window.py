@@ -10,24 +10,15 @@ a high-contrast theme, and a clicker's keys stepping through a lecture (``presen
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication,
-    QDialog,
-    QFileDialog,
-    QMainWindow,
-    QMessageBox,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QWidget
 
-from gradviz.app import saved_layout, shortcuts_dialog, window_layout
+from gradviz.app import actions, saved_layout, shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
-from gradviz.app.panels import check_options
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -40,36 +31,21 @@ from gradviz.app.preferences import Preferences, settings_store
 from gradviz.app.presentation import PresentationMode
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.region_link import RegionLink
-from gradviz.app.result_loader import ResultLoader
-from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.app.result_loader import LoadedCheck, ResultLoader
+from gradviz.app.run_controller import RunController
+from gradviz.app.runner import Runner
 from gradviz.app.screen_fit import ScreenFit
+from gradviz.app.session_files import SessionFiles
 from gradviz.app.source_controller import SourceController
-from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, SourceDocument
+from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, RunSnapshot, SourceDocument
+from gradviz.app.step_through import mark_backward_row
 from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
-from gradviz.schema.results import CheckResult
-from gradviz.schema.session import SUFFIX, Session, SessionError, save_session
+from gradviz.schema.session import Session
 
 DEFAULT_EXAMPLE = "linear"
-SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
 LAYOUT_AUTO_KEY = "window/layout_auto"  # False once the user has arranged the docks
-FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
-BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
-KEYS_HELP = (  # keys that are not menu items, for Help → Keyboard shortcuts
-    ("Tab / Shift+Tab", "indent / dedent (four spaces) in the editor"),
-    ("Home", "first non-blank character of the line, then its start"),
-    ("Enter", "new line, indented; one level more after a ':'"),
-    ("← → ↑ ↓, Page Up / Down", "step through the backward (when the graph has the focus)"),
-    ("double-click a heatmap", "reset the zoom"),
-    ("mouse wheel / drag", "zoom / pan the heatmaps and the graph"),
-    (
-        "Presentation: Page Down, →, ↓, Space",
-        "next: run, the worst cell, the backward steps, the memory study, the next example",
-    ),
-    ("Presentation: Page Up, ←, ↑", "back: the previous backward step, the previous example"),
-    ("Presentation: Esc", "leave presentation mode (when nothing runs)"),
-)
 
 
 class MainWindow(QMainWindow):
@@ -93,7 +69,6 @@ class MainWindow(QMainWindow):
         self.memory_options = MemorySettings(parent=self)
         self.document = SourceDocument()
         self.current = CurrentResult(self)
-        self._summary: dict = {}  # the worker's answer to the check being loaded
         self.recovery = RecoveryStore()
         if worker is None:
             worker = WorkerClient(self)
@@ -101,8 +76,8 @@ class MainWindow(QMainWindow):
         worker.setParent(self)
         self.worker = worker
         self.worker.ready.connect(self._on_worker_ready)  # devices first; then the controller sends what waits
-        self.controller = RunController(self.worker, self)
-        self.loader = ResultLoader(self)
+        self.controller = RunController(self.worker, self, now=self._snapshot)
+        self.shown_run = self.controller.shown  # what was asked and what is shown
         self.view = ViewSettings(self)
         view = self.view
         self.picker = PickerPanel(view=view)
@@ -110,6 +85,7 @@ class MainWindow(QMainWindow):
         self.run_bar = RunBar(self.run_settings, view=view)
         self.banner = VerdictBanner(view=view)
         self.jacobians = JacobianPanel(view=view)
+        self.loader = ResultLoader(self.jacobians.view_pixels, self)
         self.graph = GraphPanel(view=view)
         self.memory = MemoryPanel(self.memory_options, view=view)
         self.output = OutputPanel()
@@ -122,18 +98,33 @@ class MainWindow(QMainWindow):
             "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
         })
         self.docks = self.layout_manager.docks
-        self.presentation = PresentationMode(self)
+        self.runner = Runner(self.controller, self.document, self.run_settings, self.editor.text, before_run=self.source.note_run)
+        self.presentation = PresentationMode(
+            self, layout=self.layout_manager, view=view, run_bar=self.run_bar, banner=self.banner, editor=self.editor,
+            jacobians=self.jacobians, graph=self.graph, document=self.document, runner=self.runner,
+            load_example=self.load_builtin,
+        )  # fmt: skip
         self.presenter = self.presentation.presenter
-        self._sent: dict[int, tuple] = {}  # what each check in flight was asked for
-        self._shown: tuple | None = None  # what the result on screen was asked for
-        self._last_error = False  # the last run failed: the result on screen is older
-        self.exports = Exports(self)
+        say = self.statusBar().showMessage
+        self.exports = Exports(
+            self, settings=self.settings_store, current=self.current, document=self.document,
+            jacobians=self.jacobians, graph=self.graph, memory=self.memory, say=say,
+        )  # fmt: skip
         for panel in (self.jacobians, self.graph, self.memory):
             self.exports.register_figures(panel)
-        self._last_request: CheckRequest | None = None  # what the latest Run asked for
+        self.sessions = SessionFiles(
+            self, code=self.editor.text, document=self.document, run_settings=self.run_settings,
+            memory_options=self.memory_options, folders=self.exports, open_session=self.open_session,
+        )  # fmt: skip
         self._build_actions()
-        self.why = WhyLink(self)
-        self.regions = RegionLink(self)
+        self.why = WhyLink(
+            runner=self.runner, controller=self.controller, current=self.current, jacobians=self.jacobians,
+            settings=self.run_settings, add_panel=self.add_panel, register_figures=self.exports.register_figures,
+            say=say, parent=self,
+        )  # fmt: skip
+        self.regions = RegionLink(
+            self.jacobians, self.controller, self.current, (self.editor.text_edited, self.document.path_changed), self
+        )
         self._connect()
         self._restore()
         # layout and settings are saved a moment after each change, not only at a clean exit
@@ -145,51 +136,29 @@ class MainWindow(QMainWindow):
             self.source.when_idle(self.run_at_launch)
 
     def _build_actions(self) -> None:
-        menus = {name: self.menuBar().addMenu(title) for name, title in (
-            ("file", "&File"), ("edit", "&Edit"), ("view", "&View"), ("run", "&Run"), ("help", "&Help"),
-        )}
-        self.actions: dict[str, QAction] = {}
-        standard = QKeySequence.StandardKey
-        for name, text, shortcuts, slot, menu in (
-            ("new", "&New Function…", [standard.New], self.source.new_function, "file"),
-            ("open", "&Open…", [standard.Open], self.source.open_dialog, "file"),
-            ("save", "&Save", [standard.Save], self.source.save, "file"),
-            ("save_as", "Save &As…", [standard.SaveAs], self.source.save_as, "file"),
-            ("open_session", "Open Sess&ion…", ["Ctrl+Shift+O"], self.open_session_dialog, "file"),
-            ("save_session", "Save Sessio&n…", ["Ctrl+Alt+S"], self.save_session_dialog, "file"),
-            ("export", "&Export figures and data…", ["Ctrl+E"], self.exports.export_dialog, "file"),
-            ("quit", "&Quit", [standard.Quit], self.close, "file"),
-            ("undo", "&Undo", [standard.Undo], self.editor.editor.undo, "edit"),
-            ("redo", "&Redo", [standard.Redo], self.editor.editor.redo, "edit"),
-            ("find", "&Find…", [standard.Find], self.editor.find, "edit"),
-            ("copy_markdown", "Copy worst cells as &Markdown", ["Ctrl+Shift+M"], lambda: self.copy_worst_cells("markdown"), "edit"),
-            ("copy_latex", "Copy worst cells as &LaTeX", ["Ctrl+Shift+L"], lambda: self.copy_worst_cells("latex"), "edit"),
-            ("presentation", "&Presentation mode", ["F11"], self.toggle_presentation, "view"),
-            ("bigger", "&Larger text", ["Ctrl+=", "Ctrl++", standard.ZoomIn], lambda: self.presentation.step_text(1), "view"),
-            ("smaller", "&Smaller text", ["Ctrl+-", standard.ZoomOut], lambda: self.presentation.step_text(-1), "view"),
-            ("reset_text", "&Normal text size", ["Ctrl+0"], lambda: setattr(self.view, "scale", 1.0), "view"),
-            ("contrast", "&High contrast", ["Ctrl+Shift+H"], self._toggle_contrast, "view"),
-            ("quiz", "&Quiz: hide the bug comments", ["Ctrl+Shift+Q"], self._toggle_quiz, "view"),
-            ("reset_layout", "&Reset layout", [], self.reset_layout, "view"),
-            ("run", "&Run", ["Ctrl+Return", "Ctrl+Enter"], self.request_run, "run"),
-            ("cancel", "&Cancel", ["Esc"], self._on_escape, "run"),
-            ("check_options", "gradcheck &options…", [check_options.SHORTCUT], self.run_bar.options_button.open_dialog, "run"),
-            ("worst", "Go to &worst cell", ["Ctrl+W"], self.jacobians.go_to_worst, "run"),
-            ("step_next", "Backward step &forward", ["Alt+Right"], lambda: self._step_graph(1), "run"),
-            ("step_prev", "Backward step &back", ["Alt+Left"], lambda: self._step_graph(-1), "run"),
-            ("next_example", "&Next example", ["Ctrl+PgDown"], self.presenter_next_example, "run"),
-            ("prev_example", "&Previous example", ["Ctrl+PgUp"], self.presenter_previous_example, "run"),
-            ("shortcuts", "&Keyboard shortcuts", ["F1"], self.show_shortcuts, "help"),
-        ):
-            action = QAction(text, self)
-            action.setShortcuts([QKeySequence(k) for k in shortcuts])
-            action.triggered.connect(slot)
-            menus[menu].addAction(action)
-            self.addAction(action)
-            self.actions[name] = action
-        for name in ("presentation", "contrast", "quiz"):
-            self.actions[name].setCheckable(True)
-        self.actions["presentation"].setToolTip("Full screen, controls hidden, large high-contrast text (F11)")
+        """The menus and shortcuts (``actions.ACTIONS``), each name bound to what it does here."""
+        source, editor, presentation, graph = self.source, self.editor.editor, self.presentation, self.graph
+        view = self.view
+        menus, self.actions = actions.build_actions(self, {
+            "new": source.new_function, "open": source.open_dialog, "save": source.save, "save_as": source.save_as,
+            "open_session": self.sessions.open_dialog, "save_session": self.sessions.save_dialog,
+            "export": self.exports.export_dialog, "quit": self.close,
+            "undo": editor.undo, "redo": editor.redo, "find": self.editor.find,
+            "copy_markdown": lambda: self.copy_worst_cells("markdown"),
+            "copy_latex": lambda: self.copy_worst_cells("latex"),
+            "presentation": presentation.toggle,
+            "bigger": lambda: presentation.step_text(1), "smaller": lambda: presentation.step_text(-1),
+            "reset_text": lambda: setattr(view, "scale", 1.0),
+            "contrast": lambda: setattr(view, "high_contrast", not view.high_contrast),
+            "quiz": lambda: setattr(view, "quiz", not view.quiz),
+            "reset_layout": self.reset_layout,
+            "run": self.runner.run, "cancel": self._on_escape,
+            "check_options": self.run_bar.options_button.open_dialog, "worst": self.jacobians.go_to_worst,
+            "step_next": lambda: graph.step(1), "step_prev": lambda: graph.step(-1),
+            "next_example": lambda: self.presenter.change_example(+1),
+            "prev_example": lambda: self.presenter.change_example(-1),
+            "shortcuts": self.show_shortcuts,
+        })  # fmt: skip
         menus["run"].addAction(self.source.run_known_action)
         menus["file"].insertAction(self.actions["quit"], self.source.recover_action)
         menus["view"].insertSeparator(self.actions["reset_layout"])
@@ -199,21 +168,22 @@ class MainWindow(QMainWindow):
             menus["view"].addAction(dock.toggleViewAction())
         # the presentation button on the run bar (presentation mode has its own bar: presentation_views)
         present = QAction("Present", self)
-        present.setToolTip(self.actions["presentation"].toolTip())
-        present.triggered.connect(self.toggle_presentation)
+        present.setToolTip(actions.PRESENTATION_TIP)
+        present.triggered.connect(presentation.toggle)
         self.run_bar.addSeparator()
         self.run_bar.addAction(present)
 
     def _connect(self) -> None:
         self.source.title_changed.connect(self.setWindowTitle)
-        self.run_bar.run_requested.connect(self.request_run)
+        self.run_bar.run_requested.connect(self.runner.run)
         self.run_bar.cancel_requested.connect(self.cancel_run)
         self.worker.output.connect(self.output.append)
         controller = self.controller
         controller.check_queued.connect(self._on_check_queued)
         controller.check_started.connect(self._on_check_started)
         controller.progress.connect(self.run_bar.set_progress)
-        controller.check_finished.connect(self._on_check_finished)
+        controller.check_finished.connect(lambda *_: self.run_bar.set_progress_text("loading result…"))
+        controller.check_finished.connect(self.loader.load)
         controller.check_failed.connect(self._on_check_failed)
         controller.worker_died.connect(self._on_worker_died)
         controller.memory_finished.connect(self._on_memory_finished)
@@ -224,11 +194,14 @@ class MainWindow(QMainWindow):
             lambda: self.memory.set_measuring(False, "Stopped for the run; it measures again after it.")
         )
         self.loader.loaded.connect(self._on_loaded)
+        self.shown_run.changed.connect(self._update_stale)
         self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
         self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
-        self.memory.measure_requested.connect(self.request_memory)
-        self.graph.node_selected.connect(self._on_node_selected)
+        self.memory.measure_requested.connect(self.controller.measure_memory)
+        self.graph.node_selected.connect(
+            lambda node_id: mark_backward_row(self.graph, self.jacobians, self.current.result, node_id)
+        )
         # what is on screen against what is in the editor
         self.editor.text_edited.connect(self._update_stale)
         self.document.path_changed.connect(self._on_document_changed)
@@ -241,6 +214,7 @@ class MainWindow(QMainWindow):
         self.view.high_contrast_changed.connect(self._on_contrast_changed)
         self.view.subscribe(lambda: self.setStyleSheet(style_sheet(self.view.theme)))  # controls' text size
         self.view.quiz_changed.connect(self.actions["quiz"].setChecked)
+        self.presentation.active_changed.connect(self.actions["presentation"].setChecked)
         self.presenter.acted.connect(lambda what: self.statusBar().showMessage(f"▶ {what}", 3000))
         QApplication.instance().installEventFilter(self.presentation)
 
@@ -294,7 +268,7 @@ class MainWindow(QMainWindow):
         user ran before when they allowed it); anything else waits for Run."""
         if not self.source.may_run_at_launch():
             return False
-        self.request_run()
+        self.run()
         return True
 
     def offer_recovery(self) -> bool:
@@ -314,28 +288,9 @@ class MainWindow(QMainWindow):
         return self.exports.copy_worst_cells(style)
 
     # --- running ---------------------------------------------------------------------------
-    def check_request(self) -> CheckRequest:
-        """A check of the editor's code (or the target) with the run bar's settings."""
-        target, inputs_path = self.document.target or (None, None)
-        return CheckRequest(
-            source=self.editor.text(),
-            filename=self.document.filename,
-            function=self.document.function,
-            settings=self.run_settings.check_settings(),
-            timeout=self.run_settings.timeout or None,
-            target=target,
-            inputs_path=inputs_path,
-        )
-
-    def request_run(self) -> None:
+    def run(self) -> None:
         """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""
-        self.run_request(self.check_request())
-
-    def run_request(self, request: CheckRequest) -> None:
-        """Run this check (the Why? panel's re-runs change its settings)."""
-        self._last_request = request
-        self.source.note_run()
-        self.controller.run_check(request)
+        self.runner.run()
 
     def open_target(self, target: str, inputs_path: str | None, settings: dict | None = None) -> None:
         """Check a Function where it lives (``pkg.mod:Name`` or ``file.py:Name``) on saved inputs,
@@ -353,11 +308,7 @@ class MainWindow(QMainWindow):
         )
         self.document.target = (target, inputs_path)
         self.source.update_title()
-        self.request_run()
-
-    def request_memory(self, options: dict) -> None:
-        """Measure the conv-BN study with these options; waits for a running check to finish."""
-        self.controller.measure_memory(options)
+        self.run()
 
     def cancel_run(self) -> None:
         self.controller.cancel()
@@ -372,10 +323,10 @@ class MainWindow(QMainWindow):
     def _on_check_queued(self, for_worker: bool) -> None:
         self.run_bar.set_running(True)
         if for_worker:
-            self.banner.show_running(self._running_name(), "Starting the worker (importing torch)…")
+            self.banner.show_running(self.shown_run.running_name(), "Starting the worker (importing torch)…")
             self.run_bar.set_progress_text("starting the worker…")
         else:
-            self.banner.show_running(self._running_name(), "Waiting for the memory study to stop…")
+            self.banner.show_running(self.shown_run.running_name(), "Waiting for the memory study to stop…")
             self.run_bar.set_progress_text("waiting for the memory study…")
         self._update_stale()
 
@@ -383,28 +334,18 @@ class MainWindow(QMainWindow):
         self.editor.clear_error()
         self.output.clear()
         self.run_bar.set_running(True)
-        self._sent[request] = self._snapshot()
-        self.banner.show_running(self._running_name(), "Esc cancels the run.")
-        self._update_stale()
+        self.banner.show_running(self.shown_run.running_name(), "Esc cancels the run.")
 
-    def _on_check_finished(self, request: int, summary: dict) -> None:
-        self._summary = summary
-        self.run_bar.set_progress_text("loading result…")
-        self.loader.load(request, summary, self.jacobians.view_pixels())
-
-    def _on_loaded(self, request: int, result: CheckResult, displays: dict) -> None:
+    def _on_loaded(self, request: int, loaded: LoadedCheck) -> None:
         if not self.controller.is_current(request):  # a newer run has started meanwhile
             return
         self.run_bar.set_running(False, "done")
-        self.controller.result_shown(request)
-        self._shown = self._sent.pop(request, None)
-        self._last_error = False
-        summary = self._summary
+        self.controller.note_shown(request, loaded.result.function)
         self.current.set(
-            result, request=request, graph=summary.get("graph"), graph_error=summary.get("graph_error"), displays=displays
+            loaded.result, request=request, graph=loaded.graph, graph_error=loaded.graph_error, displays=loaded.displays
         )
         if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
-            self.request_memory(self.memory.options())
+            self.controller.measure_memory(self.memory.options())
         QTimer.singleShot(0, self.result_shown.emit)
 
     def _on_result_changed(self) -> None:
@@ -415,8 +356,7 @@ class MainWindow(QMainWindow):
         self.graph.set_graph(self.current.graph, self.current.graph_error)
         self.presenter.reset()
         self.banner.show_result(result, self.jacobians.current_block())
-        self.why.on_result(self._last_request, result)
-        self._update_stale()
+        self.why.on_result(self.shown_run.asked, result)  # the stale marks followed ShownRun.changed
 
     def _on_block_changed(self, *_args) -> None:
         if self.current.result is not None and self.banner.state in ("passed", "failed"):
@@ -426,8 +366,7 @@ class MainWindow(QMainWindow):
         if not self.controller.is_current(request):
             return
         failure = describe_failure(error, self.document.filename)
-        self._sent.pop(request, None)
-        self._last_error = failure.state == "error"
+        self.controller.note_failed(request, error=failure.state == "error")
         self.run_bar.set_running(False, failure.progress)
         if failure.mark_editor:
             self.editor.show_error(failure.message, failure.line, failure.traceback)
@@ -439,9 +378,6 @@ class MainWindow(QMainWindow):
     def _on_worker_died(self, message: str) -> None:
         self.run_bar.set_running(False, "worker restarted")
         self.banner.show_message("The worker process died", "error", message)
-        self._sent.clear()
-        self._last_error = True
-        self._update_stale()
         self.run_failed.emit(message)
 
     def _on_memory_finished(self, payload: dict) -> None:
@@ -449,45 +385,23 @@ class MainWindow(QMainWindow):
         self.memory.set_result(payload)
         QTimer.singleShot(0, self.memory_shown.emit)
 
-    # --- what is on screen against what is in the editor -------------------------------------
-    def _snapshot(self) -> tuple:
+    # --- what is on screen against what is in the editor (``ShownRun`` decides) ----------------
+    def _snapshot(self) -> RunSnapshot:
         """What a run is asked for: the code, the Function, the settings, the document."""
-        return (
-            self.editor.text(),
-            self.document.function,
-            tuple(sorted(self.run_settings.to_dict().items())),
-            self.document.target,
-            self.document.title,
+        return RunSnapshot(
+            code=self.editor.text(),
+            function=self.document.function,
+            settings=tuple(sorted(self.run_settings.to_dict().items())),
+            target=self.document.target,
+            title=self.document.title,
         )
-
-    def _running_name(self) -> str:
-        if self.document.function:
-            return self.document.function
-        result = self.current.result
-        if result is not None and self._shown is not None and self._shown[4] == self.document.title:
-            return result.function
-        return self.document.title
 
     def stale_reason(self) -> str | None:
         """Why the result on screen no longer matches the editor, in words; None when it does."""
-        if self.current.result is None or self._shown is None:
-            return None
-        name = self.current.result.function
-        code, function, settings, target, title = self._shown
-        if self.controller.busy:
-            return f"From the previous run of {name}: a new run is in flight."
-        if self._last_error:
-            return f"From the previous run of {name}: the last run failed (see above)."
-        if title != self.document.title or target != self.document.target:
-            return f"From the previous run of {name} in {title}: another file is in the editor."
-        if code != self.editor.text():
-            return f"From the previous run of {name}: the code has changed since. Run (Ctrl+Enter) to update."
-        if function not in (self.document.function, None) or settings != self._snapshot()[2]:
-            return f"From the previous run of {name}, with other settings. Run (Ctrl+Enter) to update."
-        return None
+        return self.shown_run.stale_reason()
 
     def _update_stale(self, *_args) -> None:
-        reason = self.stale_reason()
+        reason = self.shown_run.stale_reason()
         self.jacobians.set_stale(reason)
         self.graph.set_stale(reason)
         self.banner.set_stale(reason)
@@ -502,60 +416,12 @@ class MainWindow(QMainWindow):
         path = self.document.path if self.document.path and not self.document.builtin_name else None
         self.picker.show_document(self.document.builtin_name, str(path) if path else None)
 
-    # --- step-through: the rows one backward call fills ---------------------------------------
-    def _step_graph(self, delta: int) -> None:
-        self.graph.step(delta)
-
-    def _on_node_selected(self, node_id: int) -> None:
-        """At your Function's node, mark on the analytic map the row one backward call with a
-        one-hot grad_output returns."""
-        node = self.graph.node(node_id)
-        result = self.current.result
-        self.jacobians.clear_rows()
-        if node is None or node["kind"] != "custom" or result is None or not result.blocks:
-            return
-        if not self.graph.stepping():  # a new graph selects your Function by itself: no step yet
-            return
-        outputs = self.graph.outputs_entering(node_id)
-        block = self.jacobians.current_block()
-        if block is None or (outputs and block.output not in outputs):
-            index = next((k for k, b in enumerate(result.blocks) if b.output in outputs), None)
-            if index is None:
-                return
-            self.jacobians.set_block(index)
-            block = self.jacobians.current_block()
-        row = (self.jacobians.highlighted_cell() or block.worst or (0, 0))[0]
-        out_index, _ = block.cell_index(row, 0)
-        where = f"out{block.output}[{','.join(map(str, out_index))}]" if out_index else f"out{block.output}"
-        self.jacobians.mark_rows(
-            row,
-            row,
-            f"One backward call with grad_output one-hot at {where} returns row {row} of J (marked): "
-            f"∂{where}/∂{result.inputs[block.input].name}. The analytic Jacobian is {block.shape[0]:,} such "
-            "calls, one per row.",
-        )
-
     # --- presentation mode, text scale, contrast, quiz -----------------------------------------
-    def presenter_next_example(self) -> None:
-        self.presenter.change_example(+1)
-
-    def presenter_previous_example(self) -> None:
-        self.presenter.change_example(-1)
-
-    def toggle_presentation(self) -> None:
-        self.presentation.toggle()
-
     def set_presentation(self, on: bool) -> None:
         self.presentation.set(on)
 
     def in_presentation(self) -> bool:
         return self.presentation.active
-
-    def _toggle_contrast(self) -> None:
-        self.view.high_contrast = not self.view.high_contrast
-
-    def _toggle_quiz(self) -> None:
-        self.view.quiz = not self.view.quiz
 
     def _on_contrast_changed(self, on: bool) -> None:
         self.actions["contrast"].setChecked(on)
@@ -585,7 +451,7 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> QDialog:
         """Help → Keyboard shortcuts: every menu shortcut and the keys that are not in a menu."""
-        self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), KEYS_HELP)
+        self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), actions.KEYS_HELP)
         return self.shortcuts_dialog
 
     # --- size ---------------------------------------------------------------------------------
@@ -593,39 +459,12 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         self.layout_manager.adapt()
 
-    # --- sessions --------------------------------------------------------------------------
-    def open_session_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open session", self.exports.last_folder(), SESSION_FILTER)
-        if path:
-            self.exports.remember_folder(Path(path))
-            self.open_session(Path(path))
-
-    def save_session_dialog(self) -> None:
-        start = Path(self.exports.last_folder()) / f"{Path(self.document.filename).stem or 'untitled'}{SUFFIX}"
-        path, _ = QFileDialog.getSaveFileName(self, "Save session", str(start), SESSION_FILTER)
-        if path:
-            self.exports.remember_folder(Path(path))
-            self.save_session(Path(path).with_suffix(SUFFIX))
-
+    # --- sessions (``session_files``) ----------------------------------------------------------
     def current_session(self) -> Session:
-        return Session(
-            code=self.editor.text(),
-            function=self.document.function,
-            path=str(self.document.path) if self.document.path and not self.document.builtin_name else None,
-            builtin=self.document.builtin_name,
-            run=self.run_settings.to_dict(),
-            memory=self.memory_options.to_dict(),
-            layout=base64.b64encode(bytes(self.saveState())).decode("ascii"),
-        )
+        return self.sessions.current()
 
     def save_session(self, path: Path) -> bool:
-        try:
-            save_session(path, self.current_session())
-        except SessionError as exc:
-            QMessageBox.warning(self, "Cannot save session", exc.message)
-            return False
-        self.statusBar().showMessage(f"Session saved to {path}", 8000)
-        return True
+        return self.sessions.save(path)
 
     def open_session(self, path: Path) -> None:
         """Restore code, Function, settings and layout, read and checked off the GUI thread

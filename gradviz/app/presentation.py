@@ -3,23 +3,26 @@ Jacobians, the backward step-through, the memory study), the high-contrast theme
 under PRESENTATION_MIN_PX; a clicker's keys (Page Down/Up, the arrows, Space) step through a
 lecture with the ``Presenter``. Leaving it puts the window, its docks, its panels and its text
 back as they were.
+
+Built from the window (any QMainWindow), its layout, its view settings and the panels it lends,
+named one by one, so this module never imports the main window.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
 
 from gradviz.app import window_layout
 from gradviz.app.presentation_views import PresentationStage
 from gradviz.app.presenter import VIEWS, Presenter
-from gradviz.app.theme import PRESENTATION_MIN_PX, PRESENTATION_SCALE, points_for_pixels
+from gradviz.app.runner import Runner
+from gradviz.app.state import SourceDocument
+from gradviz.app.theme import PRESENTATION_MIN_PX, PRESENTATION_SCALE, ViewSettings, points_for_pixels
 from gradviz.schema.library import builtin_functions
-
-if TYPE_CHECKING:
-    from gradviz.app.main_window import MainWindow
 
 FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
@@ -30,26 +33,46 @@ MIN_HEATMAP_PX = 300  # the Jacobians view's maps are never shorter (A+ stops be
 class PresentationMode(QObject):
     """What presentation mode changed in ``window``, to put back, and the clicker's keys."""
 
-    def __init__(self, window: MainWindow) -> None:
+    active_changed = Signal(bool)  # presentation mode went on or off
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        *,
+        layout: window_layout.WindowLayout,
+        view: ViewSettings,
+        run_bar: QWidget,
+        banner: Any,
+        editor: QWidget,
+        jacobians: Any,
+        graph: Any,
+        document: SourceDocument,
+        runner: Runner,
+        load_example: Callable[[str], None],
+    ) -> None:
+        """``banner``: the verdict banner (made compact); ``jacobians`` and ``graph``: the panels
+        the clicker steps through; ``runner``: Run; ``load_example(name)``: a built-in example."""
         super().__init__(window)
-        self.w = window
+        self.window, self.layout, self.view = window, layout, view
+        self.run_bar, self.banner, self.editor, self.jacobians = run_bar, banner, editor, jacobians
+        self.graph, self.document, self.runner, self.load_example = graph, document, runner, load_example
         self._saved: dict | None = None
         self.stage: PresentationStage | None = None
         self._centre: QWidget | None = None
-        self.presenter = Presenter(_PresenterAdapter(window, self), self)
+        self.presenter = Presenter(_Lecture(self), self)
         # a moment after the text size, the view or the screen changes: does the view still fit?
         self._fit_timer = QTimer(self)
         self._fit_timer.setSingleShot(True)
         self._fit_timer.setInterval(60)
         self._fit_timer.timeout.connect(self._keep_view_fitting)
-        window.view.subscribe(self._check_fit_soon)
+        view.subscribe(self._check_fit_soon)
 
     def toggle(self) -> None:
         self.set(self._saved is None)
 
     def set(self, on: bool) -> None:
         """Full screen, one view at a time, large high-contrast text; off puts everything back."""
-        w = self.w
+        w, view, layout = self.window, self.view, self.layout
         if on == (self._saved is not None):
             return
         if on:
@@ -58,21 +81,21 @@ class PresentationMode(QObject):
                 "maximized": w.isMaximized(),
                 "full_screen": w.isFullScreen(),
                 "geometry": w.saveGeometry(),
-                "scale": w.view.scale,
-                "contrast": w.view.high_contrast,
-                "min_points": w.view.min_points,
-                "auto": w.layout_manager.auto,
+                "scale": view.scale,
+                "contrast": view.high_contrast,
+                "min_points": view.min_points,
+                "auto": layout.auto,
             }
-            w.layout_manager.presenting = True
+            layout.presenting = True
             w.menuBar().hide()
             w.statusBar().hide()
-            w.run_bar.hide()
-            for dock in w.docks.values():
+            self.run_bar.hide()
+            for dock in layout.docks.values():
                 dock.hide()
-            w.view.min_points = points_for_pixels(PRESENTATION_MIN_PX)
-            w.view.scale = max(w.view.scale, PRESENTATION_SCALE)
-            w.view.high_contrast = True
-            w.banner.set_compact(True)
+            view.min_points = points_for_pixels(PRESENTATION_MIN_PX)
+            view.scale = max(view.scale, PRESENTATION_SCALE)
+            view.high_contrast = True
+            self.banner.set_compact(True)
             self._build_stage()
             w.setCentralWidget(self.stage)
             self.stage.show()
@@ -83,11 +106,11 @@ class PresentationMode(QObject):
             self._return_panels()
             w.menuBar().show()
             w.statusBar().show()
-            w.run_bar.show()
-            w.view.min_points = saved["min_points"]
-            w.view.scale = saved["scale"]
-            w.view.high_contrast = saved["contrast"]
-            w.banner.set_compact(False)
+            self.run_bar.show()
+            view.min_points = saved["min_points"]
+            view.scale = saved["scale"]
+            view.high_contrast = saved["contrast"]
+            self.banner.set_compact(False)
             if saved["full_screen"]:
                 w.showFullScreen()
             elif saved["maximized"]:
@@ -95,19 +118,19 @@ class PresentationMode(QObject):
             else:
                 w.showNormal()
                 w.restoreGeometry(saved["geometry"])
-            w.layout_manager.presenting = False
+            layout.presenting = False
             w.restoreState(saved["state"])
-            w.layout_manager.auto = saved["auto"]
-        w.actions["presentation"].setChecked(on)
+            layout.auto = saved["auto"]
+        self.active_changed.emit(on)
 
     def _build_stage(self) -> None:
         """The stage with the panels lent to it: the docks' contents and the window's centre."""
-        w = self.w
+        w, view = self.window, self.view
         self._centre = w.takeCentralWidget()
-        self.stage = stage = PresentationStage(w.view)
+        self.stage = stage = PresentationStage(view)
         stage.hold("jacobians", self._centre)
         for name, title in DOCK_VIEWS.items():
-            stage.hold(name, w.docks[title].widget())
+            stage.hold(name, self.layout.docks[title].widget())
         for name, text, tip, slot in (
             ("back", "◀", "Back (Page Up, ←)", self.presenter.retreat),
             ("next", "▶", "Next: run, worst cell, backward steps, memory, next example (Page Down, →, Space)", self.presenter.advance),
@@ -116,8 +139,8 @@ class PresentationMode(QObject):
         ):
             stage.add_control(name, text, tip, slot)
         quiz = stage.add_control("quiz", "", "Quiz: hide the bug comments (Ctrl+Shift+Q)", self._toggle_quiz, checkable=True)
-        self._show_quiz(w.view.quiz)
-        w.view.quiz_changed.connect(self._show_quiz)
+        self._show_quiz(view.quiz)
+        view.quiz_changed.connect(self._show_quiz)
         quiz.setObjectName("presentation_quiz")
         stage.add_control("leave", "✕ Leave", "Leave presentation mode (F11, Esc)", lambda: self.set(False))
         stage.view_requested.connect(self.show_view)
@@ -125,11 +148,11 @@ class PresentationMode(QObject):
 
     def _return_panels(self) -> None:
         """Every lent panel back in its dock, the centre back in the window."""
-        w, stage = self.w, self.stage
-        w.view.quiz_changed.disconnect(self._show_quiz)
+        w, stage = self.window, self.stage
+        self.view.quiz_changed.disconnect(self._show_quiz)
         for name, title in DOCK_VIEWS.items():
             widget = stage.release(name)
-            w.docks[title].setWidget(widget)
+            self.layout.docks[title].setWidget(widget)
             widget.show()  # a widget given a new parent stays hidden until shown
         stage.release("jacobians")
         w.takeCentralWidget()
@@ -140,7 +163,7 @@ class PresentationMode(QObject):
         self.stage = None
 
     def _toggle_quiz(self) -> None:
-        self.w.view.quiz = not self.w.view.quiz
+        self.view.quiz = not self.view.quiz
 
     def _show_quiz(self, on: bool) -> None:
         """The quiz button says whether quiz is on, in words and by being pressed."""
@@ -162,7 +185,7 @@ class PresentationMode(QObject):
     def step_text(self, delta: int) -> None:
         """A+ / A−: larger or smaller text; never below PRESENTATION_MIN_PX (the theme's floor)
         and, while presenting, never past what the view on screen holds (``_keep_view_fitting``)."""
-        self.w.view.step_scale(delta)
+        self.view.step_scale(delta)
 
     def _check_fit_soon(self) -> None:
         if self.stage is not None:
@@ -171,7 +194,7 @@ class PresentationMode(QObject):
     def _keep_view_fitting(self) -> None:
         """A view that no longer fits (A+, another view, a smaller screen) gets its text a step
         smaller, down to PRESENTATION_SCALE; each step is measured again once laid out."""
-        view = self.w.view
+        view = self.view
         if self.stage is None or view.scale <= PRESENTATION_SCALE or self.view_fits():
             return
         view.step_scale(-1)  # the theme change checks again
@@ -192,13 +215,13 @@ class PresentationMode(QObject):
         least = page.minimumSizeHint()
         if least.height() > page.height() or least.width() > page.width():
             return False
-        if name == "jacobians" and self.w.jacobians.current_block() is not None:
+        if name == "jacobians" and self.jacobians.current_block() is not None:
             return self.heatmap_height() >= MIN_HEATMAP_PX
         return True
 
     def heatmap_height(self) -> float:
         """Height in pixels of the Jacobians' heatmap views."""
-        return min(plot.getViewBox().height() for plot in self.w.jacobians.plot_items)
+        return min(plot.getViewBox().height() for plot in self.jacobians.plot_items)
 
     @property
     def active(self) -> bool:
@@ -212,11 +235,11 @@ class PresentationMode(QObject):
             and event.type() == QEvent.Type.KeyPress
             and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
             and isinstance(watched, QWidget)
-            and watched.window() is self.w
+            and watched.window() is self.window
         ):
             key = event.key()
             focus = QApplication.focusWidget()
-            in_editor = focus is not None and (focus is self.w.editor or self.w.editor.isAncestorOf(focus))
+            in_editor = focus is not None and (focus is self.editor or self.editor.isAncestorOf(focus))
             paging = key in (Qt.Key.Key_PageDown, Qt.Key.Key_PageUp)
             if (key in FORWARD_KEYS or key in BACK_KEYS) and (paging or not in_editor):
                 if key in FORWARD_KEYS:
@@ -227,12 +250,13 @@ class PresentationMode(QObject):
         return super().eventFilter(watched, event)
 
 
-class _PresenterAdapter:
-    """The window as the presenter sees it (``presenter.PresenterWindow``)."""
+class _Lecture:
+    """The window as the presenter sees it (``presenter.PresenterWindow``), through the panels
+    and the runner presentation mode was given."""
 
-    def __init__(self, window: MainWindow, mode: PresentationMode) -> None:
-        self.w = window
-        self.mode = mode
+    def __init__(self, mode: PresentationMode) -> None:
+        self.mode, self.jacobians, self.graph, self.document = mode, mode.jacobians, mode.graph, mode.document
+        self.runner, self.load_example = mode.runner, mode.load_example
 
     def current_view(self) -> str:
         return self.mode.current_view()
@@ -244,33 +268,29 @@ class _PresenterAdapter:
         return [entry.name for entry in builtin_functions()]
 
     def current_example(self) -> str | None:
-        return self.w.document.builtin_name
-
-    def load_example(self, name: str) -> None:
-        self.w.load_builtin(name)
+        return self.document.builtin_name
 
     def run(self) -> None:
-        self.w.request_run()
+        self.runner.run()
 
     def running(self) -> bool:
-        return self.w.controller.busy
+        return self.runner.controller.busy
 
     def result_current(self) -> bool:
-        return self.w.current.result is not None and self.w._shown is not None and self.w.stale_reason() is None
+        return self.runner.controller.shown.is_current()
 
     def result_failed(self) -> bool:
-        block = self.w.jacobians.current_block()
+        block = self.jacobians.current_block()
         return block is not None and not block.passed
 
     def go_to_worst(self) -> None:
-        self.w.jacobians.go_to_worst()
+        self.jacobians.go_to_worst()
 
     def backward_step(self) -> tuple[int, int]:
-        return self.w.graph.step_position()
+        return self.graph.step_position()
 
     def step_backward(self, delta: int) -> None:
-        graph = self.w.graph
         if delta == 0:
-            graph.start_walk()
+            self.graph.start_walk()
         else:
-            graph.step(delta)
+            self.graph.step(delta)

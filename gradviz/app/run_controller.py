@@ -11,25 +11,14 @@ Any QObject with WorkerClient's signals and methods will do as the worker (tests
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from gradviz.schema.settings import CheckSettings
+from gradviz.app.state import CheckRequest, RunSnapshot, ShownRun
 
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """One check as it was asked for: the code, its Function, the settings and the time limit."""
-
-    source: str
-    filename: str  # what tracebacks call the code: a path, or <editor>
-    function: str | None
-    settings: CheckSettings
-    timeout: float | None = None  # seconds before the worker stops the run; None: never
-    target: str | None = None  # pkg.mod:Name or file.py:Name, loaded by the worker instead of source
-    inputs_path: str | None = None  # tensors saved with torch.save, for a target
+__all__ = ["CheckRequest", "RunController", "Worker"]  # CheckRequest lives with the state it is part of
 
 
 class Worker(Protocol):
@@ -72,9 +61,13 @@ class RunController(QObject):
     region_failed = Signal(int, dict)  # request id (0: never sent), error: kind, message
     worker_died = Signal(str)  # the worker process itself died (outside a memory study); a new one starts
 
-    def __init__(self, worker: Worker, parent: QObject | None = None) -> None:
+    def __init__(
+        self, worker: Worker, parent: QObject | None = None, *, now: Callable[[], RunSnapshot | None] | None = None
+    ) -> None:
+        """``now``: what the window shows, kept with each check sent (``ShownRun``)."""
         super().__init__(parent)
         self.worker = worker
+        self.shown = ShownRun(now, busy=lambda: self.busy, parent=self)  # what was asked and what is shown
         self._check = 0  # id of the latest check sent: only its answers count
         self._memory = 0  # id of the latest memory study sent
         self._memory_options: dict = {}  # what it was sent with, to send it again after a check
@@ -88,7 +81,6 @@ class RunController(QObject):
         self._memory_waiting: dict | None = None
         self._region = 0  # id of the latest region sent
         self._region_waiting: tuple[CheckRequest, dict] | None = None
-        self._sent_request: CheckRequest | None = None  # what the latest check was sent with
         worker.ready.connect(self._on_ready)
         worker.progress.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
@@ -99,6 +91,7 @@ class RunController(QObject):
     def run_check(self, request: CheckRequest) -> None:
         """Send the check now if the worker is free, else as soon as it is. While a check runs
         (and was not cancelled) a second one is not queued: the window's Run is disabled then."""
+        self.shown.note_asked(request)
         running = self.worker.running if self.worker.busy else 0
         if running and running == self._check and running != self._cancelled:
             return
@@ -179,11 +172,6 @@ class RunController(QObject):
         return self._region_waiting is not None
 
     @property
-    def sent_request(self) -> CheckRequest | None:
-        """What the latest check was sent with: the code and settings its result (and regions) belong to."""
-        return self._sent_request
-
-    @property
     def sweep_running(self) -> bool:
         return bool(self._sweep) and self._sweep in self._awaited
 
@@ -197,9 +185,14 @@ class RunController(QObject):
                 self._cancelled = self._check
             self.worker.cancel()
 
-    def result_shown(self, request: int) -> None:
-        """The check ``request`` is on screen: the files of older runs can go."""
+    def note_shown(self, request: int, function: str) -> None:
+        """The check ``request`` (of ``function``) is on screen: the files of older runs can go."""
         self.worker.discard_results_before(request)
+        self.shown.note_shown(request, function)
+
+    def note_failed(self, request: int, *, error: bool) -> None:
+        """The check ``request`` ended without a result on screen (``error``: it failed, not cancelled)."""
+        self.shown.note_failed(request, error=error)
 
     # --- state -----------------------------------------------------------------------------
     @property
@@ -231,7 +224,6 @@ class RunController(QObject):
 
     # --- the worker's answers --------------------------------------------------------------
     def _send_check(self, request: CheckRequest) -> None:
-        self._sent_request = request
         self._check = self.worker.submit(
             "check",
             timeout=request.timeout,  # enforced by the worker, which says where the code was
@@ -239,6 +231,7 @@ class RunController(QObject):
             **_code(request),
         )
         self._awaited.add(self._check)
+        self.shown.note_sent(self._check, request)
         self.check_started.emit(self._check)
 
     def _drop_region(self, message: str, *, stop: bool = True) -> None:
@@ -313,6 +306,7 @@ class RunController(QObject):
             if not self._was_preempted(request):
                 self.memory_failed.emit(message)
         else:
+            self.shown.note_worker_died()
             self.worker_died.emit(message)
         self._start_waiting()  # a new worker is starting: its ready signal sends what waits
 

@@ -29,21 +29,18 @@ from gradviz.app.function_list import FunctionListUpdater
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.picker_panel import PickerPanel
 from gradviz.app.preferences import Preferences
-from gradviz.app.recovery import Recovered, RecoveryDamaged, RecoveryStore, TextTooLarge, release
-from gradviz.app.recovery_dialog import RecoveryDialog
+from gradviz.app.recovery import RecoveryStore, TextTooLarge
+from gradviz.app.recovery_offer import PYTHON_FILTER, STATUS_MS, RecoveryOffer
 from gradviz.app.state import MemorySettings, RunSettings, SourceDocument
-from gradviz.schema.atomic_write import atomic_writer, os_reason, write_atomically
+from gradviz.schema.atomic_write import os_reason, write_atomically
 from gradviz.schema.file_stamp import FileStamp, change_since, stamp_of
 from gradviz.schema.library import find_builtin, function_names, resources_dir
 from gradviz.schema.session import Session
-from gradviz.schema.source_files import MAX_SOURCE_BYTES
 from gradviz.schema.units import format_bytes
 
 AUTOSAVE_DELAY_MS = 50  # a small text reaches the recovery file this long after an edit (and its write)
 AUTOSAVE_CHARS_PER_MS = 5_000  # a big one waits longer: 1 ms per 5,000 characters (51 MB: 10 s)
 AUTOSAVE_MAX_DELAY_MS = 10_000
-PYTHON_FILTER = "Python files (*.py)"
-STATUS_MS = 15_000
 LINK_NOTE = "\n\nOverwrite replaces the link itself with the file; what it points to is not written."
 
 
@@ -92,6 +89,9 @@ class SourceController(QObject):
         self.recover_action = QAction("Recover Unsaved &Work…", self)
         self.recover_action.setToolTip("The unsaved texts of gradviz windows that ended without saving")
         self.recover_action.triggered.connect(self.offer_recovery)
+        self.recovery_offer = RecoveryOffer(
+            window, recovery, keep_changes=self.maybe_keep_changes, adopt=self._adopt, notify=self.notify
+        )
         self.run_known_action = QAction("Run the last file at launch if I ran it before", self, checkable=True)
         self.run_known_action.setToolTip(
             "Off: at launch only a built-in example runs by itself; a file waits for Run. On: a file you "
@@ -432,92 +432,16 @@ class SourceController(QObject):
 
     def offer_recovery(self) -> bool:
         """After a crash: list every text that windows which are gone left behind; the user
-        restores, saves or discards each. Only a text the user discards is deleted; closing
-        the list in any other way keeps them all. True when one was restored into the editor."""
-        orphans, problems = self.recovery.orphans()
-        for problem in problems:
-            self.notify(problem)
-        if not orphans:
-            if self.sender() is self.recover_action:
-                self._window.statusBar().showMessage("No unsaved work of other gradviz windows to recover.", STATUS_MS)
-            return False
-        dialog = RecoveryDialog(
-            orphans, restore=self._restore, save_copy=self._save_recovered, discard=RecoveryStore.discard,
-            restorable=self._restorable, parent=self._window,
-        )  # fmt: skip
-        self.recovery_dialog = dialog
-        try:
-            dialog.exec()
-        finally:
-            self.recovery_dialog = None
-            for entry in dialog.remaining:  # kept for later: nothing deleted, nothing held
-                release(entry)
-            dialog.deleteLater()
-        left = len(dialog.remaining)
-        if left:
-            self._window.statusBar().showMessage(
-                f"{left:,} unsaved {'text is' if left == 1 else 'texts are'} kept: File → Recover Unsaved Work… "
-                "lists them again.",
-                STATUS_MS,
-            )
-        return dialog.restored is not None
+        restores, saves or discards each (``recovery_offer``). True when one was restored."""
+        return self.recovery_offer.offer(asked=self.sender() is self.recover_action)
 
-    @staticmethod
-    def _restorable(entry: Recovered) -> str | None:
-        if entry.size > MAX_SOURCE_BYTES:
-            return (
-                f"It is {format_bytes(entry.size)}, more than the {format_bytes(MAX_SOURCE_BYTES)} the editor "
-                "opens."
-            )
-        return None
-
-    def _restore(self, entry: Recovered) -> bool:
-        """Put a left-behind text into the editor as this window's unsaved text; its file is
-        deleted only once this window's own recovery copy holds the text."""
-        if not self.maybe_keep_changes():
-            return False
-        if not RecoveryStore.claim(entry):
-            QMessageBox.warning(self._window, "Restore", f"Another gradviz window has taken {entry.title} meanwhile.")
-            return False
-        try:
-            text = entry.text
-        except RecoveryDamaged as exc:
-            release(entry)
-            QMessageBox.warning(self._window, "Restore", f"Cannot restore {entry.title}: {exc}. It is left in {entry.file}.")
-            return False
-        # the file it came from is only a suggestion for Save: it is neither read nor written unasked
-        suggested = Path(entry.path) if entry.path and os.path.isabs(entry.path) else None
+    def _adopt(self, text: str, suggested: Path | None) -> bool:
+        """``text`` becomes this window's unsaved text; True once its recovery copy holds it."""
         self.set_source(text, suggested)
         self._document().setModified(True)
         self.update_title()
         self.autosave()  # now it is this window's unsaved text
-        if self.flush_autosave() and not self.recovery.failing and self.recovery.file.exists():
-            RecoveryStore.discard(entry)
-        else:
-            release(entry)  # our own copy could not be written: theirs stays for the next launch
-        return True
-
-    def _save_recovered(self, entry: Recovered) -> bool:
-        """Write a left-behind text to a file the user picks (copied from the recovery file a
-        chunk at a time: a text too big for the editor is saved without ever being in memory)."""
-        start = entry.path if entry.path and os.path.isabs(entry.path) else str(Path.home() / entry.title)
-        chosen, _ = QFileDialog.getSaveFileName(self._window, f"Save {entry.title}", start, PYTHON_FILTER)
-        if not chosen:
-            return False
-        if not RecoveryStore.claim(entry):
-            QMessageBox.warning(self._window, "Save", f"Another gradviz window has taken {entry.title} meanwhile.")
-            return False
-        try:
-            with atomic_writer(chosen) as out:
-                entry.copy_to(out)
-        except (OSError, RecoveryDamaged) as exc:
-            release(entry)
-            why = os_reason(exc) if isinstance(exc, OSError) else str(exc)
-            QMessageBox.warning(self._window, "Cannot save", f"Cannot save {chosen}: {why}. The unsaved text is kept.")
-            return False
-        RecoveryStore.discard(entry)
-        self._window.statusBar().showMessage(f"Unsaved text of {entry.title} saved to {chosen}", STATUS_MS)
-        return True
+        return self.flush_autosave() and not self.recovery.failing and self.recovery.file.exists()
 
     def close(self) -> None:
         """The window closes with the text saved or discarded: no recovery copy stays behind."""

@@ -8,8 +8,8 @@ and write back through the state. Settings are the schema's own types (``CheckSe
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -40,6 +40,13 @@ class SchemaState(QObject):
 
     schema: ClassVar[type]
     FIELDS: ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A property per name in FIELDS (``state.eps``, ``state.eps = 1e-6``); the signals stay
+        written out in each class, as Qt needs them at class creation."""
+        super().__init_subclass__(**kwargs)
+        for name in cls.FIELDS:
+            setattr(cls, name, _field(name))
 
     def __init__(self, values: Any = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -139,19 +146,6 @@ class RunSettings(SchemaState):
     check_batched_grad_changed = Signal(bool)
     check_batched_forward_grad_changed = Signal(bool)
 
-    device = _field("device")
-    dtype = _field("dtype")
-    eps = _field("eps")
-    atol = _field("atol")
-    rtol = _field("rtol")
-    seed = _field("seed")
-    timeout = _field("timeout")
-    fast_mode = _field("fast_mode")
-    check_forward_ad = _field("check_forward_ad")
-    check_backward_ad = _field("check_backward_ad")
-    check_batched_grad = _field("check_batched_grad")
-    check_batched_forward_grad = _field("check_batched_forward_grad")
-
     def __init__(
         self, values: CheckSettings | None = None, timeout: int = RUN_TIMEOUT_S, parent: QObject | None = None
     ) -> None:
@@ -245,13 +239,6 @@ class MemorySettings(SchemaState):
     device_changed = Signal(str)
     dtype_changed = Signal(str)
 
-    layers = _field("layers")
-    shape = _field("shape")
-    out_channels = _field("out_channels")
-    kernel = _field("kernel")
-    device = _field("device")
-    dtype = _field("dtype")
-
     def options(self) -> MemoryOptions:
         """A copy of the options the next measurement is asked for."""
         return replace(self._values)
@@ -283,6 +270,133 @@ class CurrentResult(QObject):
         self.graph, self.graph_error = graph, graph_error
         self.displays = displays or {}
         self.changed.emit()
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One check as it was asked for: the code, its Function, the settings and the time limit."""
+
+    source: str
+    filename: str  # what tracebacks call the code: a path, or <editor>
+    function: str | None
+    settings: CheckSettings
+    timeout: float | None = None  # seconds before the worker stops the run; None: never
+    target: str | None = None  # pkg.mod:Name or file.py:Name, loaded by the worker instead of source
+    inputs_path: str | None = None  # tensors saved with torch.save, for a target
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """What the window showed when a check was sent (or shows now): compared, they say whether
+    the result on screen still belongs to the editor."""
+
+    code: str
+    function: str | None
+    settings: tuple[tuple[str, Any], ...]  # the run bar's settings, sorted by name
+    target: tuple[str, str | None] | None  # (pkg.mod:Name, inputs file) while checking a target
+    title: str  # the document's title
+
+
+@dataclass(frozen=True)
+class ShownCheck:
+    """The check on screen: what it was asked for and the Function its result is of."""
+
+    asked: RunSnapshot
+    function: str
+
+
+class ShownRun(QObject):
+    """What was asked and what is shown: the latest Run's request, the checks in flight, the check
+    on screen and whether the last run failed. The run controller feeds it; the window and the
+    Why? dock read it. Why the result on screen is stale is decided here and nowhere else.
+
+    ``now`` returns what the window shows now (None without a window: nothing is then stale);
+    ``busy`` whether a check is in flight or waiting.
+    """
+
+    changed = Signal()  # a check was sent, shown or failed: the stale reason may have changed
+
+    def __init__(
+        self,
+        now: Callable[[], RunSnapshot | None] | None = None,
+        busy: Callable[[], bool] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._now = now or (lambda: None)
+        self._busy = busy or (lambda: False)
+        self.asked: CheckRequest | None = None  # what the latest Run asked for (the Why? dock sweeps it)
+        self.sent_request: CheckRequest | None = None  # what the latest check was sent with (regions use it)
+        self._in_flight: dict[int, RunSnapshot | None] = {}  # request id: what the window showed when sent
+        self.shown: ShownCheck | None = None
+        self.failed = False  # the last run failed: the result on screen is older
+
+    # --- fed by the run controller -------------------------------------------------------------
+    def note_asked(self, request: CheckRequest) -> None:
+        """Run was pressed (or the Why? dock re-runs) with ``request``."""
+        self.asked = request
+
+    def note_sent(self, request_id: int, request: CheckRequest) -> None:
+        self.sent_request = request
+        self._in_flight[request_id] = self._now()
+        self.changed.emit()
+
+    def note_shown(self, request_id: int, function: str) -> None:
+        """The result of ``request_id`` (a check of ``function``) is on screen now."""
+        asked = self._in_flight.pop(request_id, None)
+        self.shown = ShownCheck(asked, function) if asked is not None else None
+        self.failed = False
+        self.changed.emit()
+
+    def note_failed(self, request_id: int, *, error: bool) -> None:
+        """The check ``request_id`` ended without a result; ``error``: it failed (not cancelled)."""
+        self._in_flight.pop(request_id, None)
+        self.failed = error
+        self.changed.emit()
+
+    def note_worker_died(self) -> None:
+        self._in_flight.clear()
+        self.failed = True
+        self.changed.emit()
+
+    # --- read by the views ---------------------------------------------------------------------
+    def now(self) -> RunSnapshot | None:
+        """What the window shows now (the Why? dock compares its own sweeps with it)."""
+        return self._now()
+
+    def stale_reason(self) -> str | None:
+        """Why the result on screen no longer matches the editor, in words; None when it does."""
+        shown, now = self.shown, self._now()
+        if shown is None or now is None:
+            return None
+        name, asked = shown.function, shown.asked
+        if self._busy():
+            return f"From the previous run of {name}: a new run is in flight."
+        if self.failed:
+            return f"From the previous run of {name}: the last run failed (see above)."
+        if asked.title != now.title or asked.target != now.target:
+            return f"From the previous run of {name} in {asked.title}: another file is in the editor."
+        if asked.code != now.code:
+            return f"From the previous run of {name}: the code has changed since. Run (Ctrl+Enter) to update."
+        if asked.function not in (now.function, None) or asked.settings != now.settings:
+            return f"From the previous run of {name}, with other settings. Run (Ctrl+Enter) to update."
+        return None
+
+    def is_current(self) -> bool:
+        """A result of what the editor holds now is on screen."""
+        return self.shown is not None and self.stale_reason() is None
+
+    def running_name(self) -> str:
+        """What the banner calls the check in flight: the chosen Function, else the one on screen
+        when it is of this document, else the document."""
+        now = self._now()
+        if now is None:
+            return ""
+        if now.function:
+            return now.function
+        if self.shown is not None and self.shown.asked.title == now.title:
+            return self.shown.function
+        return now.title
 
 
 class SourceDocument(QObject):

@@ -5,25 +5,27 @@ Its buttons ask for the next run: in float64 (this changes the run bar's dtype, 
 what runs), at the suggested eps or with the inputs moved off a kink (both for this run only: a
 suggestion never becomes the eps of the next file or the next launch). "Sweep eps" sweeps the
 Function in the editor whether its check passed or failed. A sweep made for other code, another
-file or other settings is marked stale with the window's own reason (``MainWindow.stale_reason``).
-The window owns the settings and the runs; this module only connects the two.
+file or other settings is marked stale with the window's own reason (``ShownRun.stale_reason``).
+The window owns the settings and the runs; this module only connects the two, from named
+collaborators (tests give it fakes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QWidget
 
 from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.why_panel import WhyPanel
-from gradviz.app.run_controller import CheckRequest
-from gradviz.schema.results import CheckResult
+from gradviz.app.run_controller import RunController
+from gradviz.app.runner import Runner
+from gradviz.app.state import CheckRequest, CurrentResult, RunSettings, RunSnapshot
+from gradviz.schema.results import BlockComparison, CheckResult
 from gradviz.schema.sweep import SweepResult
-
-if TYPE_CHECKING:
-    from gradviz.app.main_window import MainWindow
 
 TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
@@ -49,19 +51,42 @@ class _WhyFigure:
         export_figure(path, size=size, caption="\n".join(t for t in (caption, headline) if t), parts=parts)
 
 
+class BlockPicker(Protocol):
+    """What the link uses of the Jacobian panel: the block on screen, and choosing another."""
+
+    block_changed: Any  # Signal
+
+    def current_block(self) -> BlockComparison | None: ...
+    def set_block(self, index: int) -> None: ...
+
+
 class WhyLink(QObject):
     shown = Signal()  # a sweep is on the panel
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(
+        self,
+        *,
+        runner: Runner,
+        controller: RunController,
+        current: CurrentResult,
+        jacobians: BlockPicker,
+        settings: RunSettings,
+        add_panel: Callable[[str, QWidget], Any],
+        register_figures: Callable[[Any], None],
+        say: Callable[[str, int], None],
+        parent: QObject | None = None,
+    ) -> None:
+        """``add_panel(title, widget)`` docks the panel and returns the dock; ``register_figures``
+        offers its figure to File → Export; ``say(text, ms)`` shows a line in the status bar."""
+        super().__init__(parent)
+        self.runner, self.controller, self.current, self.jacobians = runner, controller, current, jacobians
+        self.settings, self._say = settings, say
         self.panel = WhyPanel()
-        self.dock = window.add_panel(TITLE, self.panel)
-        window.exports.register_figures(_WhyFigure(self.panel))
+        self.dock = add_panel(TITLE, self.panel)
+        register_figures(_WhyFigure(self.panel))
         self._request: CheckRequest | None = None  # the check the sweep on screen (or in flight) is of
-        self._asked: tuple | None = None  # what a sweep asked for with the button was made of (window._snapshot())
-        self._asked_in_flight: tuple | None = None
-        controller = window.controller
+        self._asked: RunSnapshot | None = None  # what a sweep asked for with the button was made of (ShownRun.now())
+        self._asked_in_flight: RunSnapshot | None = None
         controller.sweep_finished.connect(self._on_sweep_finished)
         controller.sweep_failed.connect(self._on_sweep_failed)
         self.panel.rerun_at_eps.connect(self._on_rerun_at_eps)
@@ -70,7 +95,7 @@ class WhyLink(QObject):
         self.panel.sweep_requested.connect(self._on_sweep_block)
         self.panel.sweep_all_requested.connect(self._on_sweep_all)
         self.panel.block_changed.connect(self._on_panel_block_changed)
-        window.jacobians.block_changed.connect(self._on_block_changed)
+        jacobians.block_changed.connect(self._on_block_changed)
 
     def on_result(self, request: CheckRequest | None, result: CheckResult) -> None:
         """A check's result is on screen: a failing one gets its sweep, a passing one none."""
@@ -86,7 +111,7 @@ class WhyLink(QObject):
         if not (result.passed or request is None or request.target):
             self._request = request
             self.panel.show_message(SWEEPING_TEXT)
-            self.window.controller.run_sweep(request)
+            self.controller.run_sweep(request)
         self._update()
 
     def set_stale(self, reason: str | None) -> None:
@@ -95,35 +120,36 @@ class WhyLink(QObject):
 
     def _update(self, reason: str | None = None) -> None:
         """The stale mark and the Sweep button, after any change of code, file, settings or runs."""
-        window = self.window
+        shown = self.controller.shown
+        now = shown.now()
         if self._asked is not None:  # swept with the button: stale when what it swept changed
-            reason = None if self._asked == window._snapshot() else (reason or CHANGED_SINCE[:1].upper() + CHANGED_SINCE[1:])
+            reason = None if self._asked == now else (reason or CHANGED_SINCE[:1].upper() + CHANGED_SINCE[1:])
         else:
-            reason = window.stale_reason() if reason is None else reason
+            reason = shown.stale_reason() if reason is None else reason
         self.panel.set_stale(reason)
-        if window.document.target:
+        if now is not None and now.target:
             self.panel.set_sweep_allowed(False, "Sweep: open the Function's file to sweep it")
         elif self.sweep_in_flight():
             self.panel.set_sweep_allowed(False, "Sweeping…")
         else:
-            self.panel.set_sweep_allowed(bool(window.editor.text().strip()))
+            self.panel.set_sweep_allowed(bool(now and now.code.strip()))
 
     def sweep_in_flight(self) -> bool:
-        return self._request is not None and self.window.controller.sweep_running
+        return self._request is not None and self.controller.sweep_running
 
     def _on_sweep_all(self) -> None:
         """Sweep the Function in the editor with the run bar's settings, passing or failing."""
-        request = self.window.check_request()
+        request = self.runner.build_request()
         if request.target:
             return
         self._request = request
-        self._asked_in_flight = self.window._snapshot()
+        self._asked_in_flight = self.controller.shown.now()
         self.panel.show_message(SWEEPING_ASKED_TEXT)
-        self.window.controller.run_sweep(request)
+        self.controller.run_sweep(request)
         self._update()
 
     def _on_sweep_finished(self, payload: dict) -> None:
-        result = self.window.current.result
+        result = self.current.result
         if self._request is None or (result is None and self._asked_in_flight is None):
             return
         self._request = None
@@ -141,39 +167,39 @@ class WhyLink(QObject):
             self._update()
 
     def _on_block_changed(self, *_args) -> None:
-        block = self.window.jacobians.current_block()
+        block = self.jacobians.current_block()
         if block is not None and self.panel.result() is not None:
             self.panel.select_block(block.output, block.input)
 
     def _on_panel_block_changed(self, output: int, input: int) -> None:
         """A block picked in the Why? panel shows in the heatmaps too."""
-        result = self.window.current.result
+        result = self.current.result
         blocks = result.blocks if result is not None else []
         index = next((k for k, b in enumerate(blocks) if (b.output, b.input) == (output, input)), None)
         if index is not None:
-            self.window.jacobians.set_block(index)
+            self.jacobians.set_block(index)
 
     def _on_rerun_at_eps(self, eps: float) -> None:
         """This run only: the run bar keeps its eps, so the next file (and launch) is not affected."""
-        request = self.window.check_request()
-        self.window.run_request(replace(request, settings=replace(request.settings, eps=eps)))
-        self.window.statusBar().showMessage(
+        request = self.runner.build_request()
+        self.runner.run_check(replace(request, settings=replace(request.settings, eps=eps)))
+        self._say(
             f"Re-running at eps={eps:g} for this run only; the run bar keeps eps={request.settings.eps:g}.", 8000
         )
 
     def _on_use_float64(self) -> None:
-        self.window.run_settings.dtype = "float64"
-        self.window.request_run()
+        self.settings.dtype = "float64"
+        self.runner.run()
 
     def _on_redraw(self, jitter: float) -> None:
         """This run only: the inputs moved off the kink by up to jitter·(1+|x|)."""
-        request = self.window.check_request()
-        self.window.run_request(replace(request, settings=replace(request.settings, jitter=jitter)))
+        request = self.runner.build_request()
+        self.runner.run_check(replace(request, settings=replace(request.settings, jitter=jitter)))
 
     def _on_sweep_block(self, block: tuple[int, int]) -> None:
-        if self._request is not None or self.window.current.result is not None:
-            request = self._request or self.window.check_request()
+        if self._request is not None or self.current.result is not None:
+            request = self._request or self.runner.build_request()
             self._request = request
             self.panel.show_message(SWEEPING_TEXT)
-            self.window.controller.run_sweep(request, {"block": list(block)})
+            self.controller.run_sweep(request, {"block": list(block)})
             self._update()

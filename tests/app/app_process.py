@@ -145,7 +145,7 @@ DRIVER = textwrap.dedent(
             done = []
             w.result_shown.connect(lambda: done.append("result"))
             w.run_failed.connect(lambda m: done.append("failed"))
-            w.request_run()
+            w.run()
             wait(lambda: bool(done), go)
         elif kind == "state":
             say("STATE:", json.dumps(state(w))); go()

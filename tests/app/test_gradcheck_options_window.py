@@ -75,7 +75,7 @@ def open_options(qtbot, window) -> CheckOptionsDialog:
 
 def run_and_wait(qtbot, window) -> None:
     with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
-        window.request_run()
+        window.run()
 
 
 def show_function(window, name: str) -> None:

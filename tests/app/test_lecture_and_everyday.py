@@ -84,7 +84,7 @@ def test_stale_results_are_marked_and_the_banner_counts_a_run(qtbot, main_window
     assert window.stale_reason() is None
     window.load_builtin("mul_constant")  # another example: the old result is marked, not hidden
     assert window.jacobians.is_stale() and f"previous run of {name}" in window.stale_reason()
-    window.request_run()
+    window.run()
     qtbot.waitUntil(lambda: re.fullmatch(r"Running.*… \d+\.\d s", window.banner.headline.text()) is not None)
     qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT).wait()
     assert not window.jacobians.is_stale()

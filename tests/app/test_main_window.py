@@ -170,7 +170,7 @@ def test_cancel_stops_a_hung_run_and_next_run_works(qtbot, main_window):
     hang = HANG.replace("        while True:", "        print('looping', flush=True)\n        while True:")
     window.editor.set_text(hang)
     old_pid = window.worker.pid
-    window.request_run()
+    window.run()
     qtbot.waitUntil(lambda: "looping" in window.worker.output_text, timeout=RUN_TIMEOUT)
     qtbot.mouseClick(window.run_bar.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.worker.busy and window.run_bar.run_button.isEnabled(), timeout=1500)
@@ -191,7 +191,7 @@ def test_killed_worker_is_replaced_and_window_survives(qtbot, main_window):
     window = main_window
     text = window.editor.text()
     window.editor.set_text(HANG)
-    window.request_run()
+    window.run()
     qtbot.waitUntil(lambda: window.worker.busy)
     with qtbot.waitSignal(window.run_failed, timeout=RUN_TIMEOUT) as blocker:
         os.kill(window.worker.pid, signal.SIGKILL)

@@ -34,7 +34,7 @@ def test_a_long_run_shows_the_time_left_before_its_result(qtbot, main_window, tm
 def test_cancel_stays_while_the_time_left_shows(qtbot, main_window, tmp_path):
     window = main_window
     open_and_wait(qtbot, window, write(tmp_path, "slow_cumsum.py", SLOW_CUMSUM))
-    window.request_run()
+    window.run()
     qtbot.waitUntil(lambda: window.run_bar.time_left.text().endswith("left"), timeout=RUN_TIMEOUT)
     assert window.run_bar.cancel_button.isEnabled() and window.run_bar.cancel_button.isVisible()
     window.run_bar.cancel_button.click()

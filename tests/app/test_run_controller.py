@@ -293,7 +293,7 @@ def test_a_memory_study_is_asked_for_once(worker, controller):
 
 
 def test_older_result_files_go_once_a_result_is_shown(worker, controller):
-    controller.result_shown(4)
+    controller.note_shown(4, "f")
     assert worker.discarded == [4]
 
 
@@ -336,7 +336,7 @@ def test_a_region_goes_with_the_checks_code_and_settings_and_reports_progress(wo
     request = check(seed=3)
     controller.run_check(request)
     worker.answer()
-    controller.run_region(controller.sent_request, REGION)
+    controller.run_region(controller.shown.sent_request, REGION)
     sent = worker.sent[-1]
     assert sent["op"] == "region" and sent["region"] == REGION and sent["settings"]["seed"] == 3
     assert (sent["source"], sent["function"], sent["timeout"]) == ("code", "MyFunction", 30.0)

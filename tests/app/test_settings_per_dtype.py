@@ -89,7 +89,7 @@ def test_defaults_follow_the_dtype_unless_typed(qtbot, main_window, settings_sto
     for dtype in ("float32", "float64", "float16", "float64"):  # the user picks each in the combo box
         bar.dtype.setCurrentText(dtype)
         assert shown(window) == defaults_text(dtype)
-        assert window.check_request().settings.tolerance() == dtype_defaults(dtype)
+        assert window.runner.build_request().settings.tolerance() == dtype_defaults(dtype)
     # a typed value stays through dtype changes, per field; the others follow
     type_into(qtbot, bar.tolerance["eps"], "1e-7")
     assert window.run_settings.eps == 1e-7 and bar.tolerance["eps"].text() == "1e-7"
@@ -97,7 +97,7 @@ def test_defaults_follow_the_dtype_unless_typed(qtbot, main_window, settings_sto
     assert bar.tolerance["eps"].text() == "1e-7"
     assert bar.tolerance["atol"].text() == defaults_text("float32")["atol"]
     assert bar.tolerance["rtol"].text() == defaults_text("float32")["rtol"]
-    settings = window.check_request().settings
+    settings = window.runner.build_request().settings
     assert (settings.eps, settings.atol) == (1e-7, dtype_defaults("float32").atol)
     # typed survives a relaunch too (it is the user's), untyped fields take the dtype's defaults
     window._save_settings()

@@ -15,14 +15,14 @@ def one_round(qtbot, window, k: int, original: str) -> None:
     """Round k: every third a hung run that is cancelled, else an edited source that runs."""
     if k % 3 == 2:
         window.editor.set_text(HANG)
-        window.request_run()
+        window.run()
         qtbot.waitUntil(lambda: window.worker.busy)
         qtbot.mouseClick(window.run_bar.cancel_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: window.worker.is_ready and not window.worker.busy, timeout=RUN_TIMEOUT)
         return
     window.editor.set_text(original + f"\n# edit {k}\n")
     with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
-        window.request_run()
+        window.run()
 
 
 @pytest.mark.slow

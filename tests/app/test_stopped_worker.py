@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 def start_stopping_run(qtbot, window, pid_file) -> tuple[int, int]:
     """Run the Function that stops the worker; (run pid, worker pid) once the worker is stopped."""
     window.editor.set_text(stopping_source(pid_file))
-    window.request_run()
+    window.run()
     qtbot.waitUntil(lambda: read_pids(pid_file) is not None, timeout=RUN_TIMEOUT)
     run, worker = read_pids(pid_file)
     assert worker == window.worker.pid

@@ -68,7 +68,7 @@ def test_a_run_in_flight(qtbot, main_window):
     window = main_window
     run_and_wait(qtbot, window)
     window.editor.set_text(HANG)
-    window.request_run()
+    window.run()
     qtbot.waitUntil(lambda: window.banner.headline.text().startswith("Running"), timeout=RUN_TIMEOUT)
     assert window.jacobians.is_stale()  # the old result is marked as such
     check_sizes(qtbot, window, "running")
