@@ -13,10 +13,10 @@ import torch
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QImage
 
+from gradviz.app.figures import EXPORT_WIDTH
 from gradviz.app.panels.graph_panel import (
     CTX_MARK,
     EMPTY_TEXT,
-    EXPORT_WIDTH,
     GraphPanel,
     format_shape,
     node_label,

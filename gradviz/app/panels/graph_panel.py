@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app.figures import export_figure, save_png
+from gradviz.app.figures import DEFAULT_SIZE, export_figure, save_png, slide_size
 from gradviz.app.panels.graph_details import (
     CTX_MARK,
     EMPTY_TEXT,
@@ -54,10 +54,11 @@ from gradviz.app.panels.graph_labels import (
     edge_curves,
     fit_labels,
 )
+from gradviz.app.panels.stale_note import StaleNote
 from gradviz.app.plot_style import text_width
 from gradviz.app.theme import ViewSettings
 
-__all__ = ["CTX_MARK", "EMPTY_TEXT", "EXPORT_WIDTH", "GraphPanel", "format_shape", "node_label"]  # the tests' names
+__all__ = ["CTX_MARK", "EMPTY_TEXT", "GraphPanel", "format_shape", "node_label"]  # the tests' names
 
 INK = "#222"
 EDGE_COLOUR = "#9a9a9a"
@@ -65,7 +66,6 @@ RING_COLOUR = "#d0021b"
 LABEL_FILL = (255, 255, 255, 215)  # labels sit on a white patch so crossing edges do not hide them
 LABEL_POINTS = 12
 MIN_SYMBOL_SCALE = 0.35  # symbols shrink with the zoom down to this fraction of their size
-EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 HINT_POINTS = 11
 HINTS = (  # below the graph, never over it: the longest wording that fits
     "{m} of {n} nodes labelled · zoom in (mouse wheel) to label the rest",
@@ -142,9 +142,7 @@ class GraphPanel(QWidget):
         for button, which in ((self.prev_button, "previous"), (self.next_button, "next")):
             button.setToolTip(f"Select the {which} node in the order the recorded backward ran them")
         self.step_label = QLabel("")
-        self.stale_label = QLabel("")
-        self.stale_label.setWordWrap(True)
-        self.stale_label.hide()
+        self.stale_label = StaleNote()
         self.fit_button = QPushButton("Fit")
         self.fit_button.setToolTip("Show the whole graph (wheel: zoom, drag: pan)")
         bar = QHBoxLayout()
@@ -313,8 +311,7 @@ class GraphPanel(QWidget):
 
     def set_stale(self, text: str | None) -> None:
         """Say that the graph is from an earlier run (``text`` says why); None: it is current."""
-        self.stale_label.setText(text or "")
-        self.stale_label.setVisible(bool(text))
+        self.stale_label.set_reason(text)
         self.plot.setEnabled(not text)
         self.plot.getPlotItem().setOpacity(0.45 if text else 1.0)
 
@@ -359,7 +356,7 @@ class GraphPanel(QWidget):
     def figures(self) -> dict[str, dict]:
         return {"graph": {"root": self.plot.plotItem}}
 
-    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+    def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         """The graph as drawn (legend, labels, selection ring) as PNG, SVG or PDF."""
         if not self._nodes:
             raise OSError("There is no graph to export yet: run a check first.")
@@ -370,7 +367,7 @@ class GraphPanel(QWidget):
         """The graph as drawn (legend, labels, selection ring), wide enough for a slide; without a
         graph, the panel and its message."""
         if self._nodes:
-            self.export("graph", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.5)))
+            self.export("graph", path, size=slide_size(0.5))
         else:
             save_png(self.grab(), path)
 
@@ -561,10 +558,7 @@ class GraphPanel(QWidget):
         self.step_label.setFont(theme.font(12))
         self.side.set_theme(theme)
         self.message.setFont(theme.font(14))
-        self.stale_label.setFont(theme.font(12, bold=True))
-        self.stale_label.setStyleSheet(
-            "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
-        )
+        self.stale_label.set_theme(theme)
         for kind, label_font in self._label_fonts.items():
             label_font.setPointSize(theme.pt(LABEL_POINTS + (1 if kind == "custom" else 0)))
             label_font.setBold(kind == "custom" or theme.high_contrast)

@@ -25,27 +25,26 @@ from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
     QSplitter,
-    QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.display import BlockDisplay, first_block_index
-from gradviz.app.figures import export_figure
+from gradviz.app.figures import DEFAULT_SIZE, export_figure, slide_size
 from gradviz.app.panels.block_overview import BlockOverview
+from gradviz.app.panels.box_layout import Stretch, column, row
 from gradviz.app.panels.forward_view import ForwardSwitch
 from gradviz.app.panels.heatmap_plots import HeatmapPlots
 from gradviz.app.panels.jacobian_regions import LargeBlockRegions
 from gradviz.app.panels.large_block_page import LargeBlockPage
+from gradviz.app.panels.stale_note import StaleNote
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
 
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
-EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 STALE_OPACITY = 0.35
 READOUT_PT = 12
@@ -86,9 +85,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.reset_button.setToolTip("Show the whole block again (or double-click a plot)")
         self.log_scale = QCheckBox("log scale")
         self.log_scale.setToolTip("Colour the error map by log10 |analytic − numerical|")
-        self.stale_label = QLabel()
-        self.stale_label.setWordWrap(True)
-        self.stale_label.hide()
+        self.stale_label = StaleNote()
         self.readout = QLabel(EMPTY_TEXT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setWordWrap(True)
@@ -124,28 +121,12 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.body.setStretchFactor(0, 0)
         self.body.setStretchFactor(1, 1)
         self.overview = BlockOverview()  # every block of the Jacobian, beside the one shown
-        middle = QHBoxLayout()
-        middle.setContentsMargins(0, 0, 0, 0)
-        middle.addWidget(self.overview)
-        middle.addWidget(self.body, 1)
-
-        controls = QHBoxLayout()
-        controls.setContentsMargins(0, 0, 0, 0)
-        controls.addWidget(self.block_selector)
-        controls.addWidget(self.worst_button)
-        controls.addWidget(self.reset_button)
-        controls.addWidget(self.forward)
-        controls.addWidget(self.view_note)
-        controls.addStretch(1)
-        controls.addWidget(self.square_cells)
-        controls.addWidget(self.log_scale)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(3)
-        layout.addLayout(controls)
-        layout.addWidget(self.stale_label)
-        layout.addLayout(middle, 1)
-        layout.addWidget(self.readout)
+        controls = row(
+            self.block_selector, self.worst_button, self.reset_button, self.forward, self.view_note,
+            Stretch(1), self.square_cells, self.log_scale,
+        )  # fmt: skip
+        middle = row(self.overview, (self.body, 1))
+        column(controls, self.stale_label, (middle, 1), self.readout, parent=self, spacing=3)
 
         self.block_selector.currentIndexChanged.connect(self._on_block_selected)
         self.log_scale.toggled.connect(self._on_log_scale_changed)
@@ -331,8 +312,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def set_stale(self, text: str | None) -> None:
         """Say that what is drawn no longer matches the editor (``text`` says why); None: it does."""
         self._stale = bool(text)
-        self.stale_label.setText(text or "")
-        self.stale_label.setVisible(bool(text))
+        self.stale_label.set_reason(text)
         for image in (self.analytic_image, self.numerical_image, self.error_image):
             image.setOpacity(STALE_OPACITY if text else 1.0)
         self.large_page.setEnabled(not text)
@@ -357,7 +337,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             "error_map": {"root": self.plots.ci, "region": error_region, "layout_width": 3.0},
         }
 
-    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+    def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         """One figure ('jacobians' or 'error_map') as PNG, SVG or PDF (by ``path``'s suffix)."""
         if self._shown() is None:
             raise OSError(
@@ -380,7 +360,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
     def export_png(self, path: str) -> None:
         """The three plots and their colour bars as one PNG, wide enough for a slide."""
-        self.export("jacobians", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.45)))
+        self.export("jacobians", path, size=slide_size(0.45))
 
     # internals --------------------------------------------------------------------------------
 
@@ -518,10 +498,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.large_table.setFont(theme.font(READOUT_PT - 1))
         self.view_note.setFont(theme.font(10))
         self.view_note.setStyleSheet(f"color: {theme.muted}")
-        self.stale_label.setFont(theme.font(12, bold=True))
-        self.stale_label.setStyleSheet(
-            "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
-        )
+        self.stale_label.set_theme(theme)
         self.plots.apply_theme()
 
     # events -------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app.figures import export_figure
+from gradviz.app.figures import DEFAULT_SIZE, export_figure, slide_size
 from gradviz.app.memory_display import (
     FAIL_COLOUR,
     VARIANTS,
@@ -42,6 +42,7 @@ from gradviz.app.memory_display import (
     measured_points,
     sweep_curves,
 )
+from gradviz.app.panels.box_layout import Stretch, column, fill
 from gradviz.app.panels.memory_controls import MeasureProgress, MemoryControls
 from gradviz.app.panels.memory_tensors import PeakTable, SavedTensorsView
 from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
@@ -62,7 +63,6 @@ CONTROL_NAMES = (
 EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
 CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
 BAR_WIDTH = 0.6
-EXPORT_WIDTH = 1920
 WIDE_RATIO = 1.5  # wider than this times its height: controls left of the plots, plots side by side
 INFO_WIDTH = 330  # px of the controls' column in the wide arrangement, at scale 1
 
@@ -101,19 +101,11 @@ class MemoryPanel(QWidget):
         self.set_devices(["cpu"])
 
         self.info = QWidget()
-        info = QVBoxLayout(self.info)
-        info.setContentsMargins(0, 0, 0, 0)
-        info.addWidget(self.controls)
-        info.addWidget(self.measuring)
-        info.addWidget(self.headline)
-        info.addWidget(self.checks_label)
-        info.addWidget(self.cpu_note)
-        info.addWidget(self.peak_box)
-        info.addStretch(1)
+        texts = (self.controls, self.measuring, self.headline, self.checks_label, self.cpu_note, self.peak_box)
+        column(*texts, Stretch(1), parent=self.info)
         self.body = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)
         self.body.setContentsMargins(6, 4, 6, 4)
-        self.body.addWidget(self.info)
-        self.body.addWidget(self.stack, 1)
+        fill(self.body, self.info, (self.stack, 1))
         self.measure_button.clicked.connect(self._on_measure_clicked)
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
@@ -286,7 +278,7 @@ class MemoryPanel(QWidget):
             },
         }
 
-    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+    def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         """One figure ('memory_bars', 'memory_sweep' or both side by side, 'memory') as PNG, SVG or PDF."""
         if self._payload is None:
             raise OSError("There is no memory measurement to export yet: press Measure first.")
@@ -296,7 +288,7 @@ class MemoryPanel(QWidget):
 
     def export_png(self, path: str) -> None:
         """The bars and the sweep side by side with the headline under them, slide-sized."""
-        self.export("memory", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.5)))
+        self.export("memory", path, size=slide_size(0.5))
 
     # drawing ----------------------------------------------------------------------------------
 
