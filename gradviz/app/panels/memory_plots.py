@@ -96,6 +96,7 @@ class MemoryPlots(QWidget):
         fill(self.figures_layout, (self.bar_plot, 4), (self.sweep_plot, 5))
         self.setObjectName("memory_plots_area")
         self.setStyleSheet("#memory_plots_area { background: white; }")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)  # a QWidget subclass draws no style sheet without it
         self.setAutoFillBackground(True)
         column((self.figures_layout, 1), parent=self, margins=4)
 
