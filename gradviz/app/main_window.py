@@ -49,6 +49,7 @@ from gradviz.app.state import CurrentResult, MemorySettings, RunSettings, Source
 from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.results import CheckResult
 from gradviz.schema.session import SUFFIX, Session, SessionError, save_session
 
@@ -413,7 +414,7 @@ class MainWindow(QMainWindow):
         if result.functions:
             self.picker.set_functions(result.functions, self.document.function or result.function)
         self.jacobians.set_result(result, self.current.displays)
-        self.graph.set_graph(self.current.graph, self.current.graph_error)
+        self.graph.set_graph(GraphModel.from_dict(self.current.graph) if self.current.graph else None, self.current.graph_error)
         self.presenter.reset()
         self.banner.show_result(result, self.jacobians.current_block())
         self.why.on_result(self._last_request, result)
@@ -513,7 +514,7 @@ class MainWindow(QMainWindow):
         node = self.graph.node(node_id)
         result = self.current.result
         self.jacobians.clear_rows()
-        if node is None or node["kind"] != "custom" or result is None or not result.blocks:
+        if node is None or node.kind != "custom" or result is None or not result.blocks:
             return
         if not self.graph.stepping():  # a new graph selects your Function by itself: no step yet
             return

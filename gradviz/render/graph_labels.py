@@ -205,11 +205,10 @@ def clear_of_neighbours(rows: np.ndarray, px: np.ndarray, py: np.ndarray, radius
     return clear
 
 
-def node_positions(nodes: list[dict]) -> np.ndarray:
-    """(N, 2) data positions of the nodes; a non-finite coordinate arrives as None (strict JSON):
-    it becomes nan, then 0, as does a missing position."""
-    positions = np.array([n.get("position") or (0.0, 0.0) for n in nodes], dtype=float).reshape(-1, 2)
-    return np.nan_to_num(positions, nan=0.0, posinf=0.0, neginf=0.0)
+def node_positions(positions: np.ndarray) -> np.ndarray:
+    """(N, 2) data positions fit to draw: a non-finite coordinate (strict JSON carries it as a
+    string, or as null from older versions) becomes 0."""
+    return np.nan_to_num(np.asarray(positions, dtype=float).reshape(-1, 2), nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def edge_rows(edges: list | np.ndarray, index: dict[int, int]) -> np.ndarray:

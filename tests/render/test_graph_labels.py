@@ -21,6 +21,7 @@ from gradviz.render.graph_labels import (
     whole_graph_range,
 )
 from gradviz.render.graph_text import node_label, short_label, summary_text
+from gradviz.schema.graph import GraphModel, Node, SavedEntry
 
 
 def layered(layers: int = 6, across: int = 7) -> tuple[np.ndarray, list[str]]:
@@ -116,20 +117,23 @@ def test_symbols_shrink_with_the_zoom_but_not_without_end():
     assert layer_gaps(np.zeros((1, 2))) == (np.inf, np.inf)
 
 
-def test_positions_and_edges_from_the_graph_dict():
-    nodes = [{"position": [0.0, 1.0]}, {"position": None}, {"position": [float("nan"), 2.0]}]
-    assert node_positions(nodes).tolist() == [[0.0, 1.0], [0.0, 0.0], [0.0, 2.0]]
+def test_positions_and_edges_fit_to_draw():
+    positions = np.array([[0.0, 1.0], [np.inf, -np.inf], [np.nan, 2.0]])
+    assert node_positions(positions).tolist() == [[0.0, 1.0], [0.0, 0.0], [0.0, 2.0]]
     rows = edge_rows([[5, 7], [7, 9], [5, 42]], {5: 0, 7: 1, 9: 2})
     assert rows.tolist() == [[0, 1], [1, 2]]  # the edge to a node not drawn is left out
     assert edge_rows([], {}).shape == (0, 2)
 
 
 def test_node_texts():
-    mul = {"id": 0, "kind": "builtin", "name": "MulBackward0"}
-    leaf = {"id": 1, "kind": "leaf", "name": "AccumulateGrad", "input_name": "w", "shape": [3, 4]}
-    custom = {"id": 2, "kind": "custom", "name": "ScaleBackward", "class": "Scale"}
+    saved = SavedEntry("x", (16, 32), "float32", "cpu", 2048, "save_for_backward", "input", storage_id=0)
+    mul = Node(0, "MulBackward0", "builtin")
+    leaf = Node(1, "AccumulateGrad", "leaf", input_name="w", shape=(3, 4))
+    custom = Node(2, "ScaleBackward", "custom", class_name="Scale", saved=[saved])
     assert (node_label(mul), short_label(mul)) == ("MulBackward0", "Mul")
     assert (node_label(leaf), short_label(leaf)) == ("w (3×4)", "w")
     assert short_label(custom) == "Scale"
-    text = summary_text({"nodes": [mul, leaf, custom], "saved_bytes_unique": 2048})
+    empty = np.zeros((0, 2), dtype=np.int64)
+    graph = GraphModel([mul, leaf, custom], empty, empty[:, 0], np.zeros((3, 2)), [], {}, [])
+    text = summary_text(graph)
     assert text.startswith("3 nodes (1 custom Function, 1 built-in, 1 leaves) · saved for backward: 2.0 KiB")

@@ -20,63 +20,63 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.render.graph_text import CTX_MARK, CTX_TIP, ERROR_COLOUR, format_shape, info_html
+from gradviz.schema.graph import GraphModel, Node
 from gradviz.schema.units import format_bytes
 
 CTX_TINT = QColor(255, 226, 168)
 COLUMNS = ("name", "shape", "dtype", "bytes", "via", "role")
 
 
-def fill_table(table: QTableWidget, graph: dict, node: dict) -> None:
+def fill_table(table: QTableWidget, graph: GraphModel, node: Node) -> None:
     """One row per tensor the node keeps; ctx attributes tinted, shared storage in bold."""
-    nodes = graph.get("nodes") or []
-    saved = node.get("saved") or []
     owners: dict[int, list[str]] = {}  # storage id -> the nodes that save it
-    for other in nodes:
-        for s in other.get("saved") or []:
-            owners.setdefault(s["storage_id"], []).append(f"{other['name']} (node {other['id']})")
-    names = {n.get("input_index"): n.get("input_name") for n in nodes if n["kind"] == "leaf"}
-    table.setRowCount(len(saved))
-    for row, entry in enumerate(saved):
-        ctx = entry["via"] == "ctx_attribute"
-        role = entry["role"]
-        argument = names.get(entry.get("input_index")) if role == "input" else None
-        if argument and argument != entry["name"]:
+    for other in graph.nodes:
+        for s in other.saved:
+            owners.setdefault(s.storage_id, []).append(f"{other.name} (node {other.id})")
+    names = {n.input_index: n.input_name for n in graph.nodes if n.kind == "leaf"}
+    table.setRowCount(len(node.saved))
+    for row, entry in enumerate(node.saved):
+        ctx = entry.via == "ctx_attribute"
+        role = entry.role
+        argument = names.get(entry.input_index) if role == "input" else None
+        if argument and argument != entry.name:
             role += f" ({argument})"  # e.g. a view of the argument, saved under another name
-        if entry.get("shared"):
+        if entry.shared:
             role += " · shared storage"
         values = (
-            entry["name"] + (" (error)" if entry.get("error") else ""),
-            format_shape(entry["shape"]),
-            entry["dtype"],
-            format_bytes(entry["bytes"]),
-            entry["via"] + (CTX_MARK if ctx else ""),
+            entry.name + (" (error)" if entry.error else ""),
+            format_shape(entry.shape),
+            entry.dtype,
+            format_bytes(entry.bytes),
+            entry.via + (CTX_MARK if ctx else ""),
             role,
         )
         tips = []
         if ctx:
             tips.append(CTX_TIP)
-        if entry.get("shared"):
-            others = ", ".join(dict.fromkeys(owners.get(entry["storage_id"], [])))
+        if entry.shared:
+            others = ", ".join(dict.fromkeys(owners.get(entry.storage_id, [])))
             tips.append(
                 f"Shares its storage with another saved tensor, so its bytes count once. Saved by: {others}."
             )
-        if entry.get("error"):
-            tips.append(f"Could not be unpacked normally: {entry['error']}")
+        if entry.error:
+            tips.append(f"Could not be unpacked normally: {entry.error}")
         for column, value in enumerate(values):
             item = QTableWidgetItem(value)
             if column == 0:
                 item.setData(Qt.ItemDataRole.UserRole, entry)
             if ctx:
                 item.setBackground(QBrush(CTX_TINT))
-            if entry.get("error"):
+            if entry.error:
                 item.setForeground(QBrush(QColor(ERROR_COLOUR)))
-            if entry.get("shared") and column in (3, 5):
+            if entry.shared and column in (3, 5):
                 bold = item.font()
                 bold.setBold(True)
                 item.setFont(bold)
             if tips:
                 item.setToolTip("\n\n".join(tips))
             table.setItem(row, column, item)
+
 
 class NodeDetails(QScrollArea):
     """Beside the graph: the chosen node's story (``info``) over the tensors it keeps (``table``);
@@ -110,7 +110,7 @@ class NodeDetails(QScrollArea):
         self.table.setRowCount(0)
         self.info.setText("")
 
-    def show_node(self, graph: dict, node: dict) -> None:
+    def show_node(self, graph: GraphModel, node: Node) -> None:
         self.info.setText(info_html(graph, node))
         fill_table(self.table, graph, node)
 

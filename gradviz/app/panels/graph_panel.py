@@ -63,6 +63,7 @@ from gradviz.render.graph_text import (
     summary_text,
     tip_text,
 )
+from gradviz.schema.graph import GraphModel, Node, NodeFlow
 
 __all__ = ["CTX_MARK", "EMPTY_TEXT", "GraphPanel", "format_shape", "node_label"]  # the tests' names
 
@@ -81,15 +82,15 @@ STEP_KEYS = {
     Qt.Key.Key_PageUp: -1,
 }
 class GraphPanel(QWidget):
-    """Draws a graph dict (``GraphModel.to_dict()``) and lists the saved tensors of the chosen node."""
+    """Draws a ``GraphModel`` and lists the saved tensors of the chosen node."""
 
     node_selected = Signal(int)
 
     def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
-        self._graph: dict | None = None
-        self._nodes: list[dict] = []
+        self._graph: GraphModel | None = None
+        self._nodes: list[Node] = []
         self._index: dict[int, int] = {}  # node id -> row in self._nodes
         self._positions = np.zeros((0, 2))
         self._selected: int | None = None
@@ -190,12 +191,12 @@ class GraphPanel(QWidget):
 
     # public API -------------------------------------------------------------------------------
 
-    def set_graph(self, graph: dict | None, error: str | None = None) -> None:
+    def set_graph(self, graph: GraphModel | None, error: str | None = None) -> None:
         """Draw ``graph``; with None, say why (``error``) or that there is nothing yet."""
         self._graph = graph
-        self._nodes = list((graph or {}).get("nodes") or [])
-        self._index = {node["id"]: k for k, node in enumerate(self._nodes)}
-        self._flows = {f["node"]: f for f in (graph or {}).get("flows") or []}
+        self._nodes = list(graph.nodes) if graph is not None else []
+        self._index = {node.id: k for k, node in enumerate(self._nodes)}
+        self._flows: dict[int, NodeFlow] = dict(graph.flows) if graph is not None else {}
         self._selected = None
         self._stepping = False
         self.side.clear()
@@ -216,7 +217,7 @@ class GraphPanel(QWidget):
                 self.summary.setText("Graph not available (details below).")
                 self.message.setText(f"Graph not available\n\n{error}")
             else:
-                self.summary.setText("Empty graph: nothing in it needs a gradient." if graph else EMPTY_TEXT)
+                self.summary.setText("Empty graph: nothing in it needs a gradient." if graph is not None else EMPTY_TEXT)
                 self.message.setText(self.summary.text())
             colour = f"color: {ERROR_COLOUR}" if error else ""
             self.summary.setStyleSheet(colour)
@@ -228,7 +229,7 @@ class GraphPanel(QWidget):
         self.stack.setCurrentWidget(self.splitter)
         self._prepare(graph)
         # the first custom Function: its saved tensors are what a user came to see
-        first = next((n["id"] for n in self._nodes if n["kind"] == "custom"), self._nodes[0]["id"])
+        first = next((n.id for n in self._nodes if n.kind == "custom"), self._nodes[0].id)
         self._show_node(first)
         self.fit_view()  # places the labels, the selected node's first
         self.node_selected.emit(first)
@@ -245,32 +246,32 @@ class GraphPanel(QWidget):
         self._selected = node_id
         row = self._index[node_id]
         node = self._nodes[row]
-        order = self._graph["backward_order"] if self._graph else []
+        order = self._order()
         flow = self._flows.get(node_id)
         if flow is not None:
-            self.step_label.setText(f"step {flow['step'] + 1} of {len(order)}: {short_label(node)}")
+            self.step_label.setText(f"step {flow.step + 1} of {len(order)}: {short_label(node)}")
         else:
             self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
-        self.prev_button.setEnabled(bool(order) and (flow is None or flow["step"] > 0))
-        self.next_button.setEnabled(bool(order) and (flow is None or flow["step"] < len(order) - 1))
+        self.prev_button.setEnabled(bool(order) and (flow is None or flow.step > 0))
+        self.next_button.setEnabled(bool(order) and (flow is None or flow.step < len(order) - 1))
         self.side.show_node(self._graph, node)
         self._restyle_nodes()
 
     def selected_node(self) -> int | None:
         return self._selected
 
-    def node(self, node_id: int) -> dict | None:
-        """The node dict with this id (None when the graph has none)."""
+    def node(self, node_id: int) -> Node | None:
+        """The node with this id (None when the graph has none)."""
         row = self._index.get(node_id)
         return self._nodes[row] if row is not None else None
 
-    def flow(self, node_id: int) -> dict | None:
+    def flow(self, node_id: int) -> NodeFlow | None:
         """What went through the node in the recorded backward: step, grad_outputs, grad_inputs."""
         return self._flows.get(node_id)
 
     def outputs_entering(self, node_id: int) -> list[int]:
         """The Function's outputs whose gradient enters backward at this node."""
-        return [o["index"] for o in (self._graph or {}).get("outputs") or [] if o.get("node") == node_id]
+        return [o.index for o in self._graph.outputs if o.node == node_id] if self._graph else []
 
     def stepping(self) -> bool:
         """The user is walking the backward (the step buttons or keys were used)."""
@@ -278,9 +279,9 @@ class GraphPanel(QWidget):
 
     def step_position(self) -> tuple[int, int]:
         """(step of the selected node, number of steps); step -1 when it did not run."""
-        order = (self._graph or {}).get("backward_order") or []
+        order = self._order()
         flow = self._flows.get(self._selected) if self._selected is not None else None
-        return (flow["step"] if flow else -1), len(order)
+        return (flow.step if flow else -1), len(order)
 
     def set_stale(self, text: str | None) -> None:
         """Say that the graph is from an earlier run (``text`` says why); None: it is current."""
@@ -290,17 +291,17 @@ class GraphPanel(QWidget):
 
     def step(self, delta: int) -> None:
         """Select the next (``delta`` 1) or previous (-1) node in the order backward ran them."""
-        order = (self._graph or {}).get("backward_order") or []
+        order = self._order()
         if not order:
             return
         self._stepping = True
         flow = self._flows.get(self._selected) if self._selected is not None else None
-        k = 0 if flow is None else min(max(flow["step"] + delta, 0), len(order) - 1)
+        k = 0 if flow is None else min(max(flow.step + delta, 0), len(order) - 1)
         self.select_node(order[k])
 
     def start_walk(self) -> None:
         """Select the first node backward ran, faded nodes ahead: the start of the step-through."""
-        order = (self._graph or {}).get("backward_order") or []
+        order = self._order()
         if order:
             self._stepping = True
             self.select_node(order[0])
@@ -335,11 +336,15 @@ class GraphPanel(QWidget):
 
     # drawing ----------------------------------------------------------------------------------
 
-    def _prepare(self, graph: dict) -> None:
+    def _order(self) -> list[int]:
+        """Node ids in the order the recorded backward ran them."""
+        return list(self._graph.backward_order) if self._graph is not None else []
+
+    def _prepare(self, graph: GraphModel) -> None:
         """Symbols, edges and label texts for a new graph; labels are placed per view afterwards."""
         nodes = self._nodes
-        self._positions = positions = node_positions(nodes)
-        kinds = [n["kind"] if n["kind"] in KINDS else "builtin" for n in nodes]
+        self._positions = positions = node_positions(graph.positions)
+        kinds = [n.kind if n.kind in KINDS else "builtin" for n in nodes]
         self._kinds = kinds
         self._base_sizes = np.array([KINDS[k][1] for k in kinds], dtype=float)
         self._symbol_scale = 1.0
@@ -358,7 +363,7 @@ class GraphPanel(QWidget):
             size=self._base_sizes,
             brush=[self._brushes[k] for k in kinds],
             pen=self._pen,
-            data=[n["id"] for n in nodes],
+            data=[n.id for n in nodes],
         )
         self._draw_edges(graph, positions)
 
@@ -374,10 +379,10 @@ class GraphPanel(QWidget):
         self._text_sizes = label_sizes(self._texts, self._kinds, measure)
         self._widest_label = float(min(self._text_sizes[:, 0, 0].max(initial=0.0), 320.0))
 
-    def _draw_edges(self, graph: dict, positions: np.ndarray) -> None:
+    def _draw_edges(self, graph: GraphModel, positions: np.ndarray) -> None:
         """Straight edges between adjacent layers; an edge that skips layers bows sideways so it
         does not run through the nodes in between (the layout puts chains in one column)."""
-        rows = edge_rows(graph.get("edges") or [], self._index)
+        rows = edge_rows(graph.edges, self._index)
         if not len(rows):
             self.edge_item.setData([], [])
             return
@@ -393,7 +398,7 @@ class GraphPanel(QWidget):
         current = self._flows.get(self._selected) if self._selected is not None else None
         if self._stepping and current is not None:
             done = [
-                self._flows.get(n["id"], {}).get("step", math.inf) <= current["step"] for n in self._nodes
+                (self._flows[n.id].step if n.id in self._flows else math.inf) <= current.step for n in self._nodes
             ]
             self.node_item.setBrush(
                 [(self._brushes if d else self._faded)[k] for d, k in zip(done, self._kinds)]
@@ -447,7 +452,7 @@ class GraphPanel(QWidget):
             label.setText(self._texts[k][j])
             label.setPos(QPointF(x, y))
             label.show()
-            self._shown[self._nodes[k]["id"]] = label
+            self._shown[self._nodes[k].id] = label
         for label in self._label_pool[len(placed) :]:
             label.hide()
 
@@ -491,7 +496,7 @@ class GraphPanel(QWidget):
                 self.step(STEP_KEYS[key])
                 return True
             if key in (Qt.Key.Key_Home, Qt.Key.Key_End):
-                order = (self._graph or {}).get("backward_order") or []
+                order = self._order()
                 if order:
                     self._stepping = True
                     self.select_node(order[0] if key == Qt.Key.Key_Home else order[-1])
