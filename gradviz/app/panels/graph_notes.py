@@ -1,17 +1,22 @@
-"""The words around the graph that exports carry with it: the legend (the plot's title) and the
-"m of n labelled · zoom in" note in a row below the view, each in the longest wording that fits."""
+"""The words in and around the graph that exports carry with it: the node labels (TextItems from a
+pool, placed by ``render.graph_labels``), the legend (the plot's title) and the "m of n labelled ·
+zoom in" note in a row below the view, the last two in the longest wording that fits."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetricsF
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QFont, QFontMetricsF
 
 from gradviz.app.plot_style import text_width
 from gradviz.app.theme import Theme, ViewSettings
+from gradviz.render.graph_labels import LABEL_MARGIN
 from gradviz.render.graph_text import KINDS
 
 HINT_POINTS = 11
+LABEL_POINTS = 12
+LABEL_INK = "#222"
+LABEL_FILL = (255, 255, 255, 215)  # labels sit on a white patch so crossing edges do not hide them
 HINTS = (  # below the graph, never over it: the longest wording that fits
     "{m} of {n} nodes labelled · zoom in (mouse wheel) to label the rest",
     "{m} of {n} labelled · zoom in",
@@ -93,3 +98,46 @@ class GraphNotes:
         self.fit_legend()
         self.hint.line_height = QFontMetricsF(self.view.theme.font(HINT_POINTS)).height() + 6
         self.hint.updateMin()
+
+
+class NodeLabels:
+    """The node labels on one plot: a font per kind of node (your Functions larger and bold), and
+    TextItems made on first need and reused, so a pan or zoom makes no new items."""
+
+    def __init__(self, plot: pg.PlotWidget, font: QFont) -> None:
+        self.plot = plot
+        self.fonts = {kind: QFont(font) for kind in KINDS}
+        self.metrics = {kind: QFontMetricsF(f) for kind, f in self.fonts.items()}
+        self._pool: list[pg.TextItem] = []
+        self._shown: dict[int, pg.TextItem] = {}  # node id -> its label on screen
+
+    def set_theme(self, theme: Theme) -> None:
+        for kind, font in self.fonts.items():
+            font.setPointSize(theme.pt(LABEL_POINTS + (1 if kind == "custom" else 0)))
+            font.setBold(kind == "custom" or theme.high_contrast)
+        self.metrics = {kind: QFontMetricsF(f) for kind, f in self.fonts.items()}
+
+    def measure(self, kind: str, text: str) -> tuple[float, float]:
+        """(width, height) px of ``text`` in the font of ``kind``'s labels."""
+        return self.metrics[kind].horizontalAdvance(text), self.metrics[kind].height()
+
+    def show(self, labels: list[tuple[int, str, str, float, float]]) -> None:
+        """(node id, kind, text, x, y) of each label to show, centred there; the rest hidden."""
+        while len(self._pool) < len(labels):
+            label = pg.TextItem("", color=LABEL_INK, anchor=(0.5, 0.5), fill=pg.mkBrush(*LABEL_FILL))
+            label.textItem.document().setDocumentMargin(LABEL_MARGIN)
+            label.setZValue(4)
+            self.plot.addItem(label, ignoreBounds=True)
+            self._pool.append(label)
+        self._shown = {}
+        for label, (node, kind, text, x, y) in zip(self._pool, labels):
+            label.setFont(self.fonts[kind])
+            label.setText(text)
+            label.setPos(QPointF(x, y))
+            label.show()
+            self._shown[node] = label
+        for label in self._pool[len(labels) :]:
+            label.hide()
+
+    def shown(self) -> dict[int, pg.TextItem]:
+        return dict(self._shown)

@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
@@ -35,11 +35,10 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.figures import DEFAULT_SIZE, export_figure, save_png, slide_size
 from gradviz.app.panels.graph_details import NodeDetails
-from gradviz.app.panels.graph_notes import GraphNotes
+from gradviz.app.panels.graph_notes import GraphNotes, NodeLabels
 from gradviz.app.panels.stale_note import StaleNote
 from gradviz.app.theme import ViewSettings
 from gradviz.render.graph_labels import (
-    LABEL_MARGIN,
     RING_GAP,
     ViewBox,
     edge_curves,
@@ -70,8 +69,6 @@ __all__ = ["CTX_MARK", "EMPTY_TEXT", "GraphPanel", "format_shape", "node_label"]
 INK = "#222"
 EDGE_COLOUR = "#9a9a9a"
 RING_COLOUR = "#d0021b"
-LABEL_FILL = (255, 255, 255, 215)  # labels sit on a white patch so crossing edges do not hide them
-LABEL_POINTS = 12
 
 STEP_KEYS = {
     Qt.Key.Key_Right: 1,
@@ -97,8 +94,6 @@ class GraphPanel(QWidget):
         self._stepping = False  # a step button was used: nodes not run yet are drawn faded
         self._fitted = False  # the view shows the whole graph; refit on resize until the user zooms
         self._symbol_scale = 1.0
-        self._label_pool: list[pg.TextItem] = []
-        self._shown: dict[int, pg.TextItem] = {}  # node id -> its label on screen
         self._build()
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
@@ -144,8 +139,7 @@ class GraphPanel(QWidget):
         # The legend is the plot's title and the zoom hint a row below the view, so exports carry them.
         self.notes = GraphNotes(self.plot, self.view)  # the legend above the view, the label hint below
         self.label_hint = self.notes.hint
-        self._label_fonts = {kind: QFont(self.font()) for kind in KINDS}
-        self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
+        self.labels = NodeLabels(self.plot, self.font())  # TextItems for the labels placed, fonts per kind
 
         self.side = NodeDetails()  # the node's story and its tensors; scrolls when the dock is short
         self.node_info, self.details = self.side.info, self.side.table
@@ -210,7 +204,6 @@ class GraphPanel(QWidget):
             self._positions = np.zeros((0, 2))
             self.node_item.setData([])
             self.edge_item.setData([], [])
-            self._shown = {}
             self._show_labels([])
             self.notes.set_hint(0, 0)
             if error:
@@ -375,8 +368,7 @@ class GraphPanel(QWidget):
 
     def _measure_labels(self) -> None:
         """Each label's full and short text size in px, in the theme's fonts."""
-        measure = lambda kind, text: (self._metrics[kind].horizontalAdvance(text), self._metrics[kind].height())  # noqa: E731
-        self._text_sizes = label_sizes(self._texts, self._kinds, measure)
+        self._text_sizes = label_sizes(self._texts, self._kinds, self.labels.measure)
         self._widest_label = float(min(self._text_sizes[:, 0, 0].max(initial=0.0), 320.0))
 
     def _draw_edges(self, graph: GraphModel, positions: np.ndarray) -> None:
@@ -439,26 +431,12 @@ class GraphPanel(QWidget):
         return self.notes.hint_text()
 
     def _show_labels(self, placed: list[tuple[int, int, float, float]]) -> None:
-        """Put the placed labels on TextItems from a pool (made on first need) and hide the rest."""
-        while len(self._label_pool) < len(placed):
-            label = pg.TextItem("", color=INK, anchor=(0.5, 0.5), fill=pg.mkBrush(*LABEL_FILL))
-            label.textItem.document().setDocumentMargin(LABEL_MARGIN)
-            label.setZValue(4)
-            self.plot.addItem(label, ignoreBounds=True)
-            self._label_pool.append(label)
-        self._shown = {}
-        for label, (k, j, x, y) in zip(self._label_pool, placed):
-            label.setFont(self._label_fonts[self._kinds[k]])
-            label.setText(self._texts[k][j])
-            label.setPos(QPointF(x, y))
-            label.show()
-            self._shown[self._nodes[k].id] = label
-        for label in self._label_pool[len(placed) :]:
-            label.hide()
+        """The placed labels (row, full 0 / short 1, x, y) on screen, the rest hidden."""
+        self.labels.show([(self._nodes[k].id, self._kinds[k], self._texts[k][j], x, y) for k, j, x, y in placed])
 
     def shown_labels(self) -> dict[int, pg.TextItem]:
         """The labels on screen now, by node id (a node without one has no room at this zoom)."""
-        return dict(self._shown)
+        return self.labels.shown()
 
     def _tip(self, x: float, y: float, data: int) -> str:  # pyqtgraph passes them by name
         """Hover text of a node."""
@@ -474,10 +452,7 @@ class GraphPanel(QWidget):
         self.side.set_theme(theme)
         self.message.setFont(theme.font(14))
         self.stale_label.set_theme(theme)
-        for kind, label_font in self._label_fonts.items():
-            label_font.setPointSize(theme.pt(LABEL_POINTS + (1 if kind == "custom" else 0)))
-            label_font.setBold(kind == "custom" or theme.high_contrast)
-        self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
+        self.labels.set_theme(theme)
         self.edge_item.setPen(pg.mkPen(theme.ink if theme.high_contrast else EDGE_COLOUR, width=1.5 * theme.line))
         self.ring_item.setPen(pg.mkPen(RING_COLOUR, width=3 * theme.line))
         self.notes.apply_theme()
