@@ -11,7 +11,10 @@ regions of it computed on demand (``BlockRegion``) are drawn like a block, at th
 column indices, and kept until the next result.
 
 The panel renders a ``CheckResult``; its display prep (float32 copies, levels, pooled images)
-comes from ``gradviz.app.display``.
+comes from ``gradviz.app.display``. It is a composition: ``HeatmapPlots`` (the three linked maps,
+their bars, the cell frame, the exports), ``LargeBlockPage`` with ``LargeBlockRegions`` (a block
+too large to hold and its computed regions), ``BlockOverview`` and ``ForwardSwitch``; the panel
+itself chooses which block, region and cell to show.
 """
 
 from __future__ import annotations
