@@ -87,7 +87,7 @@ class Exports(QObject):
     def _figures_available(self) -> dict[str, bool]:
         drawn = {
             self.jacobians: self.jacobians.current_block() is not None,
-            self.graph: bool(self.current.graph and self.current.graph.get("nodes")),
+            self.graph: bool(self.current.graph and self.current.graph.nodes),
             self.memory: self.memory.result() is not None,
         }
         return {

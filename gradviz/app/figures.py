@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
@@ -34,12 +35,28 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 from gradviz.render.svg_portable import portable_svg
 
 FORMATS = ("png", "svg", "pdf")
-DEFAULT_SIZE = (1920, 1080)
+EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
+DEFAULT_SIZE = (EXPORT_WIDTH, 1080)
 LOGICAL_WIDTH = 1280  # a figure wider than this is drawn at 1280 px and scaled: text keeps its proportions
 MIN_LOGICAL_WIDTH = 640
 CAPTION_POINTS = 11
 MARGIN = 12  # logical pixels around the caption
 UI_ONLY = 0x6776  # QGraphicsItem.data key: True on items that show the UI's state, not the data
+
+
+@runtime_checkable
+class FigurePanel(Protocol):
+    """A panel whose figures the window's exports offer: ``figures()`` names each figure (with what
+    ``export_figure`` draws for it), ``export`` writes one of them."""
+
+    def figures(self) -> dict[str, dict]: ...
+
+    def export(self, name: str, path: str, *, size: tuple[int, int] = DEFAULT_SIZE, caption: str = "") -> None: ...
+
+
+def slide_size(height_ratio: float) -> tuple[int, int]:
+    """(width, height) of a figure as wide as a slide wants, ``height_ratio`` times as high."""
+    return EXPORT_WIDTH, round(EXPORT_WIDTH * height_ratio)
 
 
 def save_png(image: QImage | QPixmap, path: str) -> None:

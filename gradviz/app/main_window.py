@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QWidget
 from gradviz.app import actions, saved_layout, shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
+from gradviz.app.figures import FigurePanel
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -445,7 +446,7 @@ class MainWindow(QMainWindow):
         it scrolls rather than force its minimum size on the window."""
         dock = self.layout_manager.add_dock(title, widget, beside=beside, scroll=scroll)
         self._view_menu.addAction(dock.toggleViewAction())
-        if hasattr(widget, "figures") and hasattr(widget, "export"):
+        if isinstance(widget, FigurePanel):
             self.exports.register_figures(widget)
         return dock
 

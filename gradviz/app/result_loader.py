@@ -10,6 +10,7 @@ from PySide6.QtCore import QObject, QThreadPool, Signal
 
 from gradviz.app.display import PREPARED_PIXELS, prepare_displays
 from gradviz.schema.errors import GradvizError
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.result_files import read_check_result
 from gradviz.schema.results import CheckResult
 
@@ -20,7 +21,7 @@ class LoadedCheck:
 
     result: CheckResult
     displays: dict = field(default_factory=dict)  # display prep made off the GUI thread (gradviz.app.display)
-    graph: dict | None = None  # GraphModel.to_dict() of the checked Function
+    graph: GraphModel | None = None  # the checked Function's autograd graph
     graph_error: str | None = None  # why there is no graph
 
 
@@ -46,4 +47,17 @@ class ResultLoader(QObject):
             self.failed.emit(request, f"Could not read the result files: {exc}")
             return
         displays = prepare_displays(result, pixels)
-        self.loaded.emit(request, LoadedCheck(result, displays, summary.get("graph"), summary.get("graph_error")))
+        graph, graph_error = read_graph(summary)
+        self.loaded.emit(request, LoadedCheck(result, displays, graph, graph_error))
+
+
+def read_graph(summary: dict) -> tuple[GraphModel | None, str | None]:
+    """The worker's graph dict as the one typed model the panels take, read once here; a graph
+    that cannot be read costs the graph view only, never the check's result."""
+    data = summary.get("graph")
+    if not data:
+        return None, summary.get("graph_error")
+    try:
+        return GraphModel.from_dict(data), summary.get("graph_error")
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"The graph could not be read: {exc!r}"

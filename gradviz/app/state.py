@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from PySide6.QtCore import QObject, Signal
 
 from gradviz.schema.errors import SettingsError
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.results import CheckResult
 from gradviz.schema.settings import (
     GRADCHECK_FLAGS,
@@ -253,7 +254,7 @@ class CurrentResult(QObject):
         super().__init__(parent)
         self.result: CheckResult | None = None
         self.request = 0  # the worker request the result answered; 0 before the first
-        self.graph: dict | None = None  # GraphModel.to_dict() of the checked Function
+        self.graph: GraphModel | None = None  # the checked Function's autograd graph
         self.graph_error: str | None = None  # why there is no graph
         self.displays: dict = {}  # display prep made off the GUI thread (gradviz.app.display)
 
@@ -262,7 +263,7 @@ class CurrentResult(QObject):
         result: CheckResult,
         *,
         request: int,
-        graph: dict | None = None,
+        graph: GraphModel | None = None,
         graph_error: str | None = None,
         displays: dict | None = None,
     ) -> None:

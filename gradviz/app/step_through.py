@@ -13,7 +13,7 @@ def mark_backward_row(graph: Any, jacobians: Any, result: CheckResult | None, no
     the mark elsewhere. ``graph``: the graph panel (its nodes and whether a step was taken)."""
     node = graph.node(node_id)
     jacobians.clear_rows()
-    if node is None or node["kind"] != "custom" or result is None or not result.blocks:
+    if node is None or node.kind != "custom" or result is None or not result.blocks:
         return
     if not graph.stepping():  # a new graph selects your Function by itself: no step yet
         return

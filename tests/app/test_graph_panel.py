@@ -13,16 +13,17 @@ import torch
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QImage
 
+from gradviz.app.figures import EXPORT_WIDTH
 from gradviz.app.panels.graph_panel import (
     CTX_MARK,
     EMPTY_TEXT,
-    EXPORT_WIDTH,
     GraphPanel,
     format_shape,
     node_label,
 )
 from gradviz.core.graph import graph_from_outputs, graph_of_source
 from gradviz.core.loader import load_file
+from gradviz.schema.graph import GraphModel, Node, SavedEntry
 from gradviz.schema.library import find_builtin
 from tests.app.conftest import ARTIFACTS
 
@@ -156,7 +157,7 @@ def test_error_message_then_recovery(qtbot, panel):
     assert panel.shown_labels() == {}
 
     graph = builtin_graph("linear")
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     assert panel.stack.currentWidget() is panel.splitter
     assert panel.summary.styleSheet() == ""
     assert panel.selected_node() == custom_node(graph)["id"]
@@ -165,7 +166,7 @@ def test_error_message_then_recovery(qtbot, panel):
 def test_graph_without_nodes_says_so(panel):
     graph = graph_from_outputs(torch.ones(3), ()).to_dict()
     assert graph["nodes"] == []
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     assert panel.stack.currentWidget() is panel.message
     assert "Empty graph" in panel.summary.text() and panel.summary.styleSheet() == ""
     assert panel.selected_node() is None
@@ -175,7 +176,7 @@ def test_backward_error_is_in_the_summary(panel):
     graph = dict(
         builtin_graph("kill_head"), backward_error="UserCodeError: KillHead.backward raised IndexError"
     )
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     assert "backward stopped: UserCodeError: KillHead.backward raised IndexError" in panel.summary.text()
 
 
@@ -186,7 +187,7 @@ def test_backward_error_is_in_the_summary(panel):
 def test_builtin_graph_is_drawn_node_for_node(qtbot, panel, name):
     graph = builtin_graph(name)
     with qtbot.waitSignal(panel.node_selected) as blocker:
-        panel.set_graph(graph)
+        panel.set_graph(GraphModel.from_dict(graph))
     nodes = graph["nodes"]
     points = panel.node_item.points()
     assert [p.data() for p in points] == [n["id"] for n in nodes]
@@ -203,7 +204,7 @@ def test_builtin_graph_is_drawn_node_for_node(qtbot, panel, name):
     # a small graph has room for every label: names equal the dict's
     qtbot.waitUntil(lambda: len(panel.shown_labels()) == len(nodes))
     labels = {node: label.toPlainText() for node, label in panel.shown_labels().items()}
-    assert labels == {n["id"]: node_label(n) for n in nodes}
+    assert labels == {n["id"]: node_label(Node.from_dict(n)) for n in nodes}
     assert_labels_readable(panel)
     assert panel.hint_text() == ""  # every node labelled: no note
     # the first custom node is selected and its saved tensors listed right away
@@ -216,7 +217,7 @@ def test_builtin_graph_is_drawn_node_for_node(qtbot, panel, name):
 
 def test_leaves_are_labelled_with_the_argument_names(qtbot, panel):
     graph = builtin_graph("linear")
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     leaves = [n for n in graph["nodes"] if n["kind"] == "leaf"]
     assert {n["input_name"] for n in leaves} == {"input", "weight"}
     qtbot.waitUntil(lambda: all(n["id"] in panel.shown_labels() for n in leaves))
@@ -230,7 +231,7 @@ def test_leaves_are_labelled_with_the_argument_names(qtbot, panel):
 
 def test_clicking_nodes_lists_their_saved_tensors(qtbot, panel):
     graph = builtin_graph("fused_conv_bn")
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     custom = custom_node(graph)
     leaf = next(n for n in graph["nodes"] if n["kind"] == "leaf")
 
@@ -245,7 +246,7 @@ def test_clicking_nodes_lists_their_saved_tensors(qtbot, panel):
     saved = custom["saved"]
     assert len(rows) == len(saved) == 4
     for row, entry, r in zip(rows, saved, range(len(rows))):
-        assert panel.details.item(r, 0).data(Qt.ItemDataRole.UserRole) == entry
+        assert panel.details.item(r, 0).data(Qt.ItemDataRole.UserRole) == SavedEntry.from_dict(entry)
         assert row[:3] == [entry["name"], format_shape(entry["shape"]), entry["dtype"]]
         assert row[4] == entry["via"] + (CTX_MARK if entry["via"] == "ctx_attribute" else "")
         assert row[5].startswith(entry["role"])
@@ -274,7 +275,7 @@ def test_clicking_nodes_lists_their_saved_tensors(qtbot, panel):
 def test_shared_storage_is_marked(qtbot, panel):
     x = torch.randn(5, dtype=torch.float64, requires_grad=True)
     graph = graph_from_outputs((x * x).sum(), (x,), ["x"]).to_dict()
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     mul = next(n for n in graph["nodes"] if n["name"] == "MulBackward0")
     assert all(s["shared"] for s in mul["saved"]) and len(mul["saved"]) == 2
     click_node(qtbot, panel, mul)
@@ -286,7 +287,7 @@ def test_shared_storage_is_marked(qtbot, panel):
 
 def test_flags_are_listed(panel):
     graph = builtin_graph("mul_constant_lazy_grads")
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     assert custom_node(graph)["flags"] == ["materialize_grads_off"]
     assert "flag <b>materialize_grads_off</b>" in panel.node_info.text()
     assert "None gradients" in panel.node_info.text()
@@ -298,7 +299,7 @@ def test_flags_are_listed(panel):
 def test_step_through_backward_order(qtbot, panel):
     x = torch.randn(3, dtype=torch.float64, requires_grad=True)
     graph = graph_from_outputs((x.sin() * x.exp()).sum(), (x,), ["x"]).to_dict()
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     order = graph["backward_order"]
     assert len(order) == len(graph["nodes"]) == 5
     panel.select_node(order[2])
@@ -326,7 +327,7 @@ def test_step_through_backward_order(qtbot, panel):
 
 def test_fit_view_shows_every_node_after_zooming(qtbot, panel):
     graph = builtin_graph("fused_conv_bn")
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     view = panel.plot.getViewBox()
     view.scaleBy((0.1, 0.1))
     (x0, x1), (y0, y1) = view.viewRange()
@@ -342,11 +343,12 @@ def test_two_hundred_nodes_render_readable(qtbot, panel):
     graph = big_graph()
     n = len(graph["nodes"])
     assert 200 <= n <= 260
-    panel.set_graph(builtin_graph("linear"))  # warm up: the first TextItems are made once
+    panel.set_graph(GraphModel.from_dict(builtin_graph("linear")))  # warm up: the first TextItems are made once
+    model = GraphModel.from_dict(graph)
     timings = []
     for _ in range(3):
         start = time.perf_counter()
-        panel.set_graph(graph)
+        panel.set_graph(model)
         timings.append(time.perf_counter() - start)
     print(
         f"set_graph on {n} nodes: best {min(timings) * 1000:.1f} ms, all {[round(t * 1000, 1) for t in timings]}"
@@ -372,7 +374,7 @@ def test_two_hundred_nodes_render_readable(qtbot, panel):
 
 
 def test_export_png_writes_the_graph(qtbot, panel, tmp_path):
-    panel.set_graph(builtin_graph("fused_conv_bn"))
+    panel.set_graph(GraphModel.from_dict(builtin_graph("fused_conv_bn")))
     path = tmp_path / "graph.png"
     panel.export_png(str(path))
     image = QImage(str(path))
@@ -399,7 +401,7 @@ def test_export_png_without_a_graph_shows_the_message(panel, tmp_path):
 def test_screenshot_fused_conv_bn(qtbot, panel):
     """The picture a lecturer sees; written to test-artifacts/ for a human to look at."""
     graph = builtin_graph("fused_conv_bn")
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     info = panel.node_info
     qtbot.waitUntil(lambda: len(panel.shown_labels()) == len(graph["nodes"]))
     qtbot.waitUntil(lambda: info.height() >= info.heightForWidth(info.width()))  # the layout has settled
@@ -418,9 +420,9 @@ def node_rects(panel) -> list[tuple[int, QRectF]]:
     view = panel.plot.getViewBox()
     sizes = panel.node_item.data["size"]
     found = []
-    for node, size in zip(panel._nodes, sizes):
-        centre = view.mapViewToScene(QPointF(*node["position"]))
-        found.append((node["id"], QRectF(centre.x() - size / 2, centre.y() - size / 2, size, size)))
+    for node, position, size in zip(panel._nodes, panel._positions, sizes):
+        centre = view.mapViewToScene(QPointF(*position))
+        found.append((node.id, QRectF(centre.x() - size / 2, centre.y() - size / 2, size, size)))
     return found
 
 
@@ -434,7 +436,7 @@ def edge_points(panel) -> np.ndarray:
 def test_the_zoom_hint_is_never_drawn_over_the_graph(qtbot, panel):
     """The "m of n labelled · zoom in" note sits below the view, clear of every edge and node."""
     panel.resize(700, 420)
-    panel.set_graph(big_graph())
+    panel.set_graph(GraphModel.from_dict(big_graph()))
     text = getattr(panel.label_hint, "item", None) or panel.label_hint.textItem  # (a TextItem before)
     qtbot.waitUntil(lambda: "labelled" in text.toPlainText())
     panel.plot.viewport().repaint()
@@ -457,7 +459,7 @@ def test_labels_overlap_no_node_and_stay_put_while_stepping(qtbot, panel):
     steps has its label at the same place and in the same wording."""
     panel.resize(700, 600)
     graph = big_graph(8)  # 46 nodes: about half get a label at this size, the rest compete
-    panel.set_graph(graph)
+    panel.set_graph(GraphModel.from_dict(graph))
     qtbot.waitUntil(lambda: 10 < len(panel.shown_labels()) < len(graph["nodes"]))
     seen = []
     for _ in range(len(graph["backward_order"])):

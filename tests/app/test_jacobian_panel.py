@@ -10,7 +10,8 @@ from PySide6.QtCore import QPoint, QPointF, QRectF
 from PySide6.QtGui import QImage
 
 from gradviz.app.display import OUTLINE_LIMIT, pool_max_abs
-from gradviz.app.panels.jacobian_panel import EXPORT_WIDTH, JacobianPanel
+from gradviz.app.figures import EXPORT_WIDTH
+from gradviz.app.panels.jacobian_panel import JacobianPanel
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
 from gradviz.schema.settings import CheckSettings

@@ -286,7 +286,7 @@ def test_graph_panel_shows_the_checked_function(qtbot, main_window):
     window.load_builtin("fused_conv_bn")
     run_and_wait(qtbot, window)
     expected = graph_of_source(load_file(find_builtin("fused_conv_bn"))).to_dict()
-    assert [n["name"] for n in window.current.graph["nodes"]] == [n["name"] for n in expected["nodes"]]
+    assert [n.name for n in window.current.graph.nodes] == [n["name"] for n in expected["nodes"]]
     assert f"{len(expected['nodes'])} nodes" in window.graph.summary.text()
     custom = next(n for n in expected["nodes"] if n["kind"] == "custom")
     assert window.graph.selected_node() == custom["id"]

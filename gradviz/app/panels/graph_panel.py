@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
@@ -33,45 +33,42 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradviz.app.figures import export_figure, save_png
-from gradviz.app.panels.graph_details import (
+from gradviz.app.figures import DEFAULT_SIZE, export_figure, save_png, slide_size
+from gradviz.app.panels.graph_details import NodeDetails
+from gradviz.app.panels.graph_notes import GraphNotes, NodeLabels
+from gradviz.app.panels.stale_note import StaleNote
+from gradviz.app.theme import ViewSettings
+from gradviz.render.graph_labels import (
+    RING_GAP,
+    ViewBox,
+    edge_curves,
+    edge_rows,
+    label_priority,
+    label_sizes,
+    layer_gaps,
+    node_positions,
+    place_labels,
+    symbol_scale,
+    whole_graph_range,
+)
+from gradviz.render.graph_text import (
     CTX_MARK,
     EMPTY_TEXT,
     ERROR_COLOUR,
     KINDS,
-    NodeDetails,
     format_shape,
     node_label,
     short_label,
     summary_text,
     tip_text,
 )
-from gradviz.app.panels.graph_labels import (
-    LABEL_MARGIN,
-    PRIORITY,
-    RING_GAP,
-    clear_of_neighbours,
-    edge_curves,
-    fit_labels,
-)
-from gradviz.app.plot_style import text_width
-from gradviz.app.theme import ViewSettings
+from gradviz.schema.graph import GraphModel, Node, NodeFlow
 
-__all__ = ["CTX_MARK", "EMPTY_TEXT", "EXPORT_WIDTH", "GraphPanel", "format_shape", "node_label"]  # the tests' names
+__all__ = ["CTX_MARK", "EMPTY_TEXT", "GraphPanel", "format_shape", "node_label"]  # the tests' names
 
 INK = "#222"
 EDGE_COLOUR = "#9a9a9a"
 RING_COLOUR = "#d0021b"
-LABEL_FILL = (255, 255, 255, 215)  # labels sit on a white patch so crossing edges do not hide them
-LABEL_POINTS = 12
-MIN_SYMBOL_SCALE = 0.35  # symbols shrink with the zoom down to this fraction of their size
-EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
-HINT_POINTS = 11
-HINTS = (  # below the graph, never over it: the longest wording that fits
-    "{m} of {n} nodes labelled · zoom in (mouse wheel) to label the rest",
-    "{m} of {n} labelled · zoom in",
-    "{m}/{n} labelled",
-)
 
 STEP_KEYS = {
     Qt.Key.Key_Right: 1,
@@ -81,50 +78,22 @@ STEP_KEYS = {
     Qt.Key.Key_Up: -1,
     Qt.Key.Key_PageUp: -1,
 }
-LEGEND = (
-    ("your Function", "built-in op", "input (leaf)", "gradients flow ↓"),
-    ("yours", "built-in", "input", "grads ↓"),
-    ("yours", "op", "leaf", "↓"),
-)
-
-
-class _Note(pg.LabelItem):
-    """A one-line note whose row never follows its text: as tall as a line, as wide as the view."""
-
-    line_height = 20.0
-
-    def updateMin(self) -> None:
-        h = self.line_height
-        self.setMinimumSize(0, h)
-        self.setMaximumHeight(h)
-        self._sizeHint = {
-            Qt.SizeHint.MinimumSize: (0, h),
-            Qt.SizeHint.PreferredSize: (0, h),
-            Qt.SizeHint.MaximumSize: (-1, h),
-            Qt.SizeHint.MinimumDescent: (0, 0),
-        }
-        self.updateGeometry()
-
-
 class GraphPanel(QWidget):
-    """Draws a graph dict (``GraphModel.to_dict()``) and lists the saved tensors of the chosen node."""
+    """Draws a ``GraphModel`` and lists the saved tensors of the chosen node."""
 
     node_selected = Signal(int)
 
     def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
-        self._graph: dict | None = None
-        self._nodes: list[dict] = []
+        self._graph: GraphModel | None = None
+        self._nodes: list[Node] = []
         self._index: dict[int, int] = {}  # node id -> row in self._nodes
         self._positions = np.zeros((0, 2))
         self._selected: int | None = None
         self._stepping = False  # a step button was used: nodes not run yet are drawn faded
         self._fitted = False  # the view shows the whole graph; refit on resize until the user zooms
         self._symbol_scale = 1.0
-        self._label_pool: list[pg.TextItem] = []
-        self._shown: dict[int, pg.TextItem] = {}  # node id -> its label on screen
-        self._legend = -1  # which wording of the legend the title shows
         self._build()
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
@@ -142,9 +111,7 @@ class GraphPanel(QWidget):
         for button, which in ((self.prev_button, "previous"), (self.next_button, "next")):
             button.setToolTip(f"Select the {which} node in the order the recorded backward ran them")
         self.step_label = QLabel("")
-        self.stale_label = QLabel("")
-        self.stale_label.setWordWrap(True)
-        self.stale_label.hide()
+        self.stale_label = StaleNote()
         self.fit_button = QPushButton("Fit")
         self.fit_button.setToolTip("Show the whole graph (wheel: zoom, drag: pan)")
         bar = QHBoxLayout()
@@ -170,10 +137,9 @@ class GraphPanel(QWidget):
             item.setZValue(z)
             self.plot.addItem(item)
         # The legend is the plot's title and the zoom hint a row below the view, so exports carry them.
-        self.label_hint = _Note("", justify="left")
-        self.plot.getPlotItem().layout.addItem(self.label_hint, 4, 1)
-        self._label_fonts = {kind: QFont(self.font()) for kind in KINDS}
-        self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
+        self.notes = GraphNotes(self.plot, self.view)  # the legend above the view, the label hint below
+        self.label_hint = self.notes.hint
+        self.labels = NodeLabels(self.plot, self.font())  # TextItems for the labels placed, fonts per kind
 
         self.side = NodeDetails()  # the node's story and its tensors; scrolls when the dock is short
         self.node_info, self.details = self.side.info, self.side.table
@@ -219,12 +185,12 @@ class GraphPanel(QWidget):
 
     # public API -------------------------------------------------------------------------------
 
-    def set_graph(self, graph: dict | None, error: str | None = None) -> None:
+    def set_graph(self, graph: GraphModel | None, error: str | None = None) -> None:
         """Draw ``graph``; with None, say why (``error``) or that there is nothing yet."""
         self._graph = graph
-        self._nodes = list((graph or {}).get("nodes") or [])
-        self._index = {node["id"]: k for k, node in enumerate(self._nodes)}
-        self._flows = {f["node"]: f for f in (graph or {}).get("flows") or []}
+        self._nodes = list(graph.nodes) if graph is not None else []
+        self._index = {node.id: k for k, node in enumerate(self._nodes)}
+        self._flows: dict[int, NodeFlow] = dict(graph.flows) if graph is not None else {}
         self._selected = None
         self._stepping = False
         self.side.clear()
@@ -238,14 +204,13 @@ class GraphPanel(QWidget):
             self._positions = np.zeros((0, 2))
             self.node_item.setData([])
             self.edge_item.setData([], [])
-            self._shown = {}
             self._show_labels([])
-            self._set_hint(0, 0)
+            self.notes.set_hint(0, 0)
             if error:
                 self.summary.setText("Graph not available (details below).")
                 self.message.setText(f"Graph not available\n\n{error}")
             else:
-                self.summary.setText("Empty graph: nothing in it needs a gradient." if graph else EMPTY_TEXT)
+                self.summary.setText("Empty graph: nothing in it needs a gradient." if graph is not None else EMPTY_TEXT)
                 self.message.setText(self.summary.text())
             colour = f"color: {ERROR_COLOUR}" if error else ""
             self.summary.setStyleSheet(colour)
@@ -257,7 +222,7 @@ class GraphPanel(QWidget):
         self.stack.setCurrentWidget(self.splitter)
         self._prepare(graph)
         # the first custom Function: its saved tensors are what a user came to see
-        first = next((n["id"] for n in self._nodes if n["kind"] == "custom"), self._nodes[0]["id"])
+        first = next((n.id for n in self._nodes if n.kind == "custom"), self._nodes[0].id)
         self._show_node(first)
         self.fit_view()  # places the labels, the selected node's first
         self.node_selected.emit(first)
@@ -274,32 +239,32 @@ class GraphPanel(QWidget):
         self._selected = node_id
         row = self._index[node_id]
         node = self._nodes[row]
-        order = self._graph["backward_order"] if self._graph else []
+        order = self._order()
         flow = self._flows.get(node_id)
         if flow is not None:
-            self.step_label.setText(f"step {flow['step'] + 1} of {len(order)}: {short_label(node)}")
+            self.step_label.setText(f"step {flow.step + 1} of {len(order)}: {short_label(node)}")
         else:
             self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
-        self.prev_button.setEnabled(bool(order) and (flow is None or flow["step"] > 0))
-        self.next_button.setEnabled(bool(order) and (flow is None or flow["step"] < len(order) - 1))
+        self.prev_button.setEnabled(bool(order) and (flow is None or flow.step > 0))
+        self.next_button.setEnabled(bool(order) and (flow is None or flow.step < len(order) - 1))
         self.side.show_node(self._graph, node)
         self._restyle_nodes()
 
     def selected_node(self) -> int | None:
         return self._selected
 
-    def node(self, node_id: int) -> dict | None:
-        """The node dict with this id (None when the graph has none)."""
+    def node(self, node_id: int) -> Node | None:
+        """The node with this id (None when the graph has none)."""
         row = self._index.get(node_id)
         return self._nodes[row] if row is not None else None
 
-    def flow(self, node_id: int) -> dict | None:
+    def flow(self, node_id: int) -> NodeFlow | None:
         """What went through the node in the recorded backward: step, grad_outputs, grad_inputs."""
         return self._flows.get(node_id)
 
     def outputs_entering(self, node_id: int) -> list[int]:
         """The Function's outputs whose gradient enters backward at this node."""
-        return [o["index"] for o in (self._graph or {}).get("outputs") or [] if o.get("node") == node_id]
+        return [o.index for o in self._graph.outputs if o.node == node_id] if self._graph else []
 
     def stepping(self) -> bool:
         """The user is walking the backward (the step buttons or keys were used)."""
@@ -307,30 +272,29 @@ class GraphPanel(QWidget):
 
     def step_position(self) -> tuple[int, int]:
         """(step of the selected node, number of steps); step -1 when it did not run."""
-        order = (self._graph or {}).get("backward_order") or []
+        order = self._order()
         flow = self._flows.get(self._selected) if self._selected is not None else None
-        return (flow["step"] if flow else -1), len(order)
+        return (flow.step if flow else -1), len(order)
 
     def set_stale(self, text: str | None) -> None:
         """Say that the graph is from an earlier run (``text`` says why); None: it is current."""
-        self.stale_label.setText(text or "")
-        self.stale_label.setVisible(bool(text))
+        self.stale_label.set_reason(text)
         self.plot.setEnabled(not text)
         self.plot.getPlotItem().setOpacity(0.45 if text else 1.0)
 
     def step(self, delta: int) -> None:
         """Select the next (``delta`` 1) or previous (-1) node in the order backward ran them."""
-        order = (self._graph or {}).get("backward_order") or []
+        order = self._order()
         if not order:
             return
         self._stepping = True
         flow = self._flows.get(self._selected) if self._selected is not None else None
-        k = 0 if flow is None else min(max(flow["step"] + delta, 0), len(order) - 1)
+        k = 0 if flow is None else min(max(flow.step + delta, 0), len(order) - 1)
         self.select_node(order[k])
 
     def start_walk(self) -> None:
         """Select the first node backward ran, faded nodes ahead: the start of the step-through."""
-        order = (self._graph or {}).get("backward_order") or []
+        order = self._order()
         if order:
             self._stepping = True
             self.select_node(order[0])
@@ -340,26 +304,15 @@ class GraphPanel(QWidget):
         if not len(self._positions):
             return
         view = self.plot.getViewBox()
-        (x0, y0), (x1, y1) = self._positions.min(axis=0), self._positions.max(axis=0)
-        if x1 - x0 < 1e-9:
-            x0, x1 = x0 - 0.5, x1 + 0.5
-        if y1 - y0 < 1e-9:
-            y0, y1 = y0 - 0.5, y1 + 0.5
-        width, height = max(view.width(), 1.0), max(view.height(), 1.0)
-        side = min(self._widest_label / 2 + 14, width / 3)
-        top, bottom = min(30.0, height / 4), min(52.0, height / 4)
-        xs = (x1 - x0) / max(width - 2 * side, 1.0)  # data units per pixel
-        ys = (y1 - y0) / max(height - top - bottom, 1.0)
-        view.setRange(
-            xRange=(x0 - side * xs, x1 + side * xs), yRange=(y0 - bottom * ys, y1 + top * ys), padding=0
-        )
+        x_range, y_range = whole_graph_range(self._positions, (view.width(), view.height()), self._widest_label)
+        view.setRange(xRange=x_range, yRange=y_range, padding=0)
         self._fitted = True
         self._place_labels()
 
     def figures(self) -> dict[str, dict]:
         return {"graph": {"root": self.plot.plotItem}}
 
-    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+    def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         """The graph as drawn (legend, labels, selection ring) as PNG, SVG or PDF."""
         if not self._nodes:
             raise OSError("There is no graph to export yet: run a check first.")
@@ -370,20 +323,21 @@ class GraphPanel(QWidget):
         """The graph as drawn (legend, labels, selection ring), wide enough for a slide; without a
         graph, the panel and its message."""
         if self._nodes:
-            self.export("graph", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.5)))
+            self.export("graph", path, size=slide_size(0.5))
         else:
             save_png(self.grab(), path)
 
     # drawing ----------------------------------------------------------------------------------
 
-    def _prepare(self, graph: dict) -> None:
+    def _order(self) -> list[int]:
+        """Node ids in the order the recorded backward ran them."""
+        return list(self._graph.backward_order) if self._graph is not None else []
+
+    def _prepare(self, graph: GraphModel) -> None:
         """Symbols, edges and label texts for a new graph; labels are placed per view afterwards."""
         nodes = self._nodes
-        # a non-finite coordinate arrives as None (strict JSON): it becomes nan, then 0
-        positions = np.array([n.get("position") or (0.0, 0.0) for n in nodes], dtype=float).reshape(-1, 2)
-        positions = np.nan_to_num(positions, nan=0.0, posinf=0.0, neginf=0.0)
-        self._positions = positions
-        kinds = [n["kind"] if n["kind"] in KINDS else "builtin" for n in nodes]
+        self._positions = positions = node_positions(graph.positions)
+        kinds = [n.kind if n.kind in KINDS else "builtin" for n in nodes]
         self._kinds = kinds
         self._base_sizes = np.array([KINDS[k][1] for k in kinds], dtype=float)
         self._symbol_scale = 1.0
@@ -402,47 +356,28 @@ class GraphPanel(QWidget):
             size=self._base_sizes,
             brush=[self._brushes[k] for k in kinds],
             pen=self._pen,
-            data=[n["id"] for n in nodes],
+            data=[n.id for n in nodes],
         )
         self._draw_edges(graph, positions)
 
         # label texts and their sizes in px; TextItems are made only for the labels shown
         self._texts = [(node_label(node), short_label(node)) for node in nodes]
         self._measure_labels()
-        order = sorted(range(len(nodes)), key=lambda k: (PRIORITY.get(kinds[k], 2), positions[k, 1] * -1, k))
-        self._priority = order
-
-        # smallest gaps between layers and within a layer, for shrinking symbols when zoomed out
-        ys = np.unique(np.round(positions[:, 1], 9))
-        self._gap_y = float(np.diff(ys).min()) if len(ys) > 1 else math.inf
-        gaps = []
-        for y in ys:
-            xs = np.sort(positions[np.abs(positions[:, 1] - y) < 1e-9, 0])
-            if len(xs) > 1:
-                gaps.append(np.diff(xs).min())
-        self._gap_x = float(min(gaps)) if gaps else math.inf
+        self._priority = label_priority(kinds, positions)
+        self._gaps = layer_gaps(positions)  # for shrinking symbols when zoomed out
 
     def _measure_labels(self) -> None:
         """Each label's full and short text size in px, in the theme's fonts."""
-        self._text_sizes = np.zeros((len(self._nodes), 2, 2))  # node, (full, short), (w, h)
-        for k, (texts, kind) in enumerate(zip(self._texts, self._kinds)):
-            metrics = self._metrics[kind]
-            for j, text in enumerate(texts):
-                self._text_sizes[k, j] = (
-                    metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN + 2,
-                    metrics.height() + 2 * LABEL_MARGIN,
-                )
+        self._text_sizes = label_sizes(self._texts, self._kinds, self.labels.measure)
         self._widest_label = float(min(self._text_sizes[:, 0, 0].max(initial=0.0), 320.0))
 
-    def _draw_edges(self, graph: dict, positions: np.ndarray) -> None:
+    def _draw_edges(self, graph: GraphModel, positions: np.ndarray) -> None:
         """Straight edges between adjacent layers; an edge that skips layers bows sideways so it
         does not run through the nodes in between (the layout puts chains in one column)."""
-        edges = np.asarray(graph.get("edges") or [], dtype=int).reshape(-1, 2)
-        edges = edges[np.isin(edges, list(self._index)).all(axis=1)] if len(edges) else edges
-        if not len(edges):
+        rows = edge_rows(graph.edges, self._index)
+        if not len(rows):
             self.edge_item.setData([], [])
             return
-        rows = np.array([[self._index[a], self._index[b]] for a, b in edges.tolist()])
         xs, ys, connect = edge_curves(rows, positions)
         self.edge_item.setData(xs, ys, connect=connect)
 
@@ -455,7 +390,7 @@ class GraphPanel(QWidget):
         current = self._flows.get(self._selected) if self._selected is not None else None
         if self._stepping and current is not None:
             done = [
-                self._flows.get(n["id"], {}).get("step", math.inf) <= current["step"] for n in self._nodes
+                (self._flows[n.id].step if n.id in self._flows else math.inf) <= current.step for n in self._nodes
             ]
             self.node_item.setBrush(
                 [(self._brushes if d else self._faded)[k] for d, k in zip(done, self._kinds)]
@@ -475,78 +410,33 @@ class GraphPanel(QWidget):
         full text, else the short one; below, right, left or above the node; else no label until
         the user zooms in. A label beside a clump of nodes would name the wrong one."""
         n = len(self._nodes)
-        view = self.plot.getViewBox()
-        width, height = view.width(), view.height()
-        self._shown = {}
-        if not n or width < 20 or height < 20:
+        box = self.plot.getViewBox()
+        (x0, x1), (y0, y1) = box.viewRange()
+        view = ViewBox(x0, x1, y0, y1, box.width(), box.height())
+        if not n or view.width < 20 or view.height < 20:
             self._show_labels([])
             return
-        x0, x1 = view.viewRange()[0]
-        y0, y1 = view.viewRange()[1]
-        sx, sy = width / max(x1 - x0, 1e-12), height / max(y1 - y0, 1e-12)  # px per data unit
-        scale = min(self._gap_y * sy, self._gap_x * sx) / (KINDS["custom"][1] + 8)
-        scale = float(min(max(scale, MIN_SYMBOL_SCALE), 1.0))
+        scale = symbol_scale(self._gaps, view)
         if abs(scale - self._symbol_scale) > 0.02:
             self._symbol_scale = scale
             self._restyle_nodes()
-        px = (self._positions[:, 0] - x0) * sx
-        py = (y1 - self._positions[:, 1]) * sy
-        radius = self._base_sizes * self._symbol_scale / 2
-        inside = (px > -radius) & (px < width + radius) & (py > -radius) & (py < height + radius)
-        rows = np.flatnonzero(inside)
-
-        clear = clear_of_neighbours(rows, px, py, radius, n)
-        order = [k for k in self._priority if clear[k]]
         selected = self._index.get(self._selected) if self._selected is not None else None
-        last = selected if selected is not None and clear[selected] else None
-        placed = fit_labels(order, rows, px, py, radius, self._text_sizes, width, height, last=last)
-        self._set_hint(len(placed), n)
-        self._show_labels([(k, j, x0 + cx / sx, y1 - cy / sy) for k, j, cx, cy in placed])
-
-    def _set_hint(self, labelled: int, n: int) -> None:
-        """Below the graph (never over its edges): how many nodes have a label, when not all do,
-        in the longest wording that fits the plot's width. Its row keeps its height when empty, so
-        the view never changes size (and the labels never move) as the note comes and goes."""
-        theme = self.view.theme
-        if labelled >= n:
-            self.label_hint.setText("", size=f"{theme.pt(HINT_POINTS)}pt")
-            return
-        room = self.plot.getPlotItem().width() - 8
-        choice = next(
-            (w for w in HINTS if text_width(w.format(m=n, n=n), theme.pt(HINT_POINTS)) <= room), HINTS[-1]
-        )  # with m = n: no narrower than the text shown
-        self.label_hint.setText(choice.format(m=labelled, n=n), color=theme.muted, size=f"{theme.pt(HINT_POINTS)}pt")
-
-    def _size_hint_row(self) -> None:
-        """The note's row: one line of its font, whatever it says."""
-        self.label_hint.line_height = QFontMetricsF(self.view.theme.font(HINT_POINTS)).height() + 6
-        self.label_hint.updateMin()
+        radius = self._base_sizes * self._symbol_scale / 2
+        placed = place_labels(self._positions, radius, self._text_sizes, self._priority, view, selected=selected)
+        self.notes.set_hint(len(placed), n)
+        self._show_labels(placed)
 
     def hint_text(self) -> str:
         """The note under the graph ('' when every node has its label)."""
-        return self.label_hint.item.toPlainText()
+        return self.notes.hint_text()
 
     def _show_labels(self, placed: list[tuple[int, int, float, float]]) -> None:
-        """Put the placed labels on TextItems from a pool (made on first need) and hide the rest."""
-        while len(self._label_pool) < len(placed):
-            label = pg.TextItem("", color=INK, anchor=(0.5, 0.5), fill=pg.mkBrush(*LABEL_FILL))
-            label.textItem.document().setDocumentMargin(LABEL_MARGIN)
-            label.setZValue(4)
-            self.plot.addItem(label, ignoreBounds=True)
-            self._label_pool.append(label)
-        self._shown = {}
-        for label, (k, j, x, y) in zip(self._label_pool, placed):
-            label.setFont(self._label_fonts[self._kinds[k]])
-            label.setText(self._texts[k][j])
-            label.setPos(QPointF(x, y))
-            label.show()
-            self._shown[self._nodes[k]["id"]] = label
-        for label in self._label_pool[len(placed) :]:
-            label.hide()
+        """The placed labels (row, full 0 / short 1, x, y) on screen, the rest hidden."""
+        self.labels.show([(self._nodes[k].id, self._kinds[k], self._texts[k][j], x, y) for k, j, x, y in placed])
 
     def shown_labels(self) -> dict[int, pg.TextItem]:
         """The labels on screen now, by node id (a node without one has no room at this zoom)."""
-        return dict(self._shown)
+        return self.labels.shown()
 
     def _tip(self, x: float, y: float, data: int) -> str:  # pyqtgraph passes them by name
         """Hover text of a node."""
@@ -561,40 +451,15 @@ class GraphPanel(QWidget):
         self.step_label.setFont(theme.font(12))
         self.side.set_theme(theme)
         self.message.setFont(theme.font(14))
-        self.stale_label.setFont(theme.font(12, bold=True))
-        self.stale_label.setStyleSheet(
-            "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
-        )
-        for kind, label_font in self._label_fonts.items():
-            label_font.setPointSize(theme.pt(LABEL_POINTS + (1 if kind == "custom" else 0)))
-            label_font.setBold(kind == "custom" or theme.high_contrast)
-        self._metrics = {kind: QFontMetricsF(f) for kind, f in self._label_fonts.items()}
+        self.stale_label.set_theme(theme)
+        self.labels.set_theme(theme)
         self.edge_item.setPen(pg.mkPen(theme.ink if theme.high_contrast else EDGE_COLOUR, width=1.5 * theme.line))
         self.ring_item.setPen(pg.mkPen(RING_COLOUR, width=3 * theme.line))
-        self._fit_legend()
-        self._size_hint_row()
+        self.notes.apply_theme()
         if self._nodes:
             self._measure_labels()
             self._restyle_nodes()
             self.fit_view() if self._fitted else self._place_labels()
-
-    def _fit_legend(self) -> None:
-        """The legend (the plot's title) in the longest wording that fits the plot's width."""
-        theme = self.view.theme
-        room = self.plot.width() - 12
-        for choice, words in enumerate(LEGEND):
-            self.plot.setTitle(self._legend_text(words, theme), color=theme.ink, size=f"{theme.pt(11)}pt")
-            if choice == len(LEGEND) - 1 or self.plot.getPlotItem().titleLabel.item.boundingRect().width() <= room:
-                break
-        self._legend = choice
-
-    @staticmethod
-    def _legend_text(words: tuple[str, ...], theme) -> str:
-        symbols = "&nbsp;&nbsp;".join(
-            f'<span style="color:{fill}; font-size:{theme.pt(15)}pt">{glyph}</span>&nbsp;{word}'
-            for (_, _, fill, _), glyph, word in zip(KINDS.values(), "■●◆", words)
-        )
-        return f"{symbols}&nbsp;&nbsp;{words[-1]}"
 
     # events -----------------------------------------------------------------------------------
 
@@ -606,7 +471,7 @@ class GraphPanel(QWidget):
                 self.step(STEP_KEYS[key])
                 return True
             if key in (Qt.Key.Key_Home, Qt.Key.Key_End):
-                order = (self._graph or {}).get("backward_order") or []
+                order = self._order()
                 if order:
                     self._stepping = True
                     self.select_node(order[0] if key == Qt.Key.Key_Home else order[-1])
@@ -621,7 +486,7 @@ class GraphPanel(QWidget):
         self._fitted = False
 
     def _on_resized(self, *_args) -> None:
-        self._fit_legend()
+        self.notes.fit_legend()
         if self._fitted:
             self.fit_view()
         else:

@@ -1,6 +1,9 @@
 """The three heatmaps of one Jacobian block (analytic, numerical, |analytic − numerical|) with
 their colour bars, as one pyqtgraph layout: the views are linked for zoom and pan, one colour bar
 drives analytic and numerical (equal colours mean equal values), the error map has its own.
+It draws a block's display prep (``app.display.BlockDisplay``) at the pooling the zoom needs, frames
+the highlighted cell, says which cell is under the mouse and exports its two figures; which block
+and cell to show is the Jacobian panel's business.
 
 The colour bars stand in a column right of the maps, so the maps get the height. Cells are square by default (the views' aspect is locked, so a 900x900 block is drawn square
 and a 40x8 block tall); ``set_square_cells(False)`` lets them stretch to fill the views. Titles,
@@ -11,9 +14,12 @@ from __future__ import annotations
 
 from types import MethodType
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QPointF, QRectF, QTimer
 
+from gradviz.app.display import BlockDisplay
+from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.heatmap_items import CellAxis, CellFrame, RectOutlines, let_title_shrink
 from gradviz.app.plot_style import OVERHANG, plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
@@ -32,6 +38,22 @@ TITLE_PT, LABEL_PT, TICK_PT = 13, 11, 11
 PLOT_MIN_HEIGHT = 120  # px of a heatmap with its title and axes: some 40 px of cells at any scale
 BAR_THICKNESS = 14  # px of a colour bar's colours
 NUDGE = 5  # px pyqtgraph moves a vertical axis's caption outwards
+
+
+def view_note(factor: int, n_failing: int, outlined: bool) -> tuple[str, str]:
+    """(short note, its tooltip) on how the maps are drawn at this zoom: pooled, or with failing
+    cells too many to outline; ('', '') when every cell is drawn as itself."""
+    notes, tips = [], []
+    if factor > 1:
+        notes.append(f"{factor}×{factor} cells a pixel")
+        tips.append(
+            f"Downsampled: each pixel shows the largest |value| of {factor}×{factor} cells. "
+            "Zoom in (mouse wheel) for single cells."
+        )
+    if n_failing and not outlined:
+        notes.append("failing cells not outlined")
+        tips.append(f"{n_failing:,} failing cells: too many to outline at this zoom.")
+    return " · ".join(notes) + (": zoom in" if factor > 1 else ""), " ".join(tips)
 
 
 def share_row_axis_width(axes: list[pg.AxisItem]) -> None:
@@ -83,6 +105,7 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         self._titles = TITLES  # each map's title, longest wording first (the forward mode has its own)
         self._square = True
         self._shape: tuple[int, int] | None = None  # (rows, cols) drawn
+        self._cells = QRectF()  # where the images lie, in cell coordinates
         self._build_plots()
         self.set_square_cells(True)
         self._fit_timer = QTimer(self, singleShot=True, interval=0)
@@ -161,6 +184,91 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         # a bottom axis's last label reaches OVERHANG px past its end: room for it before the next
         # plot's row labels
         plot_row.layout.setHorizontalSpacing(OVERHANG + 12)
+
+    # drawing a block ------------------------------------------------------------------------------
+
+    def view_pixels(self) -> tuple[float, float]:
+        """(width, height) of one heatmap's view in pixels."""
+        box = self.plot_items[0].getViewBox()
+        return max(box.width(), 1.0), max(box.height(), 1.0)
+
+    def wanted_factor(self, display: BlockDisplay) -> int:
+        """The pooling the view's zoom needs: about one tile per screen pixel."""
+        (x0, x1), (y0, y1) = self.plot_items[0].getViewBox().viewRange()
+        width, height = self.view_pixels()
+        ratio = self.devicePixelRatioF() or 1.0  # a 2x screen has twice the pixels to fill
+        return display.factor_for((x1 - x0, y1 - y0), (width * ratio, height * ratio))
+
+    def draw(self, display: BlockDisplay, factor: int, origin: tuple[int, int]) -> bool:
+        """Analytic and numerical at pooling ``factor``, the block's first cell at (row, col)
+        ``origin``, levels explicit; the failing cells outlined on the error map. False when
+        they are too many to outline at this pooling."""
+        r0, c0 = origin
+        self._cells = QRectF(c0 - 0.5, r0 - 0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
+        self.set_cells((r0, display.block.shape[0]), (c0, display.block.shape[1]))
+        self.analytic_image.setImage(display.image("analytic", factor), autoLevels=False, rect=self._cells)
+        self.numerical_image.setImage(display.image("numerical", factor), autoLevels=False, rect=self._cells)
+        self.value_bar.setLevels(display.value_levels)
+        outline = display.outline(factor)
+        if outline is None:
+            self.failing_outline.clear()
+            return False
+        x, y, w, h = outline
+        self.failing_outline.set_rects(x + c0, y + r0, w, h)
+        return True
+
+    def draw_error(self, display: BlockDisplay, factor: int, *, log: bool, caption: str) -> None:
+        """The error map, |A − N| or its log10, with its own bar, where ``draw`` put the others."""
+        kind, levels = ("log_error", display.log_levels) if log else ("error", (0.0, display.error_top))
+        # rect with the image: setRect alone scales by the size of the image it replaces
+        self.error_image.setImage(display.image(kind, factor), autoLevels=False, rect=self._cells)
+        self.error_bar.setLevels(levels)
+        self.set_error_caption(caption)
+
+    def highlight(self, cell: tuple[int, int] | None) -> None:
+        """Frame ``cell`` (row, col) in all three maps; None: no frame."""
+        for rect in self.highlight_rects:
+            rect.setVisible(cell is not None)
+            if cell is not None:
+                rect.set_cell(*cell)
+
+    def cell_at(self, pos: QPointF) -> tuple[int, int] | None:
+        """(row, col) under the scene point ``pos`` in any of the three maps, or None."""
+        for plot in self.plot_items:
+            box = plot.getViewBox()
+            if box.sceneBoundingRect().contains(pos):
+                point = box.mapSceneToView(pos)
+                return int(np.floor(point.y() + 0.5)), int(np.floor(point.x() + 0.5))
+        return None
+
+    # exports ----------------------------------------------------------------------------------------
+
+    def figures(self) -> dict[str, dict]:
+        """What ``figures.export_figure`` draws for each figure: the three maps with their bars,
+        and the error map alone."""
+        error_region = lambda: self.plot_items[2].sceneBoundingRect().united(self.error_bar.sceneBoundingRect())  # noqa: E731
+        return {
+            "jacobians": {"root": self.ci},
+            "error_map": {"root": self.ci, "region": error_region, "layout_width": 3.0},
+        }
+
+    def export(self, name: str, path: str, *, size: tuple[int, int] = DEFAULT_SIZE, caption: str = "") -> None:
+        """One figure ('jacobians' or 'error_map') as PNG, SVG or PDF (by ``path``'s suffix)."""
+        boxes = [plot.getViewBox() for plot in self.plot_items]
+        ranges = [box.viewRange() for box in boxes]  # square cells widen a range to fit a new size
+        data = self.analytic_image.mapRectToParent(self.analytic_image.boundingRect())
+        (x0, x1), (y0, y1) = ranges[0]
+        if x0 <= data.left() and data.right() <= x1 and y0 <= data.top() and data.bottom() <= y1:
+            # the whole block on screen: the figure frames the block itself, whatever margins the
+            # window's shape left around it (so two exports of one block are the same picture)
+            boxes[0].setRange(rect=data, padding=0)
+        try:
+            export_figure(path, size=size, caption=caption, **self.figures()[name])
+        finally:
+            for box, (x_range, y_range) in zip(boxes, ranges):  # so the next export starts alike
+                box.setRange(xRange=x_range, yRange=y_range, padding=0)
+
+    # the look ----------------------------------------------------------------------------------------
 
     def set_square_cells(self, square: bool) -> None:
         """Square cells (locked aspect) or cells stretched to fill the views. Only the first view is

@@ -11,41 +11,42 @@ regions of it computed on demand (``BlockRegion``) are drawn like a block, at th
 column indices, and kept until the next result.
 
 The panel renders a ``CheckResult``; its display prep (float32 copies, levels, pooled images)
-comes from ``gradviz.app.display``.
+comes from ``gradviz.app.display``. It is a composition: ``HeatmapPlots`` (the three linked maps,
+their bars, the cell frame, the exports), ``LargeBlockPage`` with ``LargeBlockRegions`` (a block
+too large to hold and its computed regions), ``BlockOverview`` and ``ForwardSwitch``; the panel
+itself chooses which block, region and cell to show.
 """
 
 from __future__ import annotations
 
 import time
 
-import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
     QSplitter,
-    QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.display import BlockDisplay, first_block_index
-from gradviz.app.figures import export_figure
+from gradviz.app.figures import DEFAULT_SIZE, slide_size
 from gradviz.app.panels.block_overview import BlockOverview
+from gradviz.app.panels.box_layout import Stretch, column, row
 from gradviz.app.panels.forward_view import ForwardSwitch
-from gradviz.app.panels.heatmap_plots import HeatmapPlots
+from gradviz.app.panels.heatmap_plots import HeatmapPlots, view_note
 from gradviz.app.panels.jacobian_regions import LargeBlockRegions
 from gradviz.app.panels.large_block_page import LargeBlockPage
+from gradviz.app.panels.stale_note import StaleNote
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
 
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
-EXPORT_WIDTH = 1920  # pixels: sharp on a lecture slide
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 STALE_OPACITY = 0.35
 READOUT_PT = 12
@@ -72,7 +73,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self._redraw_ms = 0.0
         self._factor: int | None = None  # the pooling the images were last drawn at
         self._zoom_guard = False
-        self._cells = QRectF()  # where the images lie, in cell coordinates
         self._rows: tuple[int, int] | None = None  # rows marked by the backward step-through
         self._stale = False
         self._widget_points = QApplication.font().pointSizeF()  # buttons and boxes at scale 1
@@ -86,9 +86,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.reset_button.setToolTip("Show the whole block again (or double-click a plot)")
         self.log_scale = QCheckBox("log scale")
         self.log_scale.setToolTip("Colour the error map by log10 |analytic − numerical|")
-        self.stale_label = QLabel()
-        self.stale_label.setWordWrap(True)
-        self.stale_label.hide()
+        self.stale_label = StaleNote()
         self.readout = QLabel(EMPTY_TEXT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setWordWrap(True)
@@ -124,28 +122,12 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.body.setStretchFactor(0, 0)
         self.body.setStretchFactor(1, 1)
         self.overview = BlockOverview()  # every block of the Jacobian, beside the one shown
-        middle = QHBoxLayout()
-        middle.setContentsMargins(0, 0, 0, 0)
-        middle.addWidget(self.overview)
-        middle.addWidget(self.body, 1)
-
-        controls = QHBoxLayout()
-        controls.setContentsMargins(0, 0, 0, 0)
-        controls.addWidget(self.block_selector)
-        controls.addWidget(self.worst_button)
-        controls.addWidget(self.reset_button)
-        controls.addWidget(self.forward)
-        controls.addWidget(self.view_note)
-        controls.addStretch(1)
-        controls.addWidget(self.square_cells)
-        controls.addWidget(self.log_scale)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(3)
-        layout.addLayout(controls)
-        layout.addWidget(self.stale_label)
-        layout.addLayout(middle, 1)
-        layout.addWidget(self.readout)
+        controls = row(
+            self.block_selector, self.worst_button, self.reset_button, self.forward, self.view_note,
+            Stretch(1), self.square_cells, self.log_scale,
+        )  # fmt: skip
+        middle = row(self.overview, (self.body, 1))
+        column(controls, self.stale_label, (middle, 1), self.readout, parent=self, spacing=3)
 
         self.block_selector.currentIndexChanged.connect(self._on_block_selected)
         self.log_scale.toggled.connect(self._on_log_scale_changed)
@@ -331,8 +313,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def set_stale(self, text: str | None) -> None:
         """Say that what is drawn no longer matches the editor (``text`` says why); None: it does."""
         self._stale = bool(text)
-        self.stale_label.setText(text or "")
-        self.stale_label.setVisible(bool(text))
+        self.stale_label.set_reason(text)
         for image in (self.analytic_image, self.numerical_image, self.error_image):
             image.setOpacity(STALE_OPACITY if text else 1.0)
         self.large_page.setEnabled(not text)
@@ -351,36 +332,20 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def figures(self) -> dict[str, dict]:
         """What ``figures.export_figure`` draws for each figure: the three maps with their bars,
         and the error map alone."""
-        error_region = lambda: self.plot_items[2].sceneBoundingRect().united(self.error_bar.sceneBoundingRect())  # noqa: E731
-        return {
-            "jacobians": {"root": self.plots.ci},
-            "error_map": {"root": self.plots.ci, "region": error_region, "layout_width": 3.0},
-        }
+        return self.plots.figures()
 
-    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+    def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         """One figure ('jacobians' or 'error_map') as PNG, SVG or PDF (by ``path``'s suffix)."""
         if self._shown() is None:
             raise OSError(
                 "A block too large to hold has no heatmaps to export until a region of it is computed: "
                 "compute one, or export its cells as CSV instead."
             )
-        boxes = [plot.getViewBox() for plot in self.plot_items]
-        ranges = [box.viewRange() for box in boxes]  # square cells widen a range to fit a new size
-        data = self.analytic_image.mapRectToParent(self.analytic_image.boundingRect())
-        (x0, x1), (y0, y1) = ranges[0]
-        if x0 <= data.left() and data.right() <= x1 and y0 <= data.top() and data.bottom() <= y1:
-            # the whole block on screen: the figure frames the block itself, whatever margins the
-            # window's shape left around it (so two exports of one block are the same picture)
-            boxes[0].setRange(rect=data, padding=0)
-        try:
-            export_figure(path, size=size, caption=caption, **self.figures()[name])
-        finally:
-            for box, (x_range, y_range) in zip(boxes, ranges):  # so the next export starts alike
-                box.setRange(xRange=x_range, yRange=y_range, padding=0)
+        self.plots.export(name, path, size=size, caption=caption)
 
     def export_png(self, path: str) -> None:
         """The three plots and their colour bars as one PNG, wide enough for a slide."""
-        self.export("jacobians", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.45)))
+        self.export("jacobians", path, size=slide_size(0.45))
 
     # internals --------------------------------------------------------------------------------
 
@@ -431,70 +396,30 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
     def view_pixels(self) -> tuple[float, float]:
         """(width, height) of one heatmap's view in pixels."""
-        box = self.plot_items[0].getViewBox()
-        return max(box.width(), 1.0), max(box.height(), 1.0)
-
-    def _wanted_factor(self, display: BlockDisplay) -> int:
-        box = self.plot_items[0].getViewBox()
-        (x0, x1), (y0, y1) = box.viewRange()
-        width, height = self.view_pixels()
-        ratio = self.devicePixelRatioF() or 1.0  # a 2x screen has twice the pixels to fill
-        return display.factor_for((x1 - x0, y1 - y0), (width * ratio, height * ratio))
+        return self.plots.view_pixels()
 
     def _draw_images(self) -> None:
         """Hand the images to pyqtgraph at the pooling the zoom needs; levels stay explicit."""
         display = self._display()
-        factor = self._wanted_factor(display)
+        factor = self.plots.wanted_factor(display)
         if factor == self._factor:
             return
         self._factor = factor
         _, r0, c0 = self._shown()
-        cells = QRectF(c0 - 0.5, r0 - 0.5, *display.extent(factor))  # cell (r, c) centred on (c, r)
-        self.plots.set_cells((r0, display.block.shape[0]), (c0, display.block.shape[1]))
-        self.analytic_image.setImage(display.image("analytic", factor), autoLevels=False, rect=cells)
-        self.numerical_image.setImage(display.image("numerical", factor), autoLevels=False, rect=cells)
-        self.value_bar.setLevels(display.value_levels)
-        self._cells = cells
-        outline = display.outline(factor)
-        block = display.block
-        if outline is None:
-            self.failing_outline.clear()
-        else:
-            x, y, w, h = outline
-            self.failing_outline.set_rects(x + c0, y + r0, w, h)
-        notes, tips = [], []
-        if factor > 1:
-            notes.append(f"{factor}×{factor} cells a pixel")
-            tips.append(
-                f"Downsampled: each pixel shows the largest |value| of {factor}×{factor} cells. "
-                "Zoom in (mouse wheel) for single cells."
-            )
-        if block.n_failing and outline is None:
-            notes.append("failing cells not outlined")
-            tips.append(f"{block.n_failing:,} failing cells: too many to outline at this zoom.")
-        self.view_note.setText(" · ".join(notes) + (": zoom in" if factor > 1 else ""))
-        self.view_note.setToolTip(" ".join(tips))
-        self.view_note.setVisible(bool(notes))
+        outlined = self.plots.draw(display, factor, (r0, c0))
+        text, tip = view_note(factor, display.block.n_failing, outlined)
+        self.view_note.setText(text)
+        self.view_note.setToolTip(tip)
+        self.view_note.setVisible(bool(text))
         self._draw_error()
 
     def _draw_error(self) -> None:
-        display = self._display()
-        if self.log_scale.isChecked():
-            kind, levels = "log_error", display.log_levels
-        else:
-            kind, levels = "error", (0.0, display.error_top)
-        caption = self.forward.error_caption(self.log_scale.isChecked())
-        # rect with the image: setRect alone scales by the size of the image it replaces
-        self.error_image.setImage(display.image(kind, self._factor or 1), autoLevels=False, rect=self._cells)
-        self.error_bar.setLevels(levels)
-        self.plots.set_error_caption(caption)
+        log = self.log_scale.isChecked()
+        self.plots.draw_error(self._display(), self._factor or 1, log=log, caption=self.forward.error_caption(log))
 
     def _set_highlight(self, cell: tuple[int, int] | None) -> None:
         self._cell = cell
-        for rect in self.highlight_rects:
-            rect.setVisible(cell is not None)
-            if cell is not None:
-                rect.set_cell(*cell)
+        self.plots.highlight(cell)
         shown = self._shown()
         if cell is not None and self._result is not None and shown is not None:
             block, r0, c0 = shown
@@ -518,10 +443,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.large_table.setFont(theme.font(READOUT_PT - 1))
         self.view_note.setFont(theme.font(10))
         self.view_note.setStyleSheet(f"color: {theme.muted}")
-        self.stale_label.setFont(theme.font(12, bold=True))
-        self.stale_label.setStyleSheet(
-            "QLabel { background: #fff4c2; color: #4d3b00; border: 1px solid #e0c14a; padding: 4px; }"
-        )
+        self.stale_label.set_theme(theme)
         self.plots.apply_theme()
 
     # events -------------------------------------------------------------------------------------
@@ -561,14 +483,6 @@ class JacobianPanel(LargeBlockRegions, QWidget):
             self.reset_zoom()
 
     def _on_mouse_moved(self, args: tuple) -> None:
-        pos = args[0]
-        if self._shown() is None:
-            return
-        for plot in self.plot_items:
-            box = plot.getViewBox()
-            if box.sceneBoundingRect().contains(pos):
-                point: QPointF = box.mapSceneToView(pos)
-                cell = (int(np.floor(point.y() + 0.5)), int(np.floor(point.x() + 0.5)))
-                if cell != self._cell:
-                    self.hover_cell(*cell)
-                return
+        cell = self.plots.cell_at(args[0]) if self._shown() is not None else None
+        if cell is not None and cell != self._cell:
+            self.hover_cell(*cell)

@@ -1,5 +1,8 @@
 """The memory panel: what Conv2d + BatchNorm2d saves for backward against the fused Function.
 
+A composition of its controls (``memory_controls``), its two figures (``memory_plots``), the saved
+tensors and peaks (``memory_tensors``) and the texts; it arranges them for the room it gets.
+
 The worker's "memory" request measures; this panel only draws the answer: two bars (the fused
 one stacked with the bytes its Function keeps as ``ctx`` attributes), a headline with the saving
 and whether it matches the formula, the sweep over layers and batch sizes, and on CUDA the peak
@@ -17,41 +20,33 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyqtgraph as pg
-from PySide6.QtCore import QSizeF, Qt, Signal
-from PySide6.QtGui import QFontMetricsF, QTextDocument
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (
     QApplication,
     QBoxLayout,
     QLabel,
     QStackedWidget,
     QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
-from gradviz.app.figures import export_figure
+from gradviz.app.figures import DEFAULT_SIZE, export_figure, slide_size
 from gradviz.app.memory_display import (
     FAIL_COLOUR,
     VARIANTS,
     bar_top,
     checks_html,
     headline,
-    measured_points,
-    sweep_curves,
 )
+from gradviz.app.panels.box_layout import Stretch, column, fill
 from gradviz.app.panels.memory_controls import MeasureProgress, MemoryControls
+from gradviz.app.panels.memory_plots import MemoryPlots
 from gradviz.app.panels.memory_tensors import PeakTable, SavedTensorsView
-from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
 from gradviz.app.state import MemorySettings
 from gradviz.app.theme import ViewSettings
-from gradviz.schema.units import UNITS, choose_unit, format_bytes
+from gradviz.schema.units import UNITS, choose_unit
 
-BAR_LABELS = {"unfused": "unfused\nconv + BN", "fused": "fused\nFunction"}
-UNFUSED_COLOUR = "#4c72b0"
-FUSED_COLOUR = "#dd8452"
-CTX_COLOUR = "#f5c9a4"  # the fused colour, lighter: bytes kept beside save_for_backward
-BATCH_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 TENSORS_TAB = "Saved tensors"
 CONTROL_NAMES = (
     "layers_spin", "batch_spin", "channels_spin", "height_spin", "width_spin", "shape_spins", "out_channels_spin",
@@ -59,20 +54,12 @@ CONTROL_NAMES = (
 )  # fmt: skip
 EMPTY_TEXT = "No measurement yet: pick a stack and press Measure."
 CPU_NOTE = "CUDA peak memory is measured when the device is CUDA."
-BAR_WIDTH = 0.6
-EXPORT_WIDTH = 1920
 WIDE_RATIO = 1.5  # wider than this times its height: controls left of the plots, plots side by side
 INFO_WIDTH = 330  # px of the controls' column in the wide arrangement, at scale 1
-
-
-def _style_plot(plot: pg.PlotItem) -> None:
-    """Ticks a reader can count, no mouse, no SI factor (the unit is in the label)."""
-    plot.setMenuEnabled(False)
-    plot.hideButtons()
-    plain_ticks(plot.getAxis("left"))
-    plot.getAxis("left").setStyle(maxTickLevel=0)  # major ticks only: grid lines a reader can count
-    plot.setMouseEnabled(x=False, y=False)
-    plot.showGrid(y=True, alpha=0.2)
+PLOT_NAMES = (
+    "bar_plot", "bar_item", "bar_items", "bar_texts", "bar_legend", "sweep_plot", "sweep_item", "sweep_legend",
+    "sweep_curves", "measured_line", "measured_points", "figures_layout",
+)  # fmt: skip
 
 
 class MemoryPanel(QWidget):
@@ -99,19 +86,11 @@ class MemoryPanel(QWidget):
         self.set_devices(["cpu"])
 
         self.info = QWidget()
-        info = QVBoxLayout(self.info)
-        info.setContentsMargins(0, 0, 0, 0)
-        info.addWidget(self.controls)
-        info.addWidget(self.measuring)
-        info.addWidget(self.headline)
-        info.addWidget(self.checks_label)
-        info.addWidget(self.cpu_note)
-        info.addWidget(self.peak_box)
-        info.addStretch(1)
+        texts = (self.controls, self.measuring, self.headline, self.checks_label, self.cpu_note, self.peak_box)
+        column(*texts, Stretch(1), parent=self.info)
         self.body = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)
         self.body.setContentsMargins(6, 4, 6, 4)
-        self.body.addWidget(self.info)
-        self.body.addWidget(self.stack, 1)
+        fill(self.body, self.info, (self.stack, 1))
         self.measure_button.clicked.connect(self._on_measure_clicked)
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
@@ -129,68 +108,14 @@ class MemoryPanel(QWidget):
         self.checks_label.setWordWrap(True)
         self.checks_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-        # the bars and, below them off the bars, their legend: one scene, one figure
-        self.bar_plot = pg.GraphicsLayoutWidget()
-        self.bar_plot.setBackground("w")
-        self.bar_item = bars = self.bar_plot.addPlot(row=0, col=0)
-        _style_plot(bars)
-        bars.getAxis("bottom").setTicks([[(k, BAR_LABELS[v]) for k, v in enumerate(VARIANTS)]])
-        bars.getAxis("bottom").setGrid(False)
-        bars.getAxis("bottom").setStyle(hideOverlappingLabels=False)  # the x range makes room for them
-        bars.setXRange(-0.6, 1.6, padding=0)
-        self.bar_items = {
-            "unfused": pg.BarGraphItem(x=[0], height=[0], width=BAR_WIDTH, brush=UNFUSED_COLOUR, pen=pg.mkPen("#222")),
-            "fused": pg.BarGraphItem(x=[1], height=[0], width=BAR_WIDTH, brush=FUSED_COLOUR, pen=pg.mkPen("#222")),
-            "fused_ctx": pg.BarGraphItem(
-                x=[1], y0=[0], height=[0], width=BAR_WIDTH, brush=CTX_COLOUR, pen=pg.mkPen("#222")
-            ),
-        }
-        for item in self.bar_items.values():
-            bars.addItem(item)
-        self.bar_legend = pg.LegendItem(frame=False)
-        self.bar_legend.addItem(self.bar_items["fused_ctx"], "kept as ctx attributes")
-        self.bar_plot.addItem(self.bar_legend, row=1, col=0)
-        self.bar_plot.ci.layout.setAlignment(self.bar_legend, Qt.AlignmentFlag.AlignHCenter)
-        self.bar_texts = {name: pg.TextItem(anchor=(0.5, 1.0)) for name in VARIANTS}  # figures above each bar
-        for text in self.bar_texts.values():
-            bars.addItem(text)
-        self.bar_plot.setMinimumSize(200, 170)
-        bars.getViewBox().sigResized.connect(self._fit_bar_range)
+        self.plots_area = self.plots = MemoryPlots(self.view)
+        for name in PLOT_NAMES:  # the plots' parts as the panel's own attributes, as before the split
+            setattr(self, name, getattr(self.plots, name))
 
         self.cpu_note = QLabel(CPU_NOTE)
         self.cpu_note.setWordWrap(True)
         self.peak_box = PeakTable(self.view)  # beside the texts, on CUDA results only
         self.peak_table, self.peak_title = self.peak_box.table, self.peak_box.title
-
-        self.sweep_plot = pg.GraphicsLayoutWidget()  # the plot, and its legend below it, off the curves
-        self.sweep_plot.setBackground("w")
-        self.sweep_item = sweep = self.sweep_plot.addPlot(row=0, col=0)
-        _style_plot(sweep)
-        sweep.showGrid(x=True, y=True, alpha=0.2)
-        sweep.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, 9)]])
-        # below the plot, off the curves: one column per batch size
-        self.sweep_legend = pg.LegendItem(colCount=2, frame=False)
-        self.sweep_plot.addItem(self.sweep_legend, row=1, col=0)
-        self.sweep_plot.ci.layout.setAlignment(self.sweep_legend, Qt.AlignmentFlag.AlignHCenter)
-        self.measured_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", width=1, style=Qt.PenStyle.DotLine))
-        sweep.addItem(self.measured_line, ignoreBounds=True)
-        # the two sweep points that are the bars: a ring round each
-        self.measured_points = pg.ScatterPlotItem(symbol="o", size=20, brush=None, pen=pg.mkPen("#222", width=2))
-        self.measured_points.setZValue(10)
-        sweep.addItem(self.measured_points)
-        self.sweep_plot.setMinimumSize(240, 230)
-        self.sweep_curves: dict[tuple[str, int], pg.PlotDataItem] = {}
-
-        self.figures_layout = QBoxLayout(QBoxLayout.Direction.TopToBottom)
-        self.figures_layout.addWidget(self.bar_plot, 4)
-        self.figures_layout.addWidget(self.sweep_plot, 5)
-        self.plots_area = QWidget()
-        self.plots_area.setObjectName("memory_plots_area")
-        self.plots_area.setStyleSheet("#memory_plots_area { background: white; }")
-        self.plots_area.setAutoFillBackground(True)
-        area = QVBoxLayout(self.plots_area)
-        area.setContentsMargins(4, 4, 4, 4)
-        area.addLayout(self.figures_layout, 1)
 
         self.message = QLabel()
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -228,10 +153,9 @@ class MemoryPanel(QWidget):
             return
         study, sweep = payload["study"], payload.get("sweep") or []
         self._unit = choose_unit(bar_top(study))
-        self._draw_bars(study)
+        self.plots.draw(study, sweep, self._unit)
         self._draw_headline(study)
         self._draw_peaks(study)
-        self._draw_sweep(study, sweep)
         self.tensors.set_study(study, self._unit)
         variants = study["variants"]
         counts = " vs ".join(str(variants[name]["count"]) for name in VARIANTS)
@@ -276,70 +200,21 @@ class MemoryPanel(QWidget):
         return self.message.text() if self.stack.currentWidget() is self.message else ""
 
     def figures(self) -> dict[str, dict]:
-        return {
-            "memory_bars": {"root": self.bar_plot.ci},
-            "memory_sweep": {"root": self.sweep_plot.ci},
-            "memory": {
-                "parts": [{"root": self.bar_plot.ci, "share": 2.0}, {"root": self.sweep_plot.ci, "share": 3.0}]
-            },
-        }
+        return self.plots.figures()
 
-    def export(self, name: str, path: str, *, size=(EXPORT_WIDTH, 1080), caption: str = "") -> None:
+    def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         """One figure ('memory_bars', 'memory_sweep' or both side by side, 'memory') as PNG, SVG or PDF."""
         if self._payload is None:
             raise OSError("There is no memory measurement to export yet: press Measure first.")
         caption = caption or self.headline_text()
         export_figure(path, size=size, caption=caption, **self.figures()[name])
-        self._fit_bar_range()
+        self.plots.fit_bar_range()
 
     def export_png(self, path: str) -> None:
         """The bars and the sweep side by side with the headline under them, slide-sized."""
-        self.export("memory", path, size=(EXPORT_WIDTH, round(EXPORT_WIDTH * 0.5)))
+        self.export("memory", path, size=slide_size(0.5))
 
     # drawing ----------------------------------------------------------------------------------
-
-    def _draw_bars(self, study: dict) -> None:
-        name, size = self._unit
-        unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
-        ctx = fused.get("ctx_attribute_bytes", 0)
-        self.bar_items["unfused"].setOpts(height=[unfused["saved_bytes"] / size])
-        self.bar_items["fused"].setOpts(height=[fused["saved_bytes"] / size])
-        self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
-        set_axis_label(self.bar_item.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
-        self.bar_texts["unfused"].setText(
-            f"{format_bytes(unfused['saved_bytes'], self._unit, three_figures=True)}\n{unfused['count']} tensors"
-        )
-        self.bar_texts["unfused"].setPos(0, unfused["saved_bytes"] / size)
-        fused_text = f"{format_bytes(fused['saved_bytes'], self._unit, three_figures=True)}\n{fused['count']} tensors"
-        if ctx:
-            fused_text += f"\n+ {format_bytes(ctx)} on ctx"
-        self.bar_texts["fused"].setText(fused_text)
-        self.bar_texts["fused"].setPos(1, (fused["saved_bytes"] + ctx) / size)
-        for text in self.bar_texts.values():
-            text.show()
-        self._fit_bar_range()
-
-    def _fit_bar_range(self, *_args) -> None:
-        """Room above the taller bar and beside the outer bars for their figures, whatever the
-        plot's size: the texts are in pixels, the bars in bytes and bar widths."""
-        if self._payload is None:
-            return
-        top = bar_top(self._payload["study"]) / self._unit[1]
-        view = self.bar_item.getViewBox()
-        text_height = max(t.boundingRect().height() for t in self.bar_texts.values()) + 6
-        room = max(view.height() - text_height, 0.2 * view.height(), 1.0)
-        upper = top * view.height() / room if top > 0 else 1.0
-        self.bar_item.setYRange(0, upper, padding=0)
-        # half the widest text, as a fraction of the view: the x range reaches that far past each bar
-        axis = self.bar_item.getAxis("bottom")
-        metrics = QFontMetricsF(axis.style.get("tickFont") or axis.font())
-        widest = max(
-            *(t.boundingRect().width() for t in self.bar_texts.values()),
-            *(metrics.horizontalAdvance(line) + 8 for text in BAR_LABELS.values() for line in text.splitlines()),
-        )
-        half = widest / 2 / max(view.width(), 1.0)
-        side = max(0.6, half / (1 - 2 * half)) if half < 0.45 else 4.0
-        self.bar_item.setXRange(-side, 1 + side, padding=0)
 
     def _draw_headline(self, study: dict) -> None:
         self.headline.setText(headline(study, self._unit))
@@ -357,77 +232,10 @@ class MemoryPanel(QWidget):
         has_cuda = any(name.startswith("cuda") for name in self._devices)
         self.cpu_note.setVisible(bool(self._payload) and has_cuda and not cuda_result)
 
-    def _draw_sweep(self, study: dict, sweep: list[dict]) -> None:
-        plot = self.sweep_item
-        self._clear_sweep()
-        name, size = self._unit
-        batches = sorted({row["batch"] for row in sweep})
-        colours = {batch: BATCH_COLOURS[k % len(BATCH_COLOURS)] for k, batch in enumerate(batches)}
-        styles = {"unfused": (Qt.PenStyle.SolidLine, "o"), "fused": (Qt.PenStyle.DashLine, "t")}
-        width = 4 if self.view.theme.high_contrast else 3
-        for (variant, batch), (x, y) in sweep_curves(sweep, size).items():  # unfused first: the legend's rows
-            style, symbol = styles[variant]
-            curve = plot.plot(
-                x,
-                y,
-                pen=pg.mkPen(colours[batch], width=width, style=style),
-                symbol=symbol,
-                symbolSize=8,
-                symbolBrush=colours[batch],
-                symbolPen=None,
-            )
-            self.sweep_curves[(variant, batch)] = curve
-            self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
-        set_axis_label(plot.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
-        self.measured_line.setPos(study["layers"])
-        self.measured_line.show()
-        x, y = measured_points(study, sweep, size)
-        self.measured_points.setData(x=x, y=y)
-        if x:
-            self.sweep_legend.addItem(self.measured_points, "the bars")
-        self._style_legends()
-        plot.setXRange(0.7, 8.3, padding=0)
-        plot.enableAutoRange(axis="y")
-
-    def _pin_legend_size(self, legend: pg.LegendItem) -> None:
-        """A legend at the size of its entries: a layout cell would otherwise squeeze or stretch it."""
-        legend.setMinimumSize(0, 0)
-        legend.setMaximumSize(10_000, 10_000)
-        legend.layout.invalidate()
-        # the size of its rows and columns, plus the labels' right-hand margin
-        size = legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize) + QSizeF(16, 4)
-        legend.setMinimumSize(size)
-        legend.setMaximumSize(size)
-
-    def _style_legends(self) -> None:
-        theme = self.view.theme
-        for legend in (self.bar_legend, self.sweep_legend):
-            legend.setLabelTextSize(f"{theme.pt(12)}pt")
-            legend.setLabelTextColor(theme.ink)
-            for _sample, label in legend.items:
-                label.setText(label.text, size=f"{theme.pt(12)}pt", color=theme.ink)
-            self._pin_legend_size(legend)
-        for widget in (self.bar_plot, self.sweep_plot):  # the scene's minimum is the widget's
-            least = widget.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
-            widget.setMinimumSize(max(200, round(least.width())), max(170, round(least.height())))
-
-    def _clear_sweep(self) -> None:
-        for curve in self.sweep_curves.values():
-            self.sweep_item.removeItem(curve)
-        self.sweep_curves.clear()
-        self.sweep_legend.clear()
-
     def _clear(self) -> None:
-        for item in self.bar_items.values():
-            item.setOpts(height=[0])
-        for text in self.bar_texts.values():
-            text.setText("")
-            text.hide()
-        self._clear_sweep()
+        self.plots.clear()
         self.tensors.set_study(None, UNITS[0])
         self.views.setTabText(self.views.indexOf(self.tensors), TENSORS_TAB)
-        self.measured_line.hide()
-        self.measured_points.clear()
         self.headline.setText("")
         self.checks_label.setText("")
         self.peak_box.set_study(None)
@@ -447,14 +255,14 @@ class MemoryPanel(QWidget):
 
     def _arrange(self) -> None:
         """Stacked in a tall dock; texts left of the plots, plots side by side, in a wide one."""
-        needs = round(INFO_WIDTH * self.view.theme.scale) + self.bar_plot.minimumWidth() + self.sweep_plot.minimumWidth() + 40
+        needs = round(INFO_WIDTH * self.view.theme.scale) + self.plots.minimum_plots_width() + 40
         wide = self.width() > WIDE_RATIO * self.height() and self.width() >= needs
         if wide == self._wide:
             return
         self._wide = wide
         horizontal, vertical = QBoxLayout.Direction.LeftToRight, QBoxLayout.Direction.TopToBottom
         self.body.setDirection(horizontal if wide else vertical)
-        self.figures_layout.setDirection(horizontal if wide else vertical)
+        self.plots.set_side_by_side(wide)
         if wide:
             self.info.setFixedWidth(round(INFO_WIDTH * self.view.theme.scale))
         else:
@@ -470,17 +278,7 @@ class MemoryPanel(QWidget):
         self.cpu_note.setFont(theme.font(11))
         self.cpu_note.setStyleSheet(f"color: {theme.muted}; font-style: italic")
         self.message.setFont(theme.font(15))
-        for plot, title in ((self.bar_item, "Saved for backward"), (self.sweep_item, "Saved vs. layers")):
-            plot.setTitle(title, size=f"{theme.pt(14)}pt", color=theme.ink, bold=True)
-            for name in ("left", "bottom"):
-                style_axis(plot.getAxis(name), theme, tick_points=11)
-        set_axis_label(self.sweep_item.getAxis("bottom"), "layers", theme, points=12)
-        bottom = self.bar_item.getAxis("bottom")
-        bottom.setHeight(round(2.6 * theme.pt(11) * 1.5))  # room for the two-line variant names
-        for text in self.bar_texts.values():
-            text.setFont(theme.font(12))
-            text.setColor(theme.ink)
-        self._style_legends()
+        self.plots.apply_theme()
         if self._wide:
             self.info.setFixedWidth(round(INFO_WIDTH * theme.scale))
         if self._payload is not None:

@@ -12,15 +12,14 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QProgressBar,
     QPushButton,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
+from gradviz.app.panels.box_layout import Stretch, column, fill, row
 from gradviz.schema.results import MAX_REGION_SIDE, REGION_SIDE, BlockRegion, region_around
 
 ERROR_STYLE = "color: #b00020"
@@ -57,27 +56,12 @@ class RegionControls(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-        first = QHBoxLayout()
-        first.setContentsMargins(0, 0, 0, 0)
-        first.addWidget(self.worst_button)
-        for text, widget in (("or rows from", self.row_box), ("cols from", self.col_box), ("size", self.size_box)):
-            first.addWidget(QLabel(text))
-            first.addWidget(widget)
-        first.addWidget(self.compute_button)
-        first.addStretch(1)
+        boxes = (("or rows from", self.row_box), ("cols from", self.col_box), ("size", self.size_box))
+        first = row(self.worst_button, *(w for text, box in boxes for w in (QLabel(text), box)))
+        fill(first, self.compute_button, Stretch(1))
         self.second_row = QWidget()  # shown while there is something in it
-        second = QHBoxLayout(self.second_row)
-        second.setContentsMargins(0, 0, 0, 0)
-        second.addWidget(self.picker_label)
-        second.addWidget(self.picker)
-        second.addWidget(self.progress)
-        second.addWidget(self.cancel_button)
-        second.addWidget(self.status, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(4)
-        layout.addLayout(first)
-        layout.addWidget(self.second_row)
+        row(self.picker_label, self.picker, self.progress, self.cancel_button, (self.status, 1), parent=self.second_row)
+        column(first, self.second_row, parent=self, spacing=4)
 
         self.worst_button.clicked.connect(self._on_worst_clicked)
         self.compute_button.clicked.connect(self._on_compute_clicked)

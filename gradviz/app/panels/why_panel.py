@@ -26,15 +26,15 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
-    QVBoxLayout,
     QWidget,
 )
 
 from gradviz.app.figures import save_png
+from gradviz.app.panels.box_layout import Spacing, Stretch, column, row
+from gradviz.app.panels.stale_note import StaleNote
 from gradviz.app.panels.why_plots import (
     BEST_PEN,
     BLOCK_COLOUR,
@@ -70,7 +70,6 @@ __all__ = ["EMPTY_TEXT", "VERDICT_COLOURS", "WhyPanel", "positive", "reference_l
 
 EMPTY_TEXT = "No sweep yet. Sweep the Function to see whether the backward or the finite difference is wrong."
 OVERALL = (-1, -1)
-STALE_STYLE = "background: #fff4d6; color: #6b4a00; border: 1px solid #e0b040; padding: 4px"
 SIDE_BY_SIDE_WIDTH = 760  # narrower than this: the verdict and buttons above the plots, not beside them
 SIDE_MIN_WIDTH = 260  # the widest button's text and the block box
 PLOTS_IN_A_ROW_WIDTH = 1300  # wider than this: the two plots side by side, whatever the height
@@ -116,10 +115,7 @@ class WhyPanel(QWidget):
         self._plots_layout.addWidget(self.error_figure, 1)
         self._plots_layout.addWidget(self.remainder_figure, 1)
 
-        self.stale_label = QLabel()
-        self.stale_label.setWordWrap(True)
-        self.stale_label.setStyleSheet(STALE_STYLE)
-        self.stale_label.hide()
+        self.stale_label = StaleNote()
         self.block_combo = QComboBox()
         self.block_combo.setToolTip("The block whose curves are drawn")
         self.block_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -170,23 +166,13 @@ class WhyPanel(QWidget):
         self.float64_button.clicked.connect(self.use_float64_requested.emit)
         self.sweep_button.clicked.connect(self._on_sweep_clicked)
 
-        block_row = QHBoxLayout()
-        block_row.addWidget(QLabel("block"))
-        block_row.addWidget(self.block_combo, 1)
-        side = QVBoxLayout()
+        block_row = row(QLabel("block"), (self.block_combo, 1))
+        side = column(
+            self.sweep_all_button,  # first: in a short dock it shows without scrolling
+            self.stale_label, block_row, self.headline, self.message, self.slopes, self.precision_label,
+            self.cell_label, Spacing(8), *self.buttons[1:], Stretch(1),
+        )  # fmt: skip
         side.setContentsMargins(8, 4, 4, 4)
-        side.addWidget(self.sweep_all_button)  # first: in a short dock it shows without scrolling
-        side.addWidget(self.stale_label)
-        side.addLayout(block_row)
-        side.addWidget(self.headline)
-        side.addWidget(self.message)
-        side.addWidget(self.slopes)
-        side.addWidget(self.precision_label)
-        side.addWidget(self.cell_label)
-        side.addSpacing(8)
-        for button in self.buttons[1:]:
-            side.addWidget(button)
-        side.addStretch(1)
         self.side = QWidget()
         self.side.setLayout(side)
         self.side.setMinimumWidth(SIDE_MIN_WIDTH)
@@ -273,8 +259,7 @@ class WhyPanel(QWidget):
         """Mark the sweep on screen as made for other code, file or settings (``reason``, the
         window's words, as for every other view), or clear the mark with None."""
         self._stale = reason if self._sweep is not None else None
-        self.stale_label.setText(f"Stale: {self._stale}" if self._stale else "")
-        self.stale_label.setVisible(bool(self._stale))
+        self.stale_label.set_reason(f"Stale: {self._stale}" if self._stale else None)
 
     def stale_text(self) -> str | None:
         return self._stale
@@ -382,9 +367,7 @@ class WhyPanel(QWidget):
 
     def _draw_errors(self, b: BlockSweep | None) -> None:
         plot = self.error_plot
-        plot.clear()
-        self.error_legend.setText("")
-        self.error_curves = {}
+        self.error_curves = cleared(plot, self.error_legend)
         sweep = self._sweep
         if sweep is None or b is None or not b.swept:
             if sweep is not None and b is not None:
@@ -392,18 +375,7 @@ class WhyPanel(QWidget):
             return
         set_title(plot, ERROR_TITLE)
         steps = sweep.steps
-        curve = plot.plot(
-            steps,
-            positive(b.errors),
-            pen=pg.mkPen(BLOCK_COLOUR, width=3),
-            symbol="o",
-            symbolSize=6,
-            symbolBrush=BLOCK_COLOUR,
-            symbolPen=None,
-            connect="finite",
-            name=f"{b.title}, largest",
-        )
-        self.error_curves["block"] = curve
+        self.error_curves["block"] = main_curve(plot, steps, b.errors, BLOCK_COLOUR, f"{b.title}, largest")
         for k, cell in enumerate(b.cells):
             selected = self._cell == (cell.row, cell.col)
             pen = pg.mkPen(CELL_COLOURS[k % len(CELL_COLOURS)], width=3 if selected else 1.3)
@@ -428,24 +400,12 @@ class WhyPanel(QWidget):
 
     def _draw_remainder(self, b: BlockSweep | None) -> None:
         plot = self.remainder_plot
-        plot.clear()
-        self.remainder_legend.setText("")
-        self.remainder_curves = {}
+        self.remainder_curves = cleared(plot, self.remainder_legend)
         sweep = self._sweep
         if sweep is None or b is None:
             return
         steps = sweep.steps
-        self.remainder_curves["remainder"] = plot.plot(
-            steps,
-            positive(b.remainder),
-            pen=pg.mkPen(REMAINDER_COLOUR, width=3),
-            symbol="o",
-            symbolSize=6,
-            symbolBrush=REMAINDER_COLOUR,
-            symbolPen=None,
-            connect="finite",
-            name="remainder",
-        )
+        self.remainder_curves["remainder"] = main_curve(plot, steps, b.remainder, REMAINDER_COLOUR, "remainder")
         self.remainder_curves["curvature"] = plot.plot(
             steps,
             positive(b.curvature),
@@ -492,3 +452,25 @@ class WhyPanel(QWidget):
     def _on_sweep_clicked(self) -> None:
         if self._block != OVERALL:
             self.sweep_requested.emit(self._block)
+
+
+def main_curve(plot: pg.PlotItem, steps: list[float], values: list, colour: str, name: str) -> pg.PlotDataItem:
+    """A plot's main curve: thick, with a dot at each step, gaps where a value is not positive."""
+    return plot.plot(
+        steps,
+        positive(values),
+        pen=pg.mkPen(colour, width=3),
+        symbol="o",
+        symbolSize=6,
+        symbolBrush=colour,
+        symbolPen=None,
+        connect="finite",
+        name=name,
+    )
+
+
+def cleared(plot: pg.PlotItem, legend: QLabel) -> dict:
+    """Empty ``plot`` and its ``legend`` for a new drawing; returns the new (empty) curves by name."""
+    plot.clear()
+    legend.setText("")
+    return {}
