@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtWidgets import QWidget
@@ -14,6 +15,7 @@ from gradviz.app.exports import Exports
 from gradviz.app.region_link import RegionLink
 from gradviz.app.run_controller import RunController
 from gradviz.app.state import CurrentResult, SourceDocument
+from gradviz.schema.graph import GraphModel, Node
 from tests.app.test_run_controller import FakeWorker, check
 
 REGION = {"output": 0, "input": 0, "row0": 0, "col0": 0, "rows": 4, "cols": 4}
@@ -130,7 +132,15 @@ def exports(qtbot, tmp_path):
     qtbot.addWidget(parent)
     said: list[str] = []
     document, current = SourceDocument(), CurrentResult()
-    current.graph = {"nodes": [{"id": 0}]}  # the graph panel has drawn a graph
+    current.graph = GraphModel(  # the graph panel has drawn a graph: one leaf
+        nodes=[Node(0, "AccumulateGrad", "leaf")],
+        edges=np.zeros((0, 2), np.int64),
+        edge_slots=np.zeros(0, np.int64),
+        positions=np.zeros((1, 2)),
+        backward_order=[],
+        flows={},
+        outputs=[],
+    )
     exports = Exports(
         parent,
         settings=QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat),
