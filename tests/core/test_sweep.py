@@ -16,7 +16,8 @@ import torch
 from gradviz.core.check import check_function, check_source
 from gradviz.core.loader import choose_function, load_file
 from gradviz.core.prepare import example_arguments
-from gradviz.core.sweep import fit_slope, sweep_function, sweep_source, valley
+from gradviz.core.sweep import sweep_function, sweep_source
+from gradviz.core.sweep_verdict import fit_slope, valley
 from gradviz.schema.errors import Cancelled, SettingsError
 from gradviz.schema.library import builtin_functions
 from gradviz.schema.settings import SWEEP_STEPS, CheckSettings, SweepOptions
