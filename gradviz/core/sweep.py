@@ -39,7 +39,15 @@ from gradviz.core.jacobian import (
 )
 from gradviz.core.perturb import PerturbedForward
 from gradviz.core.prepare import prepare_source
-from gradviz.core.sweep_verdict import NO_EPS_HELPS, classify, fit_slope, step_index, summarize
+from gradviz.core.sweep_run import SweepRun
+from gradviz.core.sweep_verdict import (
+    NO_EPS_HELPS,
+    classify,
+    judge_overall,
+    step_index,
+    summarize,
+    taylor_block,
+)
 from gradviz.core.taylor_test import DirectionalTaylorTest
 from gradviz.schema.errors import (
     Cancelled,
@@ -150,9 +158,10 @@ def sweep_function(
     # the forward's measured round-off where coarser than its dtype's (float32 inside a float64 Function)
     machine = machine_eps_for_sweep(fn, args, in_indices, out_indices, settings, MACHINE_EPS.get(dtype_name, MACHINE_EPS["float64"]))
     generator = torch.Generator(device="cpu").manual_seed((settings.seed + 1) % 2**63)
+    run = SweepRun(fn, args, outputs, names, out_indices, in_indices, steps, settings, where, generator, tracker)
 
-    directional = DirectionalTaylorTest(fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings)
-    analytic = _analytic_blocks(fn, outputs, swept, args, settings, tracker, where)
+    directional = DirectionalTaylorTest(run, machine)
+    analytic = _analytic_blocks(run, swept)
 
     blocks, paths, notes = [], set(), []
     by_input = {}
@@ -160,33 +169,22 @@ def sweep_function(
         by_input.setdefault(j, []).append(i)
     sweeps = {}
     for j, outs in by_input.items():
-        found, path, note = _sweep_input(
-            fn, args, j, outs, analytic, steps, settings, options, tracker, where, names, outputs, generator
-        )
+        found, path, note = _sweep_input(run, options, analytic, j, outs)
         sweeps.update(found)
         paths.add(path)
         if note:
             notes.append(note)
     for i, j in pairs:
         tracker.check_cancel()
-        remainder, curvature, floor = directional.block(i, j, tracker)
-        title = f"out{i} / {names[j]}"
-        b = BlockSweep(
-            output=i,
-            input=j,
-            title=title,
+        b = taylor_block(
+            steps, *directional.block(i, j, tracker), output=i, input=j, title=f"out{i} / {names[j]}",
             shape=(outputs[i].numel(), args[j].numel()),
-            remainder=remainder,
-            curvature=curvature,
-            floor=floor,
-            remainder_slope=fit_slope(steps, remainder, floor),
-            curvature_slope=fit_slope(steps, curvature, 2 * floor),
-        )
+        )  # fmt: skip
         if (i, j) in sweeps:
             b.errors, b.ratios, b.failing, b.cells, b.columns = sweeps[i, j]
         classify(b, steps, settings, dtype_name)
         blocks.append(b)
-    overall = _overall(directional, blocks, steps, settings, dtype_name, tracker, outputs, args, in_indices)
+    overall = _overall(run, directional, blocks, dtype_name)
     explain_sweep(fn, args, blocks, overall, settings, directional.g)  # the check's diagnosis, same probes
     skipped = [b.title for b in blocks if not b.swept]
     if skipped and options.block is None:
@@ -237,7 +235,7 @@ def _guard_size(swept, outputs, args, settings: CheckSettings) -> None:
         )
 
 
-def _analytic_blocks(fn, outputs, swept, args, settings, tracker, where) -> dict[tuple[int, int], np.ndarray]:
+def _analytic_blocks(run: SweepRun, swept: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
     """The analytic blocks to sweep, from the user's backward (batched where it allows)."""
     if not swept:
         return {}
@@ -245,33 +243,34 @@ def _analytic_blocks(fn, outputs, swept, args, settings, tracker, where) -> dict
     ins = sorted({j for _, j in swept})
     try:
         jac = analytical_jacobian(
-            outputs,
+            run.outputs,
             outs,
-            [args[j] for j in ins],
+            [run.args[j] for j in ins],
             ins,
-            chunk_bytes=settings.chunk_bytes,
-            progress=_quiet(tracker),
-            batched=settings.batched,
+            chunk_bytes=run.settings.chunk_bytes,
+            progress=_quiet(run.tracker),
+            batched=run.settings.batched,
         )
     except (GradvizError, Cancelled):
         raise
     except (Exception, SystemExit) as exc:
-        raise from_exception(ErrorKind.BACKWARD, exc, where, f"{fn.__name__}.backward") from None
+        raise run.backward_error(exc) from None
     return {key: jac.blocks[key] for key in swept}
 
 
-def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker, where, names, outputs, generator):
+def _sweep_input(run: SweepRun, options: SweepOptions, analytic: dict, j: int, outs: list[int]):
     """Every swept block of input j at every step: largest error, worst ratio, failing count, worst cells.
 
     Inputs with more than ``options.max_columns`` elements are swept on that many columns: the
     worst quarter at the check's eps (found by one central difference per column) and the rest
     drawn at random.
     """
-    forward = PerturbedForward(fn.apply, args, j, outs, clone_inputs=True, batched=settings.batched)
-    numel = args[j].numel()
+    settings, steps, tracker = run.settings, run.steps, run.tracker
+    forward = PerturbedForward(run.fn.apply, run.args, j, outs, clone_inputs=True, batched=settings.batched)
+    numel = run.args[j].numel()
     columns = np.arange(numel)
     if options.max_columns and numel > options.max_columns:
-        columns = _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, where, generator)
+        columns = _choose_columns(run, options, forward, analytic, j, outs)
     signed = [s for h in steps for s in (h, -h)]
     k = chunk_length(len(signed) * forward.row_bytes, len(columns), SWEEP_CHUNK_FACTOR * settings.chunk_bytes)
     n_steps = len(steps)
@@ -288,7 +287,7 @@ def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker,
     for c0 in range(0, len(columns), k):
         tracker.check_cancel()
         chunk = columns[c0 : c0 + k]
-        found = _evaluate(fn, forward, chunk, signed, where)
+        found = _evaluate(run, forward, chunk, signed)
         for i in outs:
             numerical = _central_differences(found[i], steps, len(chunk))
             _accumulate(stats[i], numerical, analytic[i, j][:, chunk], chunk, at, settings, options.worst_cells)
@@ -298,8 +297,8 @@ def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker,
         s = stats[i]
         cells = []
         for _, row, col, curve, a in sorted(s["worst"], reverse=True):
-            out_idx, in_idx = cell_index(row, col, tuple(outputs[i].shape), tuple(args[j].shape))
-            cells.append(CellCurve(row, col, cell_label(i, out_idx, names[j], in_idx), a, curve))
+            out_idx, in_idx = cell_index(row, col, tuple(run.outputs[i].shape), tuple(run.args[j].shape))
+            cells.append(CellCurve(row, col, cell_label(i, out_idx, run.names[j], in_idx), a, curve))
         result[i, j] = (s["errors"].tolist(), s["ratios"].tolist(), s["failing"].tolist(), cells, len(columns))
     return result, forward.path, forward.note
 
@@ -311,8 +310,11 @@ def sweep_units(numel: int, n_steps: int, options: SweepOptions) -> int:
     return 2 * n_steps * numel
 
 
-def _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, where, generator) -> np.ndarray:
+def _choose_columns(
+    run: SweepRun, options: SweepOptions, forward: PerturbedForward, analytic: dict, j: int, outs: list[int]
+) -> np.ndarray:
     """The worst quarter of input j's columns at the check's eps, and the rest at random."""
+    settings, tracker = run.settings, run.tracker
     numel = forward.values.numel()
     signed = [settings.eps, -settings.eps]
     worst = np.zeros(numel)
@@ -320,7 +322,7 @@ def _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, 
     for c0 in range(0, numel, k):
         tracker.check_cancel()
         chunk = np.arange(c0, min(numel, c0 + k))
-        found = _evaluate(fn, forward, chunk, signed, where)
+        found = _evaluate(run, forward, chunk, signed)
         for i in outs:
             n = _central_differences(found[i], [settings.eps], len(chunk))[0]  # column, row
             a = torch.from_numpy(np.ascontiguousarray(analytic[i, j][:, chunk].T))
@@ -330,19 +332,17 @@ def _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, 
     m = options.max_columns
     chosen = np.argsort(-worst, kind="stable")[: max(1, m // 4)]
     rest = np.setdiff1d(np.arange(numel), chosen)
-    drawn = rest[torch.randperm(len(rest), generator=generator)[: m - len(chosen)].numpy()]
+    drawn = rest[torch.randperm(len(rest), generator=run.generator)[: m - len(chosen)].numpy()]
     return np.sort(np.concatenate([chosen, drawn]))
 
 
-def _evaluate(fn, forward: PerturbedForward, columns, signed, where) -> dict[int, torch.Tensor]:
+def _evaluate(run: SweepRun, forward: PerturbedForward, columns, signed) -> dict[int, torch.Tensor]:
     try:
         return forward(forward.shifted(columns, signed))
     except (GradvizError, Cancelled):
         raise
     except (Exception, SystemExit) as exc:
-        raise from_exception(
-            ErrorKind.FORWARD, exc, where, f"{fn.__name__}.forward (on inputs perturbed by ±eps for the sweep)"
-        ) from None
+        raise run.forward_error(exc, " (on inputs perturbed by ±eps for the sweep)") from None
 
 
 def _central_differences(outs: torch.Tensor, steps: Sequence[float], k: int) -> torch.Tensor:
@@ -383,29 +383,15 @@ def _accumulate(stats, numerical: torch.Tensor, analytic: np.ndarray, columns, a
             heapq.heapreplace(stats["worst"], item)
 
 
-def _overall(directional, blocks, steps, settings, dtype, tracker, outputs, args, in_indices) -> BlockSweep:
-    remainder, curvature, floor = directional.overall(tracker)
-    rows = sum(outputs[i].numel() for i in directional.out_indices)
-    cols = sum(args[j].numel() for j in in_indices)
-    b = BlockSweep(
-        output=-1,
-        input=-1,
-        title="all outputs / all inputs",
+def _overall(run: SweepRun, directional: DirectionalTaylorTest, blocks: list[BlockSweep], dtype: str) -> BlockSweep:
+    """The whole Function: all inputs moved at once, judged with the worst of the swept blocks."""
+    rows = sum(run.outputs[i].numel() for i in run.out_indices)
+    cols = sum(run.args[j].numel() for j in run.in_indices)
+    b = taylor_block(
+        run.steps, *directional.overall(run.tracker), output=-1, input=-1, title="all outputs / all inputs",
         shape=(rows, cols),
-        remainder=remainder,
-        curvature=curvature,
-        floor=floor,
-        remainder_slope=fit_slope(steps, remainder, floor),
-        curvature_slope=fit_slope(steps, curvature, 2 * floor),
-    )
-    swept = [s for s in blocks if s.swept]
-    if swept:
-        b.errors = np.max([s.errors for s in swept], axis=0).tolist()
-        b.ratios = np.max([s.ratios for s in swept], axis=0).tolist()
-        b.failing = np.sum([s.failing for s in swept], axis=0).astype(int).tolist()
-        cells = sorted((c for s in swept for c in s.cells), key=lambda c: -c.errors[step_index(steps, settings.eps)])
-        b.cells = cells[:3]
-    classify(b, steps, settings, dtype)
+    )  # fmt: skip
+    judge_overall(b, blocks, run.steps, run.settings, dtype)
     return b
 
 

@@ -159,6 +159,40 @@ def classify(b: BlockSweep, steps: Sequence[float], settings: CheckSettings, dty
     )
 
 
+def taylor_block(
+    steps: Sequence[float], remainder: list[float], curvature: list[float], floor: float, *, output: int,
+    input: int, title: str, shape: tuple[int, int],
+) -> BlockSweep:
+    """A block's Taylor curves and their fitted slopes (the curvature's round-off floor is twice the
+    remainder's); the Jacobian sweep's curves are added, and the block classified, after."""
+    return BlockSweep(
+        output=output,
+        input=input,
+        title=title,
+        shape=shape,
+        remainder=remainder,
+        curvature=curvature,
+        floor=floor,
+        remainder_slope=fit_slope(steps, remainder, floor),
+        curvature_slope=fit_slope(steps, curvature, 2 * floor),
+    )
+
+
+def judge_overall(
+    overall: BlockSweep, blocks: list[BlockSweep], steps: Sequence[float], settings: CheckSettings, dtype: str
+) -> None:
+    """Classify the whole Function's curves, its Jacobian-sweep curves being the worst of the swept
+    blocks' at each step (failing cells summed, the three worst cells at the check's eps kept)."""
+    swept = [s for s in blocks if s.swept]
+    if swept:
+        overall.errors = np.max([s.errors for s in swept], axis=0).tolist()
+        overall.ratios = np.max([s.ratios for s in swept], axis=0).tolist()
+        overall.failing = np.sum([s.failing for s in swept], axis=0).astype(int).tolist()
+        at = step_index(steps, settings.eps)
+        overall.cells = sorted((c for s in swept for c in s.cells), key=lambda c: -c.errors[at])[:3]
+    classify(overall, steps, settings, dtype)
+
+
 def summarize(blocks: list[BlockSweep], overall: BlockSweep, settings: CheckSettings) -> tuple[Verdict, str]:
     """The Function's verdict: its most serious block's, with the one eps that suits every block."""
     worst = min(b.verdict.severity for b in blocks)

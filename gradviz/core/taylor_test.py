@@ -17,21 +17,24 @@ import torch
 
 from gradviz.core.jacobian import Progress, call_apply
 from gradviz.core.perturb import PerturbedForward
+from gradviz.core.sweep_run import SweepRun
 from gradviz.core.sweep_verdict import flat_tail
 from gradviz.core.vjp import vjp
-from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, from_exception
+from gradviz.schema.errors import Cancelled, GradvizError
 
 FLOOR_FACTOR = 4.0  # round-off of w·f(x): FLOOR_FACTOR · machine eps · Σ|w||f|
+MOVED = " (on inputs moved along a test direction)"
 
 
 
 class DirectionalTaylorTest:
     """f along one random direction per input (and along all of them at once), at every step."""
 
-    def __init__(self, fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings) -> None:
-        self.fn, self.args, self.steps, self.where = fn, list(args), list(steps), where
-        self.batched = settings.batched
-        self.out_indices, self.in_indices = out_indices, in_indices
+    def __init__(self, run: SweepRun, machine: float) -> None:
+        self.run = run
+        self.fn, self.args, self.steps = run.fn, list(run.args), run.steps
+        self.out_indices, self.in_indices = out_indices, in_indices = run.out_indices, run.in_indices
+        outputs, args, generator = run.outputs, run.args, run.generator
         self.f0 = {i: outputs[i].detach().double().cpu().reshape(-1) for i in out_indices}
         self.v = {j: torch.randn(args[j].numel(), generator=generator, dtype=torch.float64) for j in in_indices}
         self.w = {i: torch.randn(outputs[i].numel(), generator=generator, dtype=torch.float64) for i in out_indices}
@@ -51,7 +54,7 @@ class DirectionalTaylorTest:
         try:
             grads = vjp(outs, leaves, grad_outputs, retain_graph=True)
         except (Exception, SystemExit) as exc:
-            raise from_exception(ErrorKind.BACKWARD, exc, self.where, f"{self.fn.__name__}.backward") from None
+            raise self.run.backward_error(exc) from None
         return [
             torch.zeros(x.numel(), dtype=torch.float64) if g is None else g.detach().double().cpu().reshape(-1)
             for g, x in zip(grads, leaves)
@@ -71,15 +74,13 @@ class DirectionalTaylorTest:
             return self.cache[j]
         x = self.args[j]
         moves = [self._moved(x, sign * self.v[j], h) for h in self.steps for sign in (1, -1)]
-        forward = PerturbedForward(self.fn.apply, self.args, j, self.out_indices, clone_inputs=True, batched=self.batched)
+        forward = PerturbedForward(self.fn.apply, self.args, j, self.out_indices, clone_inputs=True, batched=self.run.settings.batched)
         try:
             outs = forward(torch.stack([m.detach().reshape(-1) for m, _ in moves]))  # C order, whatever the strides
         except (GradvizError, Cancelled):
             raise
         except (Exception, SystemExit) as exc:
-            raise from_exception(
-                ErrorKind.FORWARD, exc, self.where, f"{self.fn.__name__}.forward (on inputs moved along a test direction)"
-            ) from None
+            raise self.run.forward_error(exc, MOVED) from None
         tracker.advance(len(moves))
         self.cache[j] = (outs, [d for _, d in moves])
         return self.cache[j]
@@ -120,9 +121,7 @@ class DirectionalTaylorTest:
                     try:
                         outputs = call_apply(self.fn.apply, call, clone=True)
                     except (Exception, SystemExit) as exc:
-                        raise from_exception(
-                            ErrorKind.FORWARD, exc, self.where, f"{self.fn.__name__}.forward (on inputs moved along a test direction)"
-                        ) from None
+                        raise self.run.forward_error(exc, MOVED) from None
                     rows.append(torch.cat([outputs[i].detach().double().cpu().reshape(-1) for i in self.out_indices]))
         tracker.advance(len(rows))
         f = torch.stack(rows)
