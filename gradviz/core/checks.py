@@ -337,5 +337,9 @@ def vmap_rule_outcomes(run: CheckRun) -> list[CheckOutcome]:
     settings = run.settings
     if not (settings.check_vmap_rule or (settings.check_vmap_rule is None and vmap_rule.vmap_rule_of(run.fn))):
         return []
-    tol = {"atol": settings.atol, "rtol": settings.rtol, "seed": settings.seed}
-    return [vmap_rule.check_vmap_rule(run.fn, run.args, run.in_indices, run.out_indices, run.names, **tol)]
+    return [
+        vmap_rule.check_vmap_rule(
+            run.fn, run.args, run.in_indices, run.out_indices, run.names, atol=settings.atol, rtol=settings.rtol,
+            seed=settings.seed,
+        )
+    ]

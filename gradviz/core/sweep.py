@@ -164,7 +164,7 @@ def sweep_function(
     analytic = _analytic_blocks(run, swept)
 
     blocks, paths, notes = [], set(), []
-    by_input = {}
+    by_input: dict[int, list[int]] = {}
     for i, j in swept:
         by_input.setdefault(j, []).append(i)
     sweeps = {}

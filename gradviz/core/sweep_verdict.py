@@ -72,8 +72,10 @@ def valley(ratios: Sequence[float]) -> int | None:
     return int(candidates[len(candidates) // 2])
 
 
-def side_slope(steps: Sequence[float], errors: Sequence[float], k0: int, k1: int) -> float | None:
+def side_slope(steps: Sequence[float], errors: Sequence[float] | None, k0: int, k1: int) -> float | None:
     """Log-log slope of the errors at steps k0..k1 (one side of the valley); None: too few points."""
+    if errors is None:
+        return None
     h = np.asarray(steps[k0:k1], dtype=float)
     e = np.asarray(errors[k0:k1], dtype=float)
     ok = np.isfinite(e) & (e > 0)
@@ -148,6 +150,7 @@ def classify(b: BlockSweep, steps: Sequence[float], settings: CheckSettings, dty
             "or loosen the tolerances."
         )
         return
+    assert b.best_eps is not None  # some ratio is <= 1 here, so the valley has a bottom
     small = settings.eps < b.best_eps
     b.verdict = Verdict.EPS_TOO_SMALL if small else Verdict.EPS_TOO_LARGE
     side = b.roundoff_slope if small else b.truncation_slope
@@ -185,9 +188,9 @@ def judge_overall(
     blocks' at each step (failing cells summed, the three worst cells at the check's eps kept)."""
     swept = [s for s in blocks if s.swept]
     if swept:
-        overall.errors = np.max([s.errors for s in swept], axis=0).tolist()
-        overall.ratios = np.max([s.ratios for s in swept], axis=0).tolist()
-        overall.failing = np.sum([s.failing for s in swept], axis=0).astype(int).tolist()
+        overall.errors = np.asarray([s.errors for s in swept], dtype=float).max(axis=0).tolist()
+        overall.ratios = np.asarray([s.ratios for s in swept], dtype=float).max(axis=0).tolist()
+        overall.failing = np.asarray([s.failing for s in swept], dtype=np.int64).sum(axis=0).tolist()
         at = step_index(steps, settings.eps)
         overall.cells = sorted((c for s in swept for c in s.cells), key=lambda c: -c.errors[at])[:3]
     classify(overall, steps, settings, dtype)

@@ -109,7 +109,7 @@ class DirectionalTaylorTest:
     def overall(self, tracker: Progress) -> tuple[list[float], list[float], float]:
         """All inputs moved at once, all outputs weighted: the whole Function's Taylor test."""
         rows = []
-        deltas = {j: [] for j in self.in_indices}
+        deltas: dict[int, list[torch.Tensor]] = {j: [] for j in self.in_indices}
         with torch.enable_grad():
             for h in self.steps:
                 for sign in (1, -1):

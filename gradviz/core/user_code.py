@@ -137,7 +137,8 @@ def backward_error(fn: Checkable, exc: BaseException, loaded: LoadedSource | Non
             "Return one value per forward argument (None for non-tensors)."
         )
     else:
-        index = int(_SHAPE.search(text).group(1))
+        shape = _SHAPE.search(text)
+        index = int(shape.group(1)) if shape else -1  # kind is GRADIENT_SHAPE only where it matched
         detail = text.split(" - ", 1)[-1]
         error.message = f"{fn.__name__}.backward returned a bad gradient for input {index}: {detail}."
     return error
