@@ -8,6 +8,9 @@ into halves until single columns, then single rows, are left; each candidate cel
 computed exactly (its analytic row, its numerical column) and judged by gradcheck's rule. A
 wrong cell of a 10^5 x 10^5 Jacobian is found with about 2 log2(N M) calls, never holding more
 than a row or a column.
+
+The whole path lives here: ``too_large`` decides (the check calls it after its first forward),
+``check_large`` gives the verdict (gradcheck's fast mode, then ``search_block`` per block).
 """
 
 from __future__ import annotations
