@@ -18,11 +18,16 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from gradviz.core import vmap_rule
+from gradviz.core.check_run import CheckRun
 from gradviz.core.function_info import is_once_differentiable
-from gradviz.core.jacobian import Jacobian, call_apply
+from gradviz.core.jacobian import Jacobian, Progress, call_apply
+from gradviz.core.opcheck_checks import opcheck_outcomes
 from gradviz.core.vjp import vjp
+from gradviz.schema.errors import Cancelled
 from gradviz.schema.indices import cell_label
 from gradviz.schema.results import DECLARED, FAILED, FAST_MODE, PASSED, CheckOutcome
+from gradviz.schema.settings import CheckSettings
 
 REENTRANT = "reentrant"
 GRAD_OUTPUT = "multiplied_by_grad_output"
@@ -202,32 +207,42 @@ def check_double_backward(fn, args, *, eps: float, atol: float, rtol: float) -> 
     )
 
 
-def check_fast_mode(
-    fn, args: Sequence, *, eps: float, atol: float, rtol: float, nondet_tol: float, masked,
-    check_forward_ad: bool = False, check_backward_ad: bool = True,
-) -> CheckOutcome:
+def check_fast_mode(fn, args: Sequence, settings: CheckSettings, *, holds_jacobians: bool = True) -> CheckOutcome:
     """``torch.autograd.gradcheck(fast_mode=True)`` itself: it compares v^T J u for random u, v (atol
     scaled by sum|u|·sum|v|), so it may pass where a cell fails by a little, or the other way round.
-    The undefined-gradient and batched tests are left to their own named checks."""
+
+    ``holds_jacobians``: the full Jacobians are computed beside it, and the undefined-gradient and
+    batched tests run as their own named checks. Without (Jacobians too large to hold,
+    ``core/large.py``), those tests are left to gradcheck here, and the check is named fast_mode
+    only when asked for by name (its verdict is then the check's), else one check among the
+    searched cells."""
 
     def apply(*a):
         return call_apply(fn.apply, a, clone=True)
 
+    folds_others = not holds_jacobians
+    name = FAST_MODE if holds_jacobians or settings.fast_mode else "fast_projection"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.autograd.gradcheck(
-                apply, tuple(args), eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol, fast_mode=True,
-                check_undefined_grad=False, masked=masked, check_forward_ad=check_forward_ad,
-                check_backward_ad=check_backward_ad,
+                apply, tuple(args), eps=settings.eps, atol=settings.atol, rtol=settings.rtol,
+                nondet_tol=settings.nondet_tol, fast_mode=True, masked=settings.masked,
+                check_undefined_grad=folds_others and not settings.jacobian_only,
+                check_forward_ad=settings.check_forward_ad, check_backward_ad=settings.check_backward_ad,
+                check_batched_forward_grad=folds_others and settings.check_batched_forward_grad,
             )  # fmt: skip
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if folds_others:
+            return CheckOutcome(name, FAILED, f"gradcheck(fast_mode=True) failed: {first}")
         return CheckOutcome(
-            FAST_MODE, FAILED, f"gradcheck(fast_mode=True) fails: {first} The cells shown are the full Jacobians."
+            name, FAILED, f"gradcheck(fast_mode=True) fails: {first} The cells shown are the full Jacobians."
         )
+    if folds_others:
+        return CheckOutcome(name, PASSED, "gradcheck(fast_mode=True) passed on random projections.")
     return CheckOutcome(
-        FAST_MODE,
+        name,
         PASSED,
         "gradcheck(fast_mode=True) passes on random projections v^T J u; this is the verdict, whatever the cells "
         "of the full Jacobians shown say.",
@@ -262,3 +277,69 @@ def check_batched_grad(args: Sequence, outputs: Sequence[torch.Tensor], out_indi
     return CheckOutcome(
         BATCHED_GRAD, PASSED, "backward under gradcheck's prototype vmap equals plain backward calls."
     )
+
+
+def second_pass(run: CheckRun, first: Jacobian, tracker: Progress) -> ReentrancyMeter | Exception:
+    """The analytic rows again through the same graph, compared on the fly with the first pass.
+
+    Returns the ReentrancyMeter, or the exception the second pass raised: that is the check's
+    finding (gradcheck raises there too), not an error of the run.
+    """
+    meter = ReentrancyMeter(first, run.in_indices)
+    try:
+        run.analytic_rows(tracker, batched=first.path == "batched", visit=meter)
+    except Cancelled:
+        raise
+    except Exception as exc:
+        return exc
+    return meter
+
+
+def other_checks(run: CheckRun, second: ReentrancyMeter | Exception | None) -> list[CheckOutcome]:
+    """gradcheck's default checks after the Jacobian (unless jacobian_only), then double backward.
+
+    ``second``: what ``second_pass`` gave (None under jacobian_only)."""
+    fn, args, outputs, settings = run.fn, run.args, run.outputs, run.settings
+    out_indices, in_indices, names = run.out_indices, run.in_indices, run.names
+    found = []
+    leaf_names = [names[j] for j in in_indices]
+    if settings.fast_mode:
+        found.append(check_fast_mode(fn, args, settings))
+    found += vmap_rule_outcomes(run)
+    if not settings.check_backward_ad:  # gradcheck's other checks rely on backward mode
+        return found
+    if settings.check_batched_grad:
+        found.append(check_batched_grad(args, outputs, out_indices))
+    if not settings.jacobian_only:
+        shapes = {(i, j): (tuple(outputs[i].shape), tuple(args[j].shape)) for i in out_indices for j in in_indices}
+        if isinstance(second, Exception):
+            found.append(
+                CheckOutcome(
+                    REENTRANT,
+                    FAILED,
+                    f"a second backward through the same graph raised {type(second).__name__}: {second}",
+                )
+            )
+        elif second is not None:
+            found.append(second.outcome(shapes, names, settings.nondet_tol))
+        differentiable = [outputs[i] for i in out_indices]
+        found.append(check_multiplied_by_grad_output(differentiable, run.leaves, leaf_names))
+        found.append(check_undefined_output_grads(fn, args, in_indices, leaf_names))
+        found += opcheck_outcomes(fn, args)  # a custom op's registration: none for a Function
+    if settings.all_checks:
+        found.append(check_double_backward(fn, args, eps=settings.eps, atol=settings.atol, rtol=settings.rtol))
+    return found
+
+
+def vmap_rule_outcomes(run: CheckRun) -> list[CheckOutcome]:
+    """Beyond gradcheck, never the verdict: the Function's own vmap rule against plain calls
+    (by default only where it declares one)."""
+    settings = run.settings
+    if not (settings.check_vmap_rule or (settings.check_vmap_rule is None and vmap_rule.vmap_rule_of(run.fn))):
+        return []
+    return [
+        vmap_rule.check_vmap_rule(
+            run.fn, run.args, run.in_indices, run.out_indices, run.names, atol=settings.atol, rtol=settings.rtol,
+            seed=settings.seed,
+        )
+    ]

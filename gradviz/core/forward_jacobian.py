@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.autograd.forward_ad as fwAD
 
+from gradviz.core.check_run import CheckRun
 from gradviz.core.compare import compare_block
 from gradviz.core.jacobian import BlockKey, Jacobian, Progress, call_apply
 from gradviz.schema.errors import Cancelled
@@ -158,22 +159,17 @@ class ForwardFindings:
 
 
 def check_forward_mode(
-    fn,
-    args: Sequence,
-    outputs: Sequence,
+    run: CheckRun,
     numerical: Jacobian,
-    out_indices: Sequence[int],
-    in_indices: Sequence[int],
-    names: Sequence[str],
-    settings: CheckSettings,
     *,
-    clone_inputs: bool,
     progress: Progress | None = None,
     backward_blocks: Sequence[BlockComparison] = (),
 ) -> ForwardFindings:
     """gradcheck(check_forward_ad=True)'s part, in its order: the forward Jacobian against the
     numerical one, the undefined-tangent test (unless jacobian_only), then check_batched_forward_grad.
     ``backward_blocks``: the backward's own blocks, to say where only the jvp disagrees."""
+    fn, args, outputs, settings, names = run.fn, run.args, run.outputs, run.settings, run.names
+    out_indices, in_indices, clone_inputs = run.out_indices, run.in_indices, run.mutates
     try:
         forward = forward_jacobian(
             fn.apply, args, out_indices, in_indices, clone_inputs=clone_inputs, progress=progress

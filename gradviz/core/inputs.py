@@ -3,7 +3,7 @@
 The differentiable inputs are the caller's own tensors, never copies: gradcheck perturbs them in
 place, so a Function that also reads one another way (a checkpoint-style Function reading the
 module's weight through the module) sees every perturbation. The Jacobians restore each element
-bitwise after perturbing it (``jacobian._Perturber``); a forward that modifies an input in place
+bitwise after perturbing it (``numerical_jacobian._Perturber``); a forward that modifies an input in place
 always gets copies (``check._forward``), so the caller's tensors come back unchanged.
 """
 
@@ -34,8 +34,9 @@ class PreparedInputs:
         return [j for j, a in enumerate(self.args) if isinstance(a, torch.Tensor) and a.requires_grad]
 
 
-def resolve_device(spec: str) -> torch.device:
-    """``cpu``, ``cuda`` or ``cuda:N``, refused with the reason when it cannot be used."""
+def resolve_device(spec: str | torch.device) -> torch.device:
+    """``cpu``, ``cuda`` or ``cuda:N``, refused with the reason when it cannot be used (the check,
+    the sweep and the memory study all refuse a device in these words)."""
     try:
         device = torch.device(spec)
     except (RuntimeError, TypeError):

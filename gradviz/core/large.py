@@ -8,23 +8,104 @@ into halves until single columns, then single rows, are left; each candidate cel
 computed exactly (its analytic row, its numerical column) and judged by gradcheck's rule. A
 wrong cell of a 10^5 x 10^5 Jacobian is found with about 2 log2(N M) calls, never holding more
 than a row or a column.
+
+The whole path lives here: ``too_large`` decides (the check calls it after its first forward),
+``check_large`` gives the verdict (gradcheck's fast mode, then ``search_block`` per block).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from gradviz.core.jacobian import Progress, call_apply
+from gradviz.core import checks
+from gradviz.core.check_run import CheckRun
+from gradviz.core.jacobian import CancelFn, Progress, ProgressFn, call_apply
+from gradviz.core.opcheck_checks import opcheck_outcomes
+from gradviz.core.user_code import input_infos
 from gradviz.core.vjp import vjp
-from gradviz.schema.results import FoundCell, LargeBlock
-from gradviz.schema.settings import Tolerance
+from gradviz.schema.results import CheckResult, FoundCell, LargeBlock, TensorInfo
+from gradviz.schema.settings import Tolerance, default_memory_limit
+from gradviz.schema.units import format_bytes
 
 MAX_PROBES = 4000  # calls per block before the search stops and says so
 MAX_CELLS = 50  # failing cells reported per block
+BYTES_PER_CELL = 8 + 8 + 4 + 1  # analytic, numerical (float64), error map (float32), failing mask
+
+
+def too_large(run: CheckRun) -> str | None:
+    """Why the Jacobians cannot be held (they and their maps would pass the memory limit), or None."""
+    settings = run.settings
+    limit = settings.max_jacobian_bytes or default_memory_limit()
+    rows = sum(run.outputs[i].numel() for i in run.out_indices)
+    cols = sum(x.numel() for x in run.leaves)
+    needed = rows * cols * BYTES_PER_CELL + 2 * settings.chunk_bytes
+    if needed <= limit:
+        return None
+    return (
+        f"The Jacobians would take {format_bytes(needed)} ({rows:,} output elements × {cols:,} input elements), "
+        f"more than the limit of {format_bytes(limit)}: checked by random projections, as gradcheck's fast mode "
+        "does, and wrong cells searched by bisection."
+    )
+
+
+def check_large(
+    run: CheckRun,
+    out_infos: list[TensorInfo],
+    why: str,
+    name: str | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> CheckResult:
+    """A check that never holds a Jacobian: gradcheck's fast-mode verdict, then the wrong cells found.
+
+    With ``run.mutates`` (the forward changes an input in place) every probe runs on fresh copies."""
+    fn, args, settings, inputs = run.fn, run.args, run.settings, run.inputs
+    out_indices, in_indices = run.out_indices, run.in_indices
+    start = time.perf_counter()
+    tracker = Progress(len(out_indices) * len(in_indices) * MAX_PROBES, progress, cancel)
+    checks_found = [checks.check_fast_mode(fn, args, settings, holds_jacobians=False)]
+    if settings.check_batched_grad:
+        checks_found.append(checks.check_batched_grad(args, run.outputs, out_indices))
+    checks_found += checks.vmap_rule_outcomes(run)
+    checks_found += [] if settings.jacobian_only else opcheck_outcomes(fn, args)
+    found = []
+    for i in out_indices if settings.check_backward_ad else []:  # the search probes the backward
+        for j in in_indices:
+            tracker.check_cancel()
+            found.append(search_block(
+                fn.apply, args, run.outputs[i], i, j, settings.tolerance(), clone_inputs=run.mutates,
+                seed=settings.seed, progress=tracker,
+            ))  # fmt: skip
+            tracker.advance(MAX_PROBES)
+    leaf = args[in_indices[0]]
+    stopped = [
+        f"out{b.output} / {inputs.names[b.input]}: the search stopped after {b.probes} calls; more cells may fail."
+        for b in found
+        if not b.complete
+    ]
+    result = CheckResult(
+        function=name or fn.__name__,
+        device=str(leaf.device),
+        dtype=str(leaf.dtype).removeprefix("torch."),
+        inputs=input_infos(inputs),
+        outputs=out_infos,
+        blocks=[],
+        settings=settings,
+        warnings=[why, *stopped],
+        notes=list(inputs.notes),
+        checks=checks_found,
+        analytic_path="projections",
+        numerical_path="projections",
+        large_blocks=found,
+    )
+    result.seconds = {"total": time.perf_counter() - start}
+    return result
 
 
 @dataclass

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gradviz.core.inputs import resolve_device
 from gradviz.core.saved_list import measure_saved, saved_bytes
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import SettingsError
@@ -180,7 +181,7 @@ def compare_with_unfused(out_f, grads_f, out_n, grads_n, gap: float, tight: floa
 
 
 def _study(layers, shape, out_channels, kernel, device, dtype, *, seed: int, check: bool) -> ConvBNStudy:
-    dev = _device(device)
+    dev = resolve_device(device)
     dt = _dtype(dtype)
     shape = tuple(int(s) for s in shape)
     sizes = _check_shape(layers, shape, out_channels, kernel)
@@ -371,25 +372,6 @@ def _check_shape(layers, shape, out_channels, kernel) -> list[tuple[int, int]]:
             f"{n}x{last_h}x{last_w}; use a bigger batch or input."
         )
     return sizes
-
-
-def _device(device: str | torch.device) -> torch.device:
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise SettingsError(f"Unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N'.") from None
-    if dev.type == "cpu":
-        return dev
-    if dev.type != "cuda":
-        raise SettingsError(f"Device {device!r} is not supported here; use 'cpu', 'cuda' or 'cuda:N'.")
-    if not torch.cuda.is_available():
-        raise SettingsError(f"Device {device!r} asked for, but CUDA is not available; use device='cpu'.")
-    index = 0 if dev.index is None else dev.index
-    if index >= torch.cuda.device_count():
-        raise SettingsError(
-            f"Device {device!r} asked for, but only {torch.cuda.device_count()} CUDA device(s) exist."
-        )
-    return torch.device("cuda", index)
 
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:

@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from gradviz.core.check import _backward_error, _CodeFiles, _forward
 from gradviz.core.compare import compare_block
 from gradviz.core.complex_view import RealView, outputs_need_real_view, real_view
 from gradviz.core.inputs import PreparedInputs
-from gradviz.core.jacobian import CancelFn, Progress, ProgressFn, _ColumnFiller, call_apply, vjp_rows
+from gradviz.core.jacobian import CancelFn, Progress, ProgressFn, call_apply, vjp_rows
 from gradviz.core.loader import LoadedSource
+from gradviz.core.numerical_jacobian import ColumnFiller
 from gradviz.core.prepare import prepare_source
+from gradviz.core.user_code import CodeFiles, backward_error, first_forward
 from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, SettingsError, SizeLimitError
 from gradviz.schema.results import MAX_REGION_SIDE, BlockRegion
 from gradviz.schema.settings import CheckSettings, Tolerance
@@ -68,7 +69,7 @@ def region_columns(
         reference = tuple(
             o.detach().clone() if isinstance(o, torch.Tensor) else o for o in call_apply(apply, args, clone=True)
         )
-        columns = _ColumnFiller(apply, args, j, reference, [i], eps, clone_inputs)
+        columns = ColumnFiller(apply, args, j, reference, [i], eps, clone_inputs)
         for k0 in range(0, len(cols), STEP):
             k1 = min(len(cols), k0 + STEP)
             diffs = columns.looped(cols[k0:k1], progress)[i]  # (k1 - k0, out numel), owned copies
@@ -110,11 +111,11 @@ def region_of_function(
 ) -> BlockRegion:
     """Rows ``rows`` by columns ``cols`` of block ``(output i, input j)`` of ``fn`` at ``inputs``."""
     fn, inputs = real_view(fn, inputs)  # complex inputs and outputs as check_function sees them
-    code = _CodeFiles(fn, loaded)
-    outputs, mutates, _, _ = _forward(fn, inputs.args, code)
+    code = CodeFiles(fn, loaded)
+    outputs, mutates, _, _ = first_forward(fn, inputs.args, code)
     if outputs_need_real_view(outputs):
         fn = RealView(fn, frozenset())
-        outputs, mutates, _, _ = _forward(fn, inputs.args, code)
+        outputs, mutates, _, _ = first_forward(fn, inputs.args, code)
     i, j = block
     args = inputs.args
     out = outputs[i] if 0 <= i < len(outputs) else None
@@ -138,7 +139,7 @@ def region_of_function(
     except (GradvizError, Cancelled):
         raise
     except (Exception, SystemExit) as exc:
-        raise _backward_error(fn, exc, loaded, code) from None
+        raise backward_error(fn, exc, loaded, code) from None
     tol: Tolerance = settings.tolerance()
     compared = compare_block(
         i, j, tuple(out.shape), tuple(args[j].shape), analytic, numerical, tol,

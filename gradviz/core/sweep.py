@@ -3,23 +3,14 @@
 Two measurements, read together (PETSc's and dolfin-adjoint's Taylor tests, ADCME's remainder
 plot):
 
-1. Directional Taylor test. For random v (inputs) and w (outputs), with the step actually taken
-   ``δ = (x + h v) - x`` (rounded in the input's dtype),
-
-       remainder(h) = |w·(f(x + δ) - f(x)) - (Jᵀw)·δ|          Jᵀw: one call of the user's backward
-       curvature(h) = |w·(f(x + δ⁺) - 2 f(x) + f(x + δ⁻)) - (Jᵀw)·(δ⁺ + δ⁻)|
-
-   A right J leaves the h² term of Taylor's expansion (slope 2 on log-log axes); a wrong one
-   leaves h·wᵀ(J_true - J)v (slope 1). The curvature is h² where f is smooth and h at a kink.
-   Slopes are fitted at the smallest steps still clear of round-off; one forward per step.
-2. Jacobian sweep of a block: the central-difference Jacobian at every step, computed as the
-   check computes it, against the analytic block. Its error falls like eps² (truncation) and
+1. Directional Taylor test (``core/taylor_test.py``): f along random directions at every step;
+   a right backward leaves a remainder of slope 2, a wrong one of slope 1.
+2. Jacobian sweep of a block (here): the central-difference Jacobian at every step, computed as
+   the check computes it, against the analytic block. Its error falls like eps² (truncation) and
    rises like 1/eps (round-off); the bottom of that valley is the eps to use.
 
-The verdict per block, most telling first: a kink at the point -> non-differentiable; remainder
-slope ≈ 1 where the check fails -> backward wrong; otherwise the backward is right and the
-check's eps is compared with the valley: too small, too large, fine, or no step passes at all
-(precision). The sweep explains a verdict; it never changes one.
+The verdict is read from both curves by ``core/sweep_verdict.py``. The sweep explains a verdict;
+it never changes one.
 """
 
 from __future__ import annotations
@@ -48,7 +39,16 @@ from gradviz.core.jacobian import (
 )
 from gradviz.core.perturb import PerturbedForward
 from gradviz.core.prepare import prepare_source
-from gradviz.core.vjp import vjp
+from gradviz.core.sweep_run import SweepRun
+from gradviz.core.sweep_verdict import (
+    NO_EPS_HELPS,
+    classify,
+    judge_overall,
+    step_index,
+    summarize,
+    taylor_block,
+)
+from gradviz.core.taylor_test import DirectionalTaylorTest
 from gradviz.schema.errors import (
     Cancelled,
     ErrorKind,
@@ -59,14 +59,9 @@ from gradviz.schema.errors import (
 )
 from gradviz.schema.indices import cell_index, cell_label
 from gradviz.schema.settings import MACHINE_EPS, CheckSettings, SweepOptions, default_memory_limit
-from gradviz.schema.sweep import BlockSweep, CellCurve, SweepResult, Verdict
+from gradviz.schema.sweep import BlockSweep, CellCurve, SweepResult
 from gradviz.schema.units import format_bytes
 
-FLOOR_FACTOR = 4.0  # round-off of w·f(x): FLOOR_FACTOR · machine eps · Σ|w||f|
-CLEAN = 10.0  # a remainder counts only this far above its floor
-WINDOW_DECADES = 2.0  # slopes are fitted over the smallest clean steps spanning this many decades
-SLOPE_SPLIT = 1.5  # below: slope ≈ 1 (wrong J, or a kink); above: slope ≈ 2
-NO_EPS_HELPS = (Verdict.BACKWARD_WRONG, Verdict.NON_DIFFERENTIABLE, Verdict.INCONCLUSIVE)
 SWEEP_CHUNK_FACTOR = 4  # the sweep's vmapped chunks may be this many times the check's
 
 
@@ -163,43 +158,33 @@ def sweep_function(
     # the forward's measured round-off where coarser than its dtype's (float32 inside a float64 Function)
     machine = machine_eps_for_sweep(fn, args, in_indices, out_indices, settings, MACHINE_EPS.get(dtype_name, MACHINE_EPS["float64"]))
     generator = torch.Generator(device="cpu").manual_seed((settings.seed + 1) % 2**63)
+    run = SweepRun(fn, args, outputs, names, out_indices, in_indices, steps, settings, where, generator, tracker)
 
-    directional = _Directional(fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings)
-    analytic = _analytic_blocks(fn, outputs, swept, args, settings, tracker, where)
+    directional = DirectionalTaylorTest(run, machine)
+    analytic = _analytic_blocks(run, swept)
 
     blocks, paths, notes = [], set(), []
-    by_input = {}
+    by_input: dict[int, list[int]] = {}
     for i, j in swept:
         by_input.setdefault(j, []).append(i)
     sweeps = {}
     for j, outs in by_input.items():
-        found, path, note = _sweep_input(
-            fn, args, j, outs, analytic, steps, settings, options, tracker, where, names, outputs, generator
-        )
+        found, path, note = _sweep_input(run, options, analytic, j, outs)
         sweeps.update(found)
         paths.add(path)
         if note:
             notes.append(note)
     for i, j in pairs:
         tracker.check_cancel()
-        remainder, curvature, floor = directional.block(i, j, tracker)
-        title = f"out{i} / {names[j]}"
-        b = BlockSweep(
-            output=i,
-            input=j,
-            title=title,
+        b = taylor_block(
+            steps, *directional.block(i, j, tracker), output=i, input=j, title=f"out{i} / {names[j]}",
             shape=(outputs[i].numel(), args[j].numel()),
-            remainder=remainder,
-            curvature=curvature,
-            floor=floor,
-            remainder_slope=fit_slope(steps, remainder, floor),
-            curvature_slope=fit_slope(steps, curvature, 2 * floor),
-        )
+        )  # fmt: skip
         if (i, j) in sweeps:
             b.errors, b.ratios, b.failing, b.cells, b.columns = sweeps[i, j]
         classify(b, steps, settings, dtype_name)
         blocks.append(b)
-    overall = _overall(directional, blocks, steps, settings, dtype_name, tracker, outputs, args, in_indices)
+    overall = _overall(run, directional, blocks, dtype_name)
     explain_sweep(fn, args, blocks, overall, settings, directional.g)  # the check's diagnosis, same probes
     skipped = [b.title for b in blocks if not b.swept]
     if skipped and options.block is None:
@@ -228,286 +213,6 @@ def sweep_function(
     )
 
 
-# --- reading the curves ----------------------------------------------------------------------
-
-
-def fit_slope(steps: Sequence[float], values: Sequence[float], floor: float) -> float | None:
-    """Log-log slope of ``values`` over its smallest steps clear of round-off; None: all at the floor.
-
-    The clean points are those above ``CLEAN · floor`` (and finite); of the longest run of them,
-    the fit uses the smallest steps spanning ``WINDOW_DECADES``, where Taylor's leading term rules.
-    """
-    h = np.asarray(steps, dtype=float)
-    v = np.asarray(values, dtype=float)
-    with np.errstate(invalid="ignore"):
-        clean = np.isfinite(v) & (v > CLEAN * floor) & (v > 0)
-    runs, run = [], []
-    for k in np.argsort(-h):  # largest step first
-        if clean[k]:
-            run.append(k)
-        elif run:
-            runs.append(run)
-            run = []
-    if run:
-        runs.append(run)
-    if not runs:
-        return None
-    best = max(runs, key=len)
-    smallest = h[best].min()
-    window = [k for k in best if h[k] <= smallest * 10**WINDOW_DECADES]
-    if len(window) < 2:
-        window = best
-    if len(window) < 2:
-        return None
-    x, y = np.log10(h[window]), np.log10(v[window])
-    return float(np.polyfit(x, y, 1)[0])
-
-
-def valley(ratios: Sequence[float]) -> int | None:
-    """Index of the step at the bottom of the error valley: the lowest worst-of-its-neighbours ratio.
-
-    Taking each step's worse neighbour into account puts the choice in the middle of a flat
-    bottom rather than on its edge, so a slightly different input still passes.
-    """
-    r = np.asarray(ratios, dtype=float)
-    r = np.where(np.isfinite(r), r, np.inf)
-    if not r.size or not np.isfinite(r).any():
-        return None
-    padded = np.concatenate([[r[0]], r, [r[-1]]])
-    worst = np.maximum(np.maximum(padded[:-2], padded[1:-1]), padded[2:])
-    candidates = np.flatnonzero(worst == worst.min())
-    return int(candidates[len(candidates) // 2])
-
-
-def _side_slope(steps, errors, k0: int, k1: int) -> float | None:
-    h = np.asarray(steps[k0:k1], dtype=float)
-    e = np.asarray(errors[k0:k1], dtype=float)
-    ok = np.isfinite(e) & (e > 0)
-    if ok.sum() < 2:
-        return None
-    return float(np.polyfit(np.log10(h[ok]), np.log10(e[ok]), 1)[0])
-
-
-def classify(b: BlockSweep, steps: Sequence[float], settings: CheckSettings, dtype: str) -> None:
-    """Fill ``best_eps``, the two error slopes, ``verdict`` and ``message`` of one block from its curves."""
-    at = _index_of(steps, settings.eps)
-    passes_at_eps = None
-    if b.ratios is not None:
-        best = valley(b.ratios)
-        if best is not None:
-            b.best_eps = steps[best]
-            # each side's slope from the four steps beyond the bottom, where one effect dominates
-            b.truncation_slope = _side_slope(steps, b.errors, max(0, best - 4), best)
-            b.roundoff_slope = _side_slope(steps, b.errors, best + 1, best + 5)
-        passes_at_eps = bool(b.ratios[at] <= 1)
-    slope = _fmt_slope(b.remainder_slope)
-    kink = b.curvature_slope is not None and b.curvature_slope < SLOPE_SPLIT
-    wrong = b.remainder_slope is not None and b.remainder_slope < SLOPE_SPLIT
-    if kink:
-        b.verdict = Verdict.NON_DIFFERENTIABLE
-        b.message = (
-            f"{b.title}: non-differentiable near this point: the second difference falls like h^"
-            f"{b.curvature_slope:.2f} (a kink gives 1, a smooth function 2), so no step gives a derivative to "
-            "compare with. Re-draw the inputs away from the kink."
-        )
-        return
-    if wrong and passes_at_eps is not True:
-        b.verdict = Verdict.BACKWARD_WRONG
-        b.message = (
-            f"{b.title}: backward wrong: the Taylor remainder falls like h^{slope} (right: 2, wrong: 1)"
-            + (
-                f" and no step brings the error within tolerance (best {min(b.ratios):.3g}× the bound)."
-                if b.ratios is not None and min(b.ratios) > 1
-                else "."
-            )
-        )
-        return
-    right = (
-        f"the Taylor remainder falls like h^{slope}"
-        if b.remainder_slope is not None
-        else "the Taylor remainder stays within round-off at every step (f is linear along the test direction"
-        + (")" if dtype == "float64" else f", or {dtype} too coarse to show its slope)")
-    )
-    if wrong:
-        right = f"the error is within tolerance at eps={settings.eps:g}, though the Taylor remainder's slope {slope} shows a small discrepancy"
-    if b.ratios is None:
-        b.verdict = Verdict.BACKWARD_RIGHT
-        b.message = f"{b.title}: backward right: {right}. (Not swept cell by cell: eps not judged.)"
-        return
-    if passes_at_eps:
-        b.verdict = Verdict.BACKWARD_RIGHT
-        b.message = f"{b.title}: backward right: {right}; the check's eps={settings.eps:g} passes (best {b.best_eps:g})."
-        return
-    if min(b.ratios) > 1 and b.remainder_slope is None:
-        b.verdict = Verdict.INCONCLUSIVE
-        b.message = (
-            f"{b.title}: inconclusive: no step passes in {dtype} (best {min(b.ratios):.3g}× the bound at "
-            f"eps={b.best_eps:g}) and the Taylor remainder stays within round-off, so its slope cannot tell a "
-            "wrong backward from too little precision: check in float64."
-        )
-        return
-    if min(b.ratios) > 1:
-        b.verdict = Verdict.PRECISION
-        b.message = (
-            f"{b.title}: backward right ({right}), but no step passes in {dtype} with atol={settings.atol:g}, "
-            f"rtol={settings.rtol:g} (best {min(b.ratios):.3g}× the bound at eps={b.best_eps:g}): check in float64 "
-            "or loosen the tolerances."
-        )
-        return
-    small = settings.eps < b.best_eps
-    b.verdict = Verdict.EPS_TOO_SMALL if small else Verdict.EPS_TOO_LARGE
-    side = b.roundoff_slope if small else b.truncation_slope
-    cause = "round-off" if small else "truncation"
-    b.message = (
-        f"{b.title}: backward right ({right}); eps={settings.eps:g} is too {'small' if small else 'large'} "
-        f"({cause}: the error {'rises' if small else 'grows'} with slope {_fmt_slope(side)} there): "
-        f"use eps={b.best_eps:g}."
-    )
-
-
-def summarize(blocks: list[BlockSweep], overall: BlockSweep, settings: CheckSettings) -> tuple[Verdict, str]:
-    """The Function's verdict: its most serious block's, with the one eps that suits every block."""
-    worst = min(b.verdict.severity for b in blocks)
-    verdict = Verdict(list(Verdict)[worst])
-    named = [b for b in blocks if b.verdict == verdict]
-    if verdict in (Verdict.BACKWARD_WRONG, Verdict.NON_DIFFERENTIABLE, Verdict.PRECISION, Verdict.INCONCLUSIVE):
-        return verdict, " ".join(b.message for b in named)
-    if overall.verdict in (Verdict.EPS_TOO_SMALL, Verdict.EPS_TOO_LARGE, Verdict.BACKWARD_RIGHT, Verdict.PRECISION):
-        return overall.verdict, overall.message.replace(f"{overall.title}: ", "", 1)
-    return verdict, " ".join(b.message for b in named)
-
-
-def _index_of(steps: Sequence[float], eps: float) -> int:
-    return min(range(len(steps)), key=lambda k: abs(math.log(steps[k] / eps)))
-
-
-def _fmt_slope(slope: float | None) -> str:
-    return "?" if slope is None else f"{slope:.2f}"
-
-
-# --- the directional Taylor test -------------------------------------------------------------
-
-
-class _Directional:
-    """f along one random direction per input (and along all of them at once), at every step."""
-
-    def __init__(self, fn, args, outputs, out_indices, in_indices, steps, machine, generator, where, settings) -> None:
-        self.fn, self.args, self.steps, self.where = fn, list(args), list(steps), where
-        self.batched = settings.batched
-        self.out_indices, self.in_indices = out_indices, in_indices
-        self.f0 = {i: outputs[i].detach().double().cpu().reshape(-1) for i in out_indices}
-        self.v = {j: torch.randn(args[j].numel(), generator=generator, dtype=torch.float64) for j in in_indices}
-        self.w = {i: torch.randn(outputs[i].numel(), generator=generator, dtype=torch.float64) for i in out_indices}
-        self.machine = machine
-        leaves = [args[j] for j in in_indices]
-        self.g: dict[tuple[int, int], torch.Tensor] = {}
-        for i in out_indices:  # Jᵀw for one output at a time: one call of the backward each
-            grads = self._vjp([outputs[i]], leaves, [self.w[i]])
-            for j, g in zip(in_indices, grads):
-                self.g[i, j] = g
-        every = self._vjp([outputs[i] for i in out_indices], leaves, [self.w[i] for i in out_indices])
-        self.g_all = dict(zip(in_indices, every))
-        self.cache: dict[int, tuple] = {}
-
-    def _vjp(self, outs, leaves, ws) -> list[torch.Tensor]:
-        grad_outputs = [w.to(dtype=o.dtype, device=o.device).view(o.shape) for o, w in zip(outs, ws)]
-        try:
-            grads = vjp(outs, leaves, grad_outputs, retain_graph=True)
-        except (Exception, SystemExit) as exc:
-            raise from_exception(ErrorKind.BACKWARD, exc, self.where, f"{self.fn.__name__}.backward") from None
-        return [
-            torch.zeros(x.numel(), dtype=torch.float64) if g is None else g.detach().double().cpu().reshape(-1)
-            for g, x in zip(grads, leaves)
-        ]
-
-    def _moved(self, x: torch.Tensor, v: torch.Tensor, h: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """x + h v rounded in x's dtype (keeping its strides), and the step actually taken (float64)."""
-        base = x.detach().double().cpu().reshape(-1)
-        target = (base + h * v).to(dtype=x.dtype)
-        moved = x.detach().clone()
-        moved.copy_(target.view(x.shape).to(x.device))
-        return moved, moved.detach().double().cpu().reshape(-1) - base
-
-    def _outputs(self, j: int, tracker: Progress):
-        """Outputs at x_j ± h v_j for every step (one vmapped call where the forward allows it)."""
-        if j in self.cache:
-            return self.cache[j]
-        x = self.args[j]
-        moves = [self._moved(x, sign * self.v[j], h) for h in self.steps for sign in (1, -1)]
-        forward = PerturbedForward(self.fn.apply, self.args, j, self.out_indices, clone_inputs=True, batched=self.batched)
-        try:
-            outs = forward(torch.stack([m.detach().reshape(-1) for m, _ in moves]))  # C order, whatever the strides
-        except (GradvizError, Cancelled):
-            raise
-        except (Exception, SystemExit) as exc:
-            raise from_exception(
-                ErrorKind.FORWARD, exc, self.where, f"{self.fn.__name__}.forward (on inputs moved along a test direction)"
-            ) from None
-        tracker.advance(len(moves))
-        self.cache[j] = (outs, [d for _, d in moves])
-        return self.cache[j]
-
-    def block(self, i: int, j: int, tracker: Progress) -> tuple[list[float], list[float], float]:
-        outs, deltas = self._outputs(j, tracker)
-        f = outs[i].double().cpu()
-        w, g, f0 = self.w[i], self.g[i, j], self.f0[i]
-        return self._curves(f, w, f0, [(g, deltas)])
-
-    def _curves(self, f: torch.Tensor, w, f0, terms) -> tuple[list[float], list[float], float]:
-        wf0 = float(w @ f0)
-        remainder, curvature = [], []
-        for s in range(len(self.steps)):
-            plus, minus = f[2 * s], f[2 * s + 1]
-            linear_plus = sum(float(g @ d[2 * s]) for g, d in terms)
-            linear_both = sum(float(g @ (d[2 * s] + d[2 * s + 1])) for g, d in terms)
-            remainder.append(abs(float(w @ plus) - wf0 - linear_plus))
-            curvature.append(abs(float(w @ plus) - 2 * wf0 + float(w @ minus) - linear_both))
-        # rounding of each f_k adds up like a random walk: ‖w∘f‖₂, not Σ|w f|; the forward's own
-        # rounding shows where the smallest steps' remainders lie flat
-        floor = FLOOR_FACTOR * self.machine * (float(torch.linalg.vector_norm(w * f0)) + abs(wf0))
-        floor = max(floor, _flat_tail(self.steps, remainder))
-        return remainder, curvature, floor
-
-    def overall(self, tracker: Progress) -> tuple[list[float], list[float], float]:
-        """All inputs moved at once, all outputs weighted: the whole Function's Taylor test."""
-        rows = []
-        deltas = {j: [] for j in self.in_indices}
-        with torch.enable_grad():
-            for h in self.steps:
-                for sign in (1, -1):
-                    call = list(self.args)
-                    for j in self.in_indices:
-                        moved, d = self._moved(self.args[j], sign * self.v[j], h)
-                        call[j] = moved.requires_grad_(self.args[j].requires_grad)
-                        deltas[j].append(d)
-                    try:
-                        outputs = call_apply(self.fn.apply, call, clone=True)
-                    except (Exception, SystemExit) as exc:
-                        raise from_exception(
-                            ErrorKind.FORWARD, exc, self.where, f"{self.fn.__name__}.forward (on inputs moved along a test direction)"
-                        ) from None
-                    rows.append(torch.cat([outputs[i].detach().double().cpu().reshape(-1) for i in self.out_indices]))
-        tracker.advance(len(rows))
-        f = torch.stack(rows)
-        w = torch.cat([self.w[i] for i in self.out_indices])
-        f0 = torch.cat([self.f0[i] for i in self.out_indices])
-        return self._curves(f, w, f0, [(self.g_all[j], deltas[j]) for j in self.in_indices])
-
-
-def _flat_tail(steps: Sequence[float], values: Sequence[float]) -> float:
-    """The round-off level the smallest steps show, when they lie flat (slope under 0.5); else 0.
-
-    Steps too small to move the input at all give exactly 0 and are left out.
-    """
-    h, v = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
-    keep = np.isfinite(v) & (v > 0)
-    h, v = h[keep][-3:], v[keep][-3:]
-    if len(h) < 3:
-        return 0.0
-    slope = np.polyfit(np.log10(h), np.log10(v), 1)[0]
-    return float(np.median(v)) if abs(slope) < 0.5 else 0.0
-
-
 # --- the Jacobian sweep of a block -----------------------------------------------------------
 
 
@@ -530,7 +235,7 @@ def _guard_size(swept, outputs, args, settings: CheckSettings) -> None:
         )
 
 
-def _analytic_blocks(fn, outputs, swept, args, settings, tracker, where) -> dict[tuple[int, int], np.ndarray]:
+def _analytic_blocks(run: SweepRun, swept: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
     """The analytic blocks to sweep, from the user's backward (batched where it allows)."""
     if not swept:
         return {}
@@ -538,37 +243,38 @@ def _analytic_blocks(fn, outputs, swept, args, settings, tracker, where) -> dict
     ins = sorted({j for _, j in swept})
     try:
         jac = analytical_jacobian(
-            outputs,
+            run.outputs,
             outs,
-            [args[j] for j in ins],
+            [run.args[j] for j in ins],
             ins,
-            chunk_bytes=settings.chunk_bytes,
-            progress=_quiet(tracker),
-            batched=settings.batched,
+            chunk_bytes=run.settings.chunk_bytes,
+            progress=_quiet(run.tracker),
+            batched=run.settings.batched,
         )
     except (GradvizError, Cancelled):
         raise
     except (Exception, SystemExit) as exc:
-        raise from_exception(ErrorKind.BACKWARD, exc, where, f"{fn.__name__}.backward") from None
+        raise run.backward_error(exc) from None
     return {key: jac.blocks[key] for key in swept}
 
 
-def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker, where, names, outputs, generator):
+def _sweep_input(run: SweepRun, options: SweepOptions, analytic: dict, j: int, outs: list[int]):
     """Every swept block of input j at every step: largest error, worst ratio, failing count, worst cells.
 
     Inputs with more than ``options.max_columns`` elements are swept on that many columns: the
     worst quarter at the check's eps (found by one central difference per column) and the rest
     drawn at random.
     """
-    forward = PerturbedForward(fn.apply, args, j, outs, clone_inputs=True, batched=settings.batched)
-    numel = args[j].numel()
+    settings, steps, tracker = run.settings, run.steps, run.tracker
+    forward = PerturbedForward(run.fn.apply, run.args, j, outs, clone_inputs=True, batched=settings.batched)
+    numel = run.args[j].numel()
     columns = np.arange(numel)
     if options.max_columns and numel > options.max_columns:
-        columns = _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, where, generator)
+        columns = _choose_columns(run, options, forward, analytic, j, outs)
     signed = [s for h in steps for s in (h, -h)]
     k = chunk_length(len(signed) * forward.row_bytes, len(columns), SWEEP_CHUNK_FACTOR * settings.chunk_bytes)
     n_steps = len(steps)
-    at = _index_of(steps, settings.eps)
+    at = step_index(steps, settings.eps)
     stats = {
         i: {
             "errors": np.zeros(n_steps),
@@ -581,7 +287,7 @@ def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker,
     for c0 in range(0, len(columns), k):
         tracker.check_cancel()
         chunk = columns[c0 : c0 + k]
-        found = _evaluate(fn, forward, chunk, signed, where)
+        found = _evaluate(run, forward, chunk, signed)
         for i in outs:
             numerical = _central_differences(found[i], steps, len(chunk))
             _accumulate(stats[i], numerical, analytic[i, j][:, chunk], chunk, at, settings, options.worst_cells)
@@ -591,8 +297,8 @@ def _sweep_input(fn, args, j, outs, analytic, steps, settings, options, tracker,
         s = stats[i]
         cells = []
         for _, row, col, curve, a in sorted(s["worst"], reverse=True):
-            out_idx, in_idx = cell_index(row, col, tuple(outputs[i].shape), tuple(args[j].shape))
-            cells.append(CellCurve(row, col, cell_label(i, out_idx, names[j], in_idx), a, curve))
+            out_idx, in_idx = cell_index(row, col, tuple(run.outputs[i].shape), tuple(run.args[j].shape))
+            cells.append(CellCurve(row, col, cell_label(i, out_idx, run.names[j], in_idx), a, curve))
         result[i, j] = (s["errors"].tolist(), s["ratios"].tolist(), s["failing"].tolist(), cells, len(columns))
     return result, forward.path, forward.note
 
@@ -604,8 +310,11 @@ def sweep_units(numel: int, n_steps: int, options: SweepOptions) -> int:
     return 2 * n_steps * numel
 
 
-def _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, where, generator) -> np.ndarray:
+def _choose_columns(
+    run: SweepRun, options: SweepOptions, forward: PerturbedForward, analytic: dict, j: int, outs: list[int]
+) -> np.ndarray:
     """The worst quarter of input j's columns at the check's eps, and the rest at random."""
+    settings, tracker = run.settings, run.tracker
     numel = forward.values.numel()
     signed = [settings.eps, -settings.eps]
     worst = np.zeros(numel)
@@ -613,7 +322,7 @@ def _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, 
     for c0 in range(0, numel, k):
         tracker.check_cancel()
         chunk = np.arange(c0, min(numel, c0 + k))
-        found = _evaluate(fn, forward, chunk, signed, where)
+        found = _evaluate(run, forward, chunk, signed)
         for i in outs:
             n = _central_differences(found[i], [settings.eps], len(chunk))[0]  # column, row
             a = torch.from_numpy(np.ascontiguousarray(analytic[i, j][:, chunk].T))
@@ -623,19 +332,17 @@ def _choose_columns(fn, forward, outs, analytic, j, settings, options, tracker, 
     m = options.max_columns
     chosen = np.argsort(-worst, kind="stable")[: max(1, m // 4)]
     rest = np.setdiff1d(np.arange(numel), chosen)
-    drawn = rest[torch.randperm(len(rest), generator=generator)[: m - len(chosen)].numpy()]
+    drawn = rest[torch.randperm(len(rest), generator=run.generator)[: m - len(chosen)].numpy()]
     return np.sort(np.concatenate([chosen, drawn]))
 
 
-def _evaluate(fn, forward: PerturbedForward, columns, signed, where) -> dict[int, torch.Tensor]:
+def _evaluate(run: SweepRun, forward: PerturbedForward, columns, signed) -> dict[int, torch.Tensor]:
     try:
         return forward(forward.shifted(columns, signed))
     except (GradvizError, Cancelled):
         raise
     except (Exception, SystemExit) as exc:
-        raise from_exception(
-            ErrorKind.FORWARD, exc, where, f"{fn.__name__}.forward (on inputs perturbed by ±eps for the sweep)"
-        ) from None
+        raise run.forward_error(exc, " (on inputs perturbed by ±eps for the sweep)") from None
 
 
 def _central_differences(outs: torch.Tensor, steps: Sequence[float], k: int) -> torch.Tensor:
@@ -676,29 +383,15 @@ def _accumulate(stats, numerical: torch.Tensor, analytic: np.ndarray, columns, a
             heapq.heapreplace(stats["worst"], item)
 
 
-def _overall(directional, blocks, steps, settings, dtype, tracker, outputs, args, in_indices) -> BlockSweep:
-    remainder, curvature, floor = directional.overall(tracker)
-    rows = sum(outputs[i].numel() for i in directional.out_indices)
-    cols = sum(args[j].numel() for j in in_indices)
-    b = BlockSweep(
-        output=-1,
-        input=-1,
-        title="all outputs / all inputs",
+def _overall(run: SweepRun, directional: DirectionalTaylorTest, blocks: list[BlockSweep], dtype: str) -> BlockSweep:
+    """The whole Function: all inputs moved at once, judged with the worst of the swept blocks."""
+    rows = sum(run.outputs[i].numel() for i in run.out_indices)
+    cols = sum(run.args[j].numel() for j in run.in_indices)
+    b = taylor_block(
+        run.steps, *directional.overall(run.tracker), output=-1, input=-1, title="all outputs / all inputs",
         shape=(rows, cols),
-        remainder=remainder,
-        curvature=curvature,
-        floor=floor,
-        remainder_slope=fit_slope(steps, remainder, floor),
-        curvature_slope=fit_slope(steps, curvature, 2 * floor),
-    )
-    swept = [s for s in blocks if s.swept]
-    if swept:
-        b.errors = np.max([s.errors for s in swept], axis=0).tolist()
-        b.ratios = np.max([s.ratios for s in swept], axis=0).tolist()
-        b.failing = np.sum([s.failing for s in swept], axis=0).astype(int).tolist()
-        cells = sorted((c for s in swept for c in s.cells), key=lambda c: -c.errors[_index_of(steps, settings.eps)])
-        b.cells = cells[:3]
-    classify(b, steps, settings, dtype)
+    )  # fmt: skip
+    judge_overall(b, blocks, run.steps, run.settings, dtype)
     return b
 
 

@@ -15,6 +15,7 @@ It is beyond gradcheck, so it never changes the verdict: a mismatch is reported 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -57,6 +58,15 @@ def _custom_op_def(obj: Any) -> Any:
     return OPDEFS.get(name) if isinstance(name, str) else None
 
 
+@dataclass(frozen=True)
+class _Samples:
+    """The B samples near the check's inputs, and the same stacked along dim 0 for vmap."""
+
+    each: list[list]  # sample b's arguments
+    stacked: list  # batched arguments stacked, the others as given (all detached)
+    in_dims: tuple  # 0 where stacked, None where not
+
+
 def check_vmap_rule(
     fn: Any,
     args: Sequence,
@@ -96,7 +106,8 @@ def check_vmap_rule(
 
     try:
         backward = _backward_problem(
-            fn, args, samples, stacked, in_dims, in_indices, out_indices, names, atol, rtol, seed
+            fn, args, _Samples(samples, stacked, in_dims), in_indices, out_indices, names, atol=atol, rtol=rtol,
+            seed=seed,
         )
     except Exception as exc:  # the plain backward itself raised: gradcheck's checks say why
         return _raised(fn, rule, "plain backward (torch.func.vjp) on a sample", exc)
@@ -111,9 +122,10 @@ def check_vmap_rule(
 
 
 def _backward_problem(
-    fn, args, samples, stacked, in_dims, in_indices, out_indices, names, atol, rtol, seed
+    fn, args, batch: _Samples, in_indices, out_indices, names, *, atol: float, rtol: float, seed: int
 ) -> str | None:
     """Batched ``torch.func.vjp`` against one plain vjp per sample; output gradients drawn per sample."""
+    samples, stacked, in_dims = batch.each, batch.stacked, batch.in_dims
     diff = [j for j in in_indices if isinstance(args[j], torch.Tensor) and args[j].is_floating_point()]
     if not diff:
         return None

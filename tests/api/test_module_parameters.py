@@ -10,7 +10,7 @@ import torch
 from torch.func import functional_call
 
 import gradviz
-from gradviz.core.check import BYTES_PER_CELL
+from gradviz.core.large import BYTES_PER_CELL
 from gradviz.schema.settings import CheckSettings
 from gradviz.testing import assert_gradients
 

@@ -15,7 +15,7 @@ from torch.autograd import Function
 
 from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
-from gradviz.core.jacobian import numerical_jacobian
+from gradviz.core.numerical_jacobian import numerical_jacobian
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import CheckSettings
 from tests.core.test_jacobian import jacobians_both_ways, torch_jacobian

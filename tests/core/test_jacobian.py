@@ -7,9 +7,11 @@ import pytest
 import torch
 
 from gradviz.core import jacobian as jacobian_module
+from gradviz.core import numerical_jacobian as numerical_module
 from gradviz.core.check import check_function
 from gradviz.core.inputs import prepare_inputs
-from gradviz.core.jacobian import Progress, analytical_jacobian, numerical_jacobian
+from gradviz.core.jacobian import Progress, analytical_jacobian
+from gradviz.core.numerical_jacobian import numerical_jacobian
 from gradviz.schema.errors import Cancelled
 from gradviz.schema.settings import CheckSettings
 from tests.core.functions import CORRECT, ItemScale, SinCos, inputs_for
@@ -119,10 +121,10 @@ def test_batched_path_is_used_where_possible():
 
 
 def test_loop_is_chosen_only_when_clearly_cheaper_per_column():
-    assert jacobian_module.loop_is_faster(1e-5, [2e-5, 3e-5])
-    assert not jacobian_module.loop_is_faster(1e-5, [2e-5, 1.1e-5])  # within the noise margin once: keep batching
-    assert not jacobian_module.loop_is_faster(1e-5, [9e-5])  # one chunk alone decides nothing
-    assert not jacobian_module.loop_is_faster(None, [1.0, 1.0])  # nothing timed yet
+    assert numerical_module.loop_is_faster(1e-5, [2e-5, 3e-5])
+    assert not numerical_module.loop_is_faster(1e-5, [2e-5, 1.1e-5])  # within the noise margin once: keep batching
+    assert not numerical_module.loop_is_faster(1e-5, [9e-5])  # one chunk alone decides nothing
+    assert not numerical_module.loop_is_faster(None, [1.0, 1.0])  # nothing timed yet
 
 
 def test_switching_to_the_loop_midway_changes_no_value(monkeypatch):
@@ -130,10 +132,10 @@ def test_switching_to_the_loop_midway_changes_no_value(monkeypatch):
     g = torch.Generator().manual_seed(1)
     x, y = (torch.rand(40, generator=g, dtype=torch.float64).requires_grad_() for _ in range(2))
     args = (x, 1.5, y)
-    monkeypatch.setattr(jacobian_module, "loop_is_faster", lambda *t: False)  # a loaded machine may time the loop cheaper
+    monkeypatch.setattr(numerical_module, "loop_is_faster", lambda *t: False)  # a loaded machine may time the loop cheaper
     batched = numerical_jacobian(SinCos.apply, args, [0, 1], [0, 2], eps=1e-6, chunk_bytes=4096)
     decided = []
-    monkeypatch.setattr(jacobian_module, "loop_is_faster", lambda *t: decided.append(t) or True)
+    monkeypatch.setattr(numerical_module, "loop_is_faster", lambda *t: decided.append(t) or True)
     mixed = numerical_jacobian(SinCos.apply, args, [0, 1], [0, 2], eps=1e-6, chunk_bytes=4096)
     assert decided and batched.path == "batched" and mixed.path == "loop"
     for key in batched.blocks:

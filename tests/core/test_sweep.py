@@ -16,7 +16,7 @@ import torch
 from gradviz.core.check import check_function, check_source
 from gradviz.core.loader import choose_function, load_file
 from gradviz.core.prepare import example_arguments
-from gradviz.core.sweep import fit_slope, sweep_function, sweep_source, valley
+from gradviz.core.sweep import sweep_function, sweep_source
 from gradviz.schema.errors import Cancelled, SettingsError
 from gradviz.schema.library import builtin_functions
 from gradviz.schema.settings import SWEEP_STEPS, CheckSettings, SweepOptions
@@ -139,22 +139,6 @@ def test_the_checks_eps_is_always_a_step():
     sweep = sweep_function(Tanh, random_inputs((3,)), CheckSettings(eps=2e-6))
     assert 2e-6 in sweep.steps and set(SWEEP_STEPS) <= set(sweep.steps)
     assert sweep.steps == sorted(sweep.steps, reverse=True)
-
-
-def test_slope_fit_reads_the_smallest_clean_steps():
-    steps = list(SWEEP_STEPS)
-    h = np.array(steps)
-    right = h**2 + 1e-12  # slope 2 down to a floor
-    assert fit_slope(steps, right, floor=1e-12) == pytest.approx(2.0, abs=0.05)
-    wrong = 0.3 * h + h**2  # slope 2 at large steps, 1 at small ones: wrong
-    assert fit_slope(steps, wrong, floor=1e-16) == pytest.approx(1.0, abs=0.05)
-    assert fit_slope(steps, np.full(len(steps), 1e-15), floor=1e-15) is None
-
-
-def test_valley_takes_the_middle_of_a_flat_bottom():
-    ratios = [100, 10, 0.1, 0.1, 0.1, 10, 100]
-    assert valley(ratios) == 3
-    assert valley([np.nan, np.inf]) is None
 
 
 def test_check_verdicts_do_not_depend_on_the_explanations():
