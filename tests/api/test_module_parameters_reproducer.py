@@ -19,8 +19,7 @@ import gradviz
 from gradviz.api.literals import NotWritable
 from gradviz.api.window import prepare_launch
 from tests.api import parameters_modules as pm
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def make(cls):

@@ -25,8 +25,8 @@ from gradviz.schema.errors import SettingsError
 from gradviz.schema.report import cell_readout, verdict_line
 from gradviz.schema.settings import CheckSettings
 from tests.app import jvp_functions
-from tests.app.conftest import ARTIFACTS
 from tests.core import option_functions as fns
+from tests.paths import ARTIFACTS
 
 RUN_TIMEOUT = 60_000
 OPTION_SOURCE = Path(fns.__file__).read_text(encoding="utf-8")

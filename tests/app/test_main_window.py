@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt
 from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions, find_builtin
 from gradviz.schema.report import cell_readout
-from tests.app.conftest import ARTIFACTS, ROOT
 from tests.app.focus import has_focus
+from tests.paths import ARTIFACTS, ROOT
 
 RUN_TIMEOUT = 60_000
 

@@ -21,7 +21,7 @@ from gradviz.app.memory_display import (
 )
 from gradviz.schema.units import UNITS
 from gradviz.worker.handlers import handle_memory
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ import torch.autograd.forward_ad as fwAD
 
 import gradviz
 from gradviz.core.forward_jacobian import BATCHED_FORWARD_GRAD, FORWARD_AD, UNDEFINED_FORWARD
+from tests.paths import ROOT
 from tests.real_world import jvp_functions as jf
 
 ONE_INPUT = [
@@ -222,7 +222,7 @@ def test_the_reproducer_runs_gradcheck_with_check_forward_ad(tmp_path):
     report = gradviz.check(jf.SinWrongJvp, jf.example_inputs(), check_forward_ad=True, raise_exception=False)
     script = tmp_path / "reproducer.py"
     script.write_text(report.reproducer(), encoding="utf-8")
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(ROOT)
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": root}, timeout=300
     )

@@ -19,10 +19,11 @@ import pytest
 
 from gradviz.protocol import process_tree
 from gradviz.worker.client import WorkerClient
+from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.worker.escapes import HANG, JOIN_WORKER_GROUP, escaper_source, kill_leftovers, read_pids
 from tests.worker.lifecycle import gone, interruptible, wait_for_file, wait_gone
-from tests.worker.raw_worker import ROOT, RawWorker
+from tests.worker.raw_worker import RawWorker
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
