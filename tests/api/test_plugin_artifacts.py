@@ -17,7 +17,7 @@ import pytest
 
 from gradviz import pytest_plugin
 from tests.api.test_pytest_plugin import plugin_option
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 SUITE = '''
 import os
