@@ -43,6 +43,7 @@ def test_gui_process_does_not_import_torch():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_default_example_runs_and_screenshot(qtbot, main_window):
     window = main_window
     assert window.document.builtin_name == "linear"
