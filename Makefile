@@ -2,12 +2,17 @@
 #   make run   - install everything, start the app with the default example
 #   make test  - install everything, run the whole test suite under Xvfb with openbox managing its
 #                windows, two pytest processes at once (each its own display: tests/worker_display.py)
+# and for developers, make test-fast: the same tests less those marked slow (each over ~10 s in CI)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench setup clean
+# whole files to each of two processes, slow files first (tests/conftest.py); `make test` lists
+# the 15 slowest tests, to keep the `slow` marker (pyproject.toml) on the tests that are slow
+PYTEST := xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh $(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+.PHONY: run test test-fast lint bench setup clean
 
 setup: $(STAMP)
 
@@ -29,7 +34,10 @@ test: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
-	xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(PYTEST) --durations=15
+
+test-fast: setup
+	$(PYTEST) -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py

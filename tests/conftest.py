@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,17 +17,25 @@ def pytest_configure(config):
     """Under pytest-xdist each worker gets its own X display and window manager (see worker_display)."""
     global _display
     _display = start_if_xdist_worker()
+    # xdist (3.7 and later) hands ``--dist loadfile`` files out by their number of tests, most
+    # first, unless told not to: the slow files (a few tests each) then came last, and one of them
+    # kept one process busy alone at the end. Keep the order made below.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files that hold a test marked ``slow`` (over ~10 s in CI) run first, in their own order.
+    """Files that hold a test marked ``slow`` (over ~10 s in CI) run first, those with the most
+    slow tests first; then the other files, those with the most tests first.
 
     ``make test`` runs two pytest processes with ``--dist loadfile``: each file goes whole to one
-    process, handed out in collection order. Started last, one long file keeps one process busy
-    while the other has nothing left to do; started first (longest first), the short files fill
-    in behind them and both processes end together. Nothing is skipped: ``slow`` only orders."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: each file keeps its order
+    process, handed out in this order. Started last, one long file keeps one process busy while
+    the other has nothing left to do; started first, the short files fill in behind them and both
+    processes end together. ``make test`` runs every test; ``make test-fast`` (``-m "not slow"``)
+    leaves the slow ones out."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    tests = Counter(item.path for item in items)
+    items.sort(key=lambda item: (-slow[item.path], -tests[item.path]))  # stable: a file keeps its order
 
 
 def pytest_unconfigure(config):

@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 CONSTRAINTS = ROOT / "constraints.txt"  # the versions this project tests: torch from local disk where it lies
 TORCH_TESTED = next(
     line.split("==")[1].strip() for line in CONSTRAINTS.read_text().splitlines() if line.startswith("torch==")

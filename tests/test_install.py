@@ -26,8 +26,8 @@ from packaging.utils import canonicalize_name
 
 from gradviz.cli_window import APP_MODULES, missing_app_module
 from tests.install_venv import TORCH_TESTED, build_wheel, clean_env, plan, run, venv_claiming, venv_with_torch
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 OLDER_TORCH = "2.12.0"  # the case: an exact pin replaced it with ours
 APP_DISTRIBUTIONS = {"pyside6-essentials", "shiboken6", "pyqtgraph", "pygments", "platformdirs"}

@@ -13,9 +13,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
 
 POSIX_ONLY = ("fcntl", "termios", "resource")
 

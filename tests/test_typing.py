@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tomllib
 from importlib import resources
-from pathlib import Path
 
 import pytest
 import torch
@@ -22,8 +21,7 @@ import gradviz
 from gradviz.api.check import check
 from gradviz.testing import assert_gradients
 from tests.api import functions as f
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
 
 
 def test_the_py_typed_marker_is_in_the_package_and_its_package_data():

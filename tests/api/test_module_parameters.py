@@ -7,12 +7,12 @@ import json
 
 import pytest
 import torch
-from torch.func import functional_call
 
 import gradviz
 from gradviz.core.large import BYTES_PER_CELL
 from gradviz.schema.settings import CheckSettings
 from gradviz.testing import assert_gradients
+from tests.real_world.oracle import module_gradcheck_passes
 
 
 class LinearFn(torch.autograd.Function):
@@ -56,16 +56,6 @@ def _net(fn: type[torch.autograd.Function]) -> tuple[Net, torch.Tensor]:
     return Net(fn), torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
 
 
-def _oracle(module: torch.nn.Module, x: torch.Tensor, names: list[str]) -> bool:
-    """gradcheck's verdict on the module as a function of x and the named parameters."""
-    params = [module.get_parameter(n).detach().clone().requires_grad_(True) for n in names]
-
-    def call(x, *ps):
-        return functional_call(module, dict(zip(names, ps, strict=True)), (x,))
-
-    return torch.autograd.gradcheck(call, (x, *params), raise_exception=False)
-
-
 def _snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in module.named_parameters()}
 
@@ -76,7 +66,7 @@ def test_the_verdict_on_all_parameters_is_gradchecks(fn):
     names = [n for n, _ in module.named_parameters()]
     before = _snapshot(module)
     report = gradviz.check(module, x, parameters=True, raise_exception=False)
-    assert report.passed == _oracle(module, x, names)
+    assert report.passed == module_gradcheck_passes(module, x, names)
     titles = {(b.output, report.result.inputs[b.input].name) for b in report.blocks}
     assert titles == {(0, "x"), (0, "layer.weight"), (0, "layer.bias"), (0, "scale")}
     for name, tensor in module.named_parameters():  # bitwise as they were, and no .grad left
@@ -89,7 +79,7 @@ def test_a_wrong_weight_gradient_fails_in_the_weight_block_only():
     with pytest.raises(gradviz.GradientMismatch) as caught:
         gradviz.check(module, x, parameters=True)
     report = caught.value.report
-    assert not _oracle(module, x, ["layer.weight"])  # the oracle agrees it is wrong
+    assert not module_gradcheck_passes(module, x, ["layer.weight"])  # the oracle agrees it is wrong
     assert not report.block(0, "layer.weight").passed
     for name in ("x", "layer.bias", "scale"):
         assert report.block(0, name).passed
@@ -113,7 +103,7 @@ def test_named_parameters_check_those_only_and_match_the_oracle():
     module, x = _net(HalfWeightFn)
     report = gradviz.check(module, x, parameters=["layer.bias", "scale"], raise_exception=False)
     assert [i.name for i in report.result.inputs] == ["x", "layer.bias", "scale"]
-    assert report.passed == _oracle(module, x, ["layer.bias", "scale"])
+    assert report.passed == module_gradcheck_passes(module, x, ["layer.bias", "scale"])
     assert report.passed
 
 
@@ -152,7 +142,7 @@ def test_the_memory_guard_counts_the_parameter_columns():
     inputs_only = gradviz.check(module, x, max_memory_mb=limit_mb)
     assert inputs_only.passed and not inputs_only.result.large_blocks
     both = gradviz.check(module, x, parameters=True, max_memory_mb=limit_mb)
-    assert both.passed == _oracle(module, x, ["weight", "bias"])
+    assert both.passed == module_gradcheck_passes(module, x, ["weight", "bias"])
     assert both.result.large_blocks and any("Jacobians would take" in w for w in both.warnings)
 
 
@@ -162,7 +152,7 @@ def test_on_cuda_the_verdict_and_names_are_gradchecks():
     module, x = module.cuda(), x.detach().cuda().requires_grad_(True)
     before = _snapshot(module)
     report = gradviz.check(module, x, parameters=True, raise_exception=False)
-    assert report.passed == _oracle(module, x, [n for n, _ in module.named_parameters()])
+    assert report.passed == module_gradcheck_passes(module, x, [n for n, _ in module.named_parameters()])
     assert not report.block(0, "layer.weight").passed and report.block(0, "x").passed
     for name, tensor in module.named_parameters():
         assert torch.equal(tensor, before[name]) and tensor.grad is None

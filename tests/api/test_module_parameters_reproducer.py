@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.func import functional_call
 
 import gradviz
 from gradviz.api.literals import NotWritable
 from gradviz.api.window import prepare_launch
 from tests.api import parameters_modules as pm
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
+from tests.real_world.oracle import module_gradcheck_passes
 
 
 def make(cls):
@@ -29,16 +28,6 @@ def make(cls):
     module.eval()  # dropout off: a deterministic forward
     x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
     return module, x
-
-
-def oracle(module, x, names) -> bool:
-    """gradcheck with the named parameters as inputs, through functional_call."""
-    params = tuple(dict(module.named_parameters())[n].detach().clone().requires_grad_() for n in names)
-
-    def fn(x, *p):
-        return functional_call(module, dict(zip(names, p)), (x,))
-
-    return torch.autograd.gradcheck(fn, (x, *params), raise_exception=False)
 
 
 def run_script(script: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -57,7 +46,7 @@ def test_reproducer_rebuilds_the_module_and_gives_gradchecks_verdict(cls, parame
     module, x = make(cls)
     report = gradviz.check(module, x, parameters=parameters, raise_exception=False)
     names = [n for n, _ in module.named_parameters()] if parameters is True else parameters
-    verdict = oracle(module, x, names)
+    verdict = module_gradcheck_passes(module, x, names)
     assert report.passed == verdict
     written = report.save(tmp_path / "report")
     script = tmp_path / "report" / "reproducer.py"
@@ -113,7 +102,7 @@ def test_show_opens_the_same_check_in_the_windows_worker(tmp_path):
         cwd=launch.cwd, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     data = json.loads(out.stdout)
-    assert data["passed"] == report.passed == oracle(module, x, ["layer.weight", "layer.bias"])
+    assert data["passed"] == report.passed == module_gradcheck_passes(module, x, ["layer.weight", "layer.bias"])
     assert (
         [i["name"] for i in data["inputs"]]
         == [i.name for i in report.result.inputs]

@@ -19,7 +19,7 @@ import gradviz
 from gradviz.render.figure import Layout, block_svg, heatmap, levels
 from gradviz.render.png import DIVERGING, colorize, encode_png
 from tests.api import functions as f
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 HEADLESS = """
 import json, sys

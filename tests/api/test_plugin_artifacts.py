@@ -17,7 +17,7 @@ import pytest
 
 from gradviz import pytest_plugin
 from tests.api.test_pytest_plugin import plugin_option
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 SUITE = '''
 import os
@@ -86,6 +86,7 @@ def one_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return folder, run_suite(folder, "artifacts", "--junitxml", "junit.xml")
 
 
+@pytest.mark.slow  # one_run: a whole pytest session in a subprocess, ~11 s
 def test_ids_that_sanitise_alike_get_folders_of_their_own(one_run):
     tmp_path, out = one_run
     assert out.returncode == 1 and "2 failed, 1 passed" in out.stdout, out.stdout + out.stderr
@@ -120,6 +121,7 @@ def test_an_earlier_sessions_files_are_not_mixed_in(tmp_path):
     assert len(fresh) == 1 and (fresh[0] / "figure_o0_i0.svg").is_file() and fresh[0].name in second.stdout
 
 
+@pytest.mark.slow
 def test_junit_xml_names_each_failures_folder(one_run):
     tmp_path, out = one_run
     assert out.returncode == 1 and "2 failed, 1 passed" in out.stdout, out.stdout + out.stderr

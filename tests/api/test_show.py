@@ -19,7 +19,7 @@ from gradviz.core.check import check_source
 from gradviz.core.loader import load_source, load_target
 from gradviz.schema.settings import CheckSettings
 from tests.api import functions as f
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 NOTEBOOK_CELL = """
 import torch

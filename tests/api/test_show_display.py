@@ -18,7 +18,7 @@ import pytest
 import gradviz
 from gradviz.protocol.display import display_problem, x_problem
 from tests.api import functions as f
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11 display names are Linux's")
 

@@ -19,7 +19,7 @@ import torch
 import gradviz
 import gradviz.testing
 from tests.api.test_pytest_plugin import plugin_option
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 OPS = '''
 import torch

@@ -33,7 +33,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 
 DRIVER = textwrap.dedent(
     r'''

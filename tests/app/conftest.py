@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+from tests.paths import ARTIFACTS, ROOT  # noqa: F401 - for tests written against the old place
+
 if not os.environ.get("DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
@@ -34,8 +36,6 @@ def make_check_result(tmp_path):
     return make
 
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ that works.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,8 +15,8 @@ from PySide6.QtCore import Qt
 
 from gradviz.app.panels import output_panel
 from gradviz.schema.library import find_builtin
+from tests.paths import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CASES = [
     c
     for c in json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))["cases"]

@@ -4,14 +4,14 @@ of the text, and the worker's list after a run), and a run checks the chosen op.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 from gradviz.app.function_list import scan_function_names
 from gradviz.schema.library import function_names
 from tests.app.test_documents import opened
 from tests.app.test_main_window import run_and_wait
+from tests.paths import TESTS
 
-COLLECTION = Path(__file__).resolve().parents[1] / "real_world" / "custom_ops_collection.py"
+COLLECTION = TESTS / "real_world" / "custom_ops_collection.py"
 OPS = ["cube", "cube_wrong_backward", "cube_wrong_fake", "cube_wrong_schema", "affine"]
 NAMES = [f"gvtest_cop::{n}" for n in OPS]
 

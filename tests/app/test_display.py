@@ -21,7 +21,7 @@ from gradviz.app.display import (
 from gradviz.render.pooling import pool_max
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
 from gradviz.schema.settings import CheckSettings
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 
 
 def make_block(analytic, numerical, *, atol=1e-5, rtol=1e-3, input=0) -> BlockComparison:

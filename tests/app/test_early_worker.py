@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 
 ORDER = """
 import sys

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QElapsedTimer
@@ -12,8 +11,8 @@ from PySide6.QtCore import QElapsedTimer
 from gradviz.app import function_list
 from gradviz.app.function_list import REPARSE_DELAY_MS, FunctionListUpdater, scan_function_names
 from gradviz.schema.library import builtin_functions, function_names
+from tests.paths import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 SOURCES = [e.path for e in builtin_functions()] + sorted(
     p for p in CORPUS.glob("*.py") if p.name not in ("not_utf8.py", "syntax_error.py")  # files ast parses
 )

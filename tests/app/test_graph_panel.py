@@ -25,7 +25,7 @@ from gradviz.core.graph import graph_from_outputs, graph_of_source
 from gradviz.core.loader import load_file
 from gradviz.schema.graph import GraphModel, Node, SavedEntry
 from gradviz.schema.library import find_builtin
-from tests.app.conftest import ARTIFACTS
+from tests.paths import ARTIFACTS
 
 BUILTINS = ("linear", "fused_conv_bn", "abs_product", "kill_head", "mul_constant_lazy_grads")
 

@@ -15,7 +15,7 @@ from gradviz.app.panels.jacobian_panel import JacobianPanel
 from gradviz.schema.report import cell_readout
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
 from gradviz.schema.settings import CheckSettings
-from tests.app.conftest import ARTIFACTS
+from tests.paths import ARTIFACTS
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 
 
 def png_size(path) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from gradviz.app.memory_display import (
 )
 from gradviz.schema.units import UNITS, choose_unit, format_bytes
 from gradviz.worker.handlers import handle_memory
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 
 
 @pytest.fixture(scope="module")

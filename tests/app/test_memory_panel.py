@@ -15,7 +15,7 @@ from gradviz.app.state import MemorySettings
 from gradviz.schema.settings import MemoryOptions
 from gradviz.schema.units import format_bytes
 from gradviz.worker.handlers import handle_memory
-from tests.app.conftest import ARTIFACTS
+from tests.paths import ARTIFACTS
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ from gradviz.app.export_dialog import ExportDialog
 from gradviz.app.recovery import Recovered
 from gradviz.app.recovery_dialog import RecoveryDialog
 from gradviz.app.shortcuts_dialog import shortcut_rows
-from tests.app.conftest import ARTIFACTS
 from tests.app.layout_check import (
     dialog_problems,
     dock_problems,
@@ -30,6 +29,7 @@ from tests.app.layout_check import (
     layout_problems,
 )
 from tests.app.test_main_window import RUN_TIMEOUT
+from tests.paths import ARTIFACTS
 
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]

@@ -13,10 +13,10 @@ from PySide6.QtWidgets import QApplication
 from gradviz.app.presentation import MIN_HEATMAP_PX
 from gradviz.app.presenter import VIEWS
 from gradviz.app.theme import PRESENTATION_MIN_PX
-from tests.app.conftest import ARTIFACTS
 from tests.app.layout_check import layout_problems
 from tests.app.test_main_window import RUN_TIMEOUT
 from tests.app.text_sizes import too_small
+from tests.paths import ARTIFACTS
 
 SIZES = ((1280, 720), (1920, 1080))
 

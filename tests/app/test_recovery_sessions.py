@@ -19,8 +19,8 @@ from PySide6.QtWidgets import QMessageBox
 from gradviz.app.recovery import RECOVERY_ENV, RecoveryStore
 from gradviz.schema.library import find_builtin
 from gradviz.schema.session import load_session
-from tests.app.conftest import ROOT
 from tests.app.saves_helpers import answer_recovery
+from tests.paths import ROOT
 
 MARKER = "# typed just before the crash: keep me"
 

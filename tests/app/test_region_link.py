@@ -14,9 +14,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from gradviz.schema.results import REGION_SIDE, region_around
-from tests.app.conftest import ARTIFACTS, ROOT
 from tests.app.layout_check import cut_combo_boxes
 from tests.app.test_main_window import RUN_TIMEOUT, run_and_wait
+from tests.paths import ARTIFACTS, ROOT
 from tests.sources import LARGE_SIN, LARGE_SIN_WRONG_AT
 
 K = LARGE_SIN_WRONG_AT

@@ -23,7 +23,7 @@ import pytest
 
 from gradviz.app.recovery import read_recovery
 from tests.app.app_process import app_env, command, read_until
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 from tests.worker.lifecycle import interruptible, wait_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -39,6 +39,7 @@ def then_a_fresh_worker_runs(qtbot, window, original: str, old_pids: tuple[int, 
     assert window.current.result.passed
 
 
+@pytest.mark.slow
 def test_cancel_replaces_a_stopped_worker(qtbot, main_window, tmp_path):
     window, pid_file = main_window, tmp_path / "pids"
     original = window.editor.text()
@@ -54,6 +55,7 @@ def test_cancel_replaces_a_stopped_worker(qtbot, main_window, tmp_path):
         kill_leftovers(read_pids(pid_file) or ())
 
 
+@pytest.mark.slow
 def test_timeout_replaces_a_stopped_worker(qtbot, main_window, tmp_path):
     window, pid_file = main_window, tmp_path / "pids"
     original = window.editor.text()

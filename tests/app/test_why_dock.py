@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt
 
 from gradviz.app.why_link import TITLE
 from gradviz.schema.sweep import Verdict
-from tests.app.conftest import ARTIFACTS
 from tests.app.test_main_window import RUN_TIMEOUT, run_and_wait
+from tests.paths import ARTIFACTS
 
 
 def test_a_failing_example_is_swept_and_float64_reruns(qtbot, main_window):

@@ -16,8 +16,8 @@ from gradviz.core.sweep import sweep_function, sweep_source
 from gradviz.schema.library import find_builtin
 from gradviz.schema.settings import CheckSettings, SweepOptions
 from gradviz.schema.sweep import SweepResult, Verdict, jitter_for
-from tests.app.conftest import ARTIFACTS
 from tests.core.why_functions import Abs, MatMul, Tanh, abs_inputs, random_inputs
+from tests.paths import ARTIFACTS
 
 
 def as_from_worker(sweep: SweepResult) -> SweepResult:

@@ -1,7 +1,8 @@
 """The real app under a real window manager (openbox on a private Xvfb), as a user runs it at a
 projector's 1280x720, a laptop's 1366x768 and a desktop's 1920x1080: the frame, title bar
 included, fits the screen's work area at first launch, after a run that shows the "from the
-previous run" banner, and maximized; maximize, Ctrl+Q and relaunch, three times, never crashes;
+previous run" banner, and maximized; maximize, Ctrl+Q and relaunch (three times at 1280x720)
+never crashes and comes back maximized;
 a layout saved on a big screen comes back on a small one, fitted to it.
 
 Each launch is a real ``gradviz`` process (``app_process``), measured from outside with the X
@@ -22,6 +23,10 @@ SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 SETTLE_MS = "300"  # the driver's pause once the window is idle: nothing here waits for a timer
 FAILING = "buggy_linear_transpose"
 FIT_TIMEOUT_S = 10  # the window manager frames, Qt hears of the frame, the window is fitted
+# relaunched three times on the projector's screen, once on the others: every relaunch checks the
+# frame equals the work area exactly, so a geometry that drifts shows at the first one at any size;
+# the repeats (a crash after saving and restoring again) need no second and third size
+RELAUNCHES = {(1280, 720): 3}
 
 
 class App:
@@ -105,12 +110,13 @@ def test_maximize_quit_relaunch_three_times(wm_displays, tmp_path, size):  # noq
     display.maximize(wid)
     assert_maximized_fits(display, wid, "maximized, with the banner")
     assert app.quit_with_ctrl_q(wid) == 0, app.out
-    for launch in (2, 3, 4):  # the window comes back maximized; maximize (again) and quit, twice more
+    last = 1 + RELAUNCHES.get(size, 1)
+    for launch in range(2, last + 1):  # the window comes back maximized; maximize (again) and quit
         app = App(display, tmp_path, ["hold"])
         app.until("HOLDING")
         wid = app.window()
         assert_maximized_fits(display, wid, f"launch {launch}, restored maximized")
-        if launch < 4:
+        if launch < last:
             display.maximize(wid)
         assert app.quit_with_ctrl_q(wid) == 0, f"launch {launch}:\n{app.out}"
 

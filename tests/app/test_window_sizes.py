@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from tests.app.conftest import ARTIFACTS
 from tests.app.layout_check import layout_problems
 from tests.app.test_main_window import HANG, RUN_TIMEOUT, run_and_wait
+from tests.paths import ARTIFACTS
 
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 

@@ -15,7 +15,7 @@ import pytest
 
 from gradviz.app import worker_client as worker_client_module
 from gradviz.app.worker_client import WorkerClient
-from tests.app.conftest import ROOT
+from tests.paths import ROOT
 from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
 
 # A stand-in worker: says ready, then answers any request with a line that is not a message.

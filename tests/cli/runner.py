@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

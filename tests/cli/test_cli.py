@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from gradviz import __version__
-from tests.cli.runner import ROOT, gradviz
+from tests.cli.runner import gradviz
+from tests.paths import ROOT
 from tests.sources import SQUARE
 
 BUGGY = SQUARE.replace("return 2 * x * g", "return x * g")

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from gradviz.worker.client import WorkerClient
-from tests.cli.runner import ROOT, gradviz
+from tests.cli.runner import gradviz
+from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.worker.lifecycle import interruptible
 

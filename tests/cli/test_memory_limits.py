@@ -15,7 +15,8 @@ from gradviz.protocol.launch import MEMORY_ENV
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.settings import MemoryOptions
 from gradviz.worker.handlers import handle_memory
-from tests.cli.runner import ROOT, gradviz
+from tests.cli.runner import gradviz
+from tests.paths import ROOT
 
 
 @pytest.mark.parametrize(

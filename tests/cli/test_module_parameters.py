@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 import torch
-from torch.func import functional_call
 
 from gradviz.schema.settings import CheckSettings
 from tests.cli.runner import gradviz
+from tests.real_world.oracle import module_gradcheck_passes
 
 SOURCE = textwrap.dedent(
     """
@@ -76,12 +76,7 @@ def _oracle(root, factory: str, names: list[str], monkeypatch) -> bool:
     module = getattr(nets, factory)().to(torch.float64)
     torch.manual_seed(CheckSettings().seed)
     (x,) = nets.example_inputs(torch.device("cpu"), torch.float64)
-    params = [module.get_parameter(n).detach().clone().requires_grad_(True) for n in names]
-
-    def call(x, *ps):
-        return functional_call(module, dict(zip(names, ps, strict=True)), (x,))
-
-    return torch.autograd.gradcheck(call, (x, *params), raise_exception=False)
+    return module_gradcheck_passes(module, x, names)
 
 
 def _check(root, *args: str) -> tuple[int, dict]:

@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from gradviz.schema.library import builtin_functions
-from tests.cli.runner import ROOT, gradviz
+from tests.cli.runner import gradviz
+from tests.paths import ROOT
 
 LONG = "a" * 300  # a path component the file system refuses: NAME_MAX is 255 bytes
 

@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from tests.cli.refusal_sources import fn_source
-from tests.cli.runner import ROOT, gradviz
+from tests.cli.runner import gradviz
+from tests.paths import ROOT
 from tests.sources import HEADER, SQUARE
 
 

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from gradviz.worker.client import WorkerClient
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.stopped_worker import (
     kill_leftovers,

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 OPS = """
 import torch

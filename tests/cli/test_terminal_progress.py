@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 from gradviz.terminal_progress import TerminalProgress, progress_line, waiting_line
-from tests.cli.runner import ROOT
+from tests.paths import ROOT
 
 SLOW = textwrap.dedent(
     """

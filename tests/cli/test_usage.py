@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from gradviz.cli_contract import MEANINGS, ExitCode
-from tests.cli.runner import ROOT, gradviz
+from tests.cli.runner import gradviz
+from tests.paths import ROOT
 
 # Run main() as the console script does and report whether the window's Qt was ever imported.
 PROBE = """

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 from torch.autograd import Function
@@ -15,6 +13,7 @@ from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions
 from gradviz.schema.results import DECLARED, FAILED, PASSED
 from gradviz.schema.settings import CheckSettings
+from tests.real_world.oracle import gradcheck_passes
 
 CPU = torch.device("cpu")
 
@@ -81,13 +80,9 @@ def x():
 
 def gradcheck(fn, *args, **kw) -> bool:
     """gradcheck's verdict; an exception out of the user's backward counts as a failure too."""
-    opts = dict(eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False, check_batched_grad=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # gradcheck's "backwards compatibility" note
-        try:
-            return torch.autograd.gradcheck(fn.apply, args, **{**opts, **kw})
-        except (RuntimeError, TypeError):
-            return False
+    opts = dict(eps=1e-6, atol=1e-5, rtol=1e-3, check_batched_grad=False)
+    # quiet: gradcheck's "backwards compatibility" note
+    return gradcheck_passes(fn.apply, args, quiet=True, failing_on=(RuntimeError, TypeError), **{**opts, **kw})
 
 
 def test_non_reentrant_backward_fails_like_gradcheck():

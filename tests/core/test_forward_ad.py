@@ -7,8 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +15,9 @@ import torch.autograd.forward_ad as fwAD
 
 import gradviz
 from gradviz.core.forward_jacobian import BATCHED_FORWARD_GRAD, FORWARD_AD, UNDEFINED_FORWARD
+from tests.paths import ROOT
 from tests.real_world import jvp_functions as jf
+from tests.real_world.oracle import gradcheck_passes
 
 ONE_INPUT = [
     jf.SinJvp,
@@ -47,13 +47,7 @@ def _name(fn) -> str:
 
 def gradcheck_verdict(fn, args, **options) -> bool:
     """torch.autograd.gradcheck's verdict; an exception it raises (no jvp) is a failure too."""
-    copies = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return torch.autograd.gradcheck(_apply(fn), copies, raise_exception=False, **options)
-    except Exception:
-        return False
+    return gradcheck_passes(_apply(fn), tuple(args), copies=True, quiet=True, failing_on=(Exception,), **options)
 
 
 def _args(fn, device="cpu"):
@@ -222,7 +216,7 @@ def test_the_reproducer_runs_gradcheck_with_check_forward_ad(tmp_path):
     report = gradviz.check(jf.SinWrongJvp, jf.example_inputs(), check_forward_ad=True, raise_exception=False)
     script = tmp_path / "reproducer.py"
     script.write_text(report.reproducer(), encoding="utf-8")
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(ROOT)
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": root}, timeout=300
     )

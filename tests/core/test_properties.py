@@ -29,6 +29,7 @@ from tests.core.random_functions import (
     mutated_programs,
     programs,
 )
+from tests.real_world.oracle import gradcheck_passes, torch_gradcheck
 
 settings.register_profile(
     "ci",
@@ -55,29 +56,22 @@ def gradviz_result(fn, program: Program):
 
 def gradcheck_verdict(fn, program: Program) -> bool:
     """gradcheck with its defaults apart from the tolerances, on fresh copies of the same inputs."""
-    return torch.autograd.gradcheck(
-        lambda *a: fn.apply(*a),
-        program.inputs(),
-        eps=SETTINGS.eps,
-        atol=SETTINGS.atol,
-        rtol=SETTINGS.rtol,
-        raise_exception=False,
+    return gradcheck_passes(
+        lambda *a: fn.apply(*a), program.inputs(), eps=SETTINGS.eps, atol=SETTINGS.atol, rtol=SETTINGS.rtol
     )
 
 
 def gradcheck_reason(fn, program: Program) -> str:
     """gradcheck's own first line on why it fails (for messages only)."""
-    try:
-        torch.autograd.gradcheck(
-            lambda *a: fn.apply(*a),
-            program.inputs(),
-            eps=SETTINGS.eps,
-            atol=SETTINGS.atol,
-            rtol=SETTINGS.rtol,
-        )
-    except Exception as exc:  # GradcheckError, or whatever the Function raised
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
-    return "passes"
+    verdict = torch_gradcheck(
+        lambda *a: fn.apply(*a),
+        program.inputs(),
+        failing_on=(Exception,),  # GradcheckError, or whatever the Function raised
+        eps=SETTINGS.eps,
+        atol=SETTINGS.atol,
+        rtol=SETTINGS.rtol,
+    )
+    return verdict.reason or "passes"
 
 
 def report(fn, program: Program, mutation: Mutation | None, result) -> str:

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 from gradviz.protocol import launch
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 MAKE_ROOT = """
 import sys, time

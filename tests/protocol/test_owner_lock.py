@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from gradviz.protocol import owner_lock
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 HOLD = """
 import sys, time

@@ -1,7 +1,8 @@
-"""PyTorch's own answers for a corpus file: gradcheck's verdict and both Jacobians.
+"""PyTorch's own answers: gradcheck's verdict (for any test) and both Jacobians of a corpus file.
 
-Torch only (no gradviz imports), so any test can hold gradviz to these. Every helper builds its
-inputs afresh from the file's ``example_inputs`` under ``torch.manual_seed(seed)``, exactly as
+Torch only (no gradviz imports), so any test can hold gradviz to these. :func:`gradcheck_passes`
+is the one place a test asks "what does ``torch.autograd.gradcheck`` say with these options".
+The corpus helpers build their inputs afresh from the file's ``example_inputs`` under ``torch.manual_seed(seed)``, exactly as
 gradviz is told to, and calls the Function through :func:`call_function`, which hands ``apply``
 clones of the tensor arguments (``x.clone()`` keeps the graph, so in-place Functions work).
 
@@ -20,9 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import torch
+from torch.autograd.gradcheck import GradcheckError
+from torch.func import functional_call
 
 CPU = torch.device("cpu")
 BlockKey = tuple[int, int]
@@ -123,24 +127,67 @@ class Verdict:
     reason: str = ""
 
 
+def torch_gradcheck(
+    fn: Callable[..., Any],
+    args: tuple,
+    *,
+    failing_on: tuple[type[BaseException], ...] = (),
+    quiet: bool = False,
+    copies: bool = False,
+    **options: Any,
+) -> Verdict:
+    """``torch.autograd.gradcheck(fn, args, **options)``'s verdict, with exactly the caller's
+    options (gradcheck's own defaults for the rest), and its first line on why it failed.
+
+    A failed check (gradcheck's ``GradcheckError``) is a failing verdict, as with
+    ``raise_exception=False``; so is an exception of a type in ``failing_on`` (a backward that
+    raises, a Function without a jvp); any other exception errors the test.
+    ``copies``: gradcheck gets detached copies of the tensor arguments (``requires_grad`` kept),
+    so the caller's tensors are neither perturbed nor given a ``.grad``.
+    ``quiet``: gradcheck's warnings (its "not double precision" advice) are silenced.
+    """
+    if copies:
+        args = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args)
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore")
+        try:
+            # raise_exception=True only so the message is there: gradcheck's raise_exception=False
+            # is exactly "catch GradcheckError, return False" around the same check
+            return Verdict(bool(torch.autograd.gradcheck(fn, args, raise_exception=True, **options)))
+        except (GradcheckError, *failing_on) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            return Verdict(False, f"{type(exc).__name__}: {first}")
+
+
+def gradcheck_passes(fn: Callable[..., Any], args: tuple, **how: Any) -> bool:
+    """:func:`torch_gradcheck`'s verdict alone (same keywords)."""
+    return torch_gradcheck(fn, args, **how).passed
+
+
+def module_gradcheck_passes(module: torch.nn.Module, x: torch.Tensor, names: list[str] | tuple[str, ...]) -> bool:
+    """gradcheck of ``module`` as a function of ``x`` and the named parameters (copies of them,
+    passed in through ``functional_call``), with gradcheck's defaults."""
+    params = tuple(module.get_parameter(n).detach().clone().requires_grad_(True) for n in names)
+
+    def call(x, *ps):
+        return functional_call(module, dict(zip(names, ps, strict=True)), (x,))
+
+    return gradcheck_passes(call, (x, *params))
+
+
 def gradcheck_verdict(
     fn: type[torch.autograd.Function], args: tuple, tol: Tolerances = Tolerances()
 ) -> Verdict:
-    """``torch.autograd.gradcheck`` with its default checks; raising counts as failing."""
+    """A corpus Function under gradcheck's default checks, ``apply`` fed clones (:func:`call_function`);
+    raising counts as failing."""
 
     def wrapper(*a):
         return call_function(fn, *a)
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ok = torch.autograd.gradcheck(
-                wrapper, args, eps=tol.eps, atol=tol.atol, rtol=tol.rtol, raise_exception=True
-            )
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return Verdict(False, f"{type(exc).__name__}: {first}")
-    return Verdict(bool(ok))
+    return torch_gradcheck(
+        wrapper, args, failing_on=(Exception,), quiet=True, eps=tol.eps, atol=tol.atol, rtol=tol.rtol
+    )
 
 
 def analytical_jacobian(fn: type[torch.autograd.Function], args: tuple) -> dict[BlockKey, np.ndarray]:

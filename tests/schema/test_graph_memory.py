@@ -7,7 +7,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,8 @@ from gradviz.core.memory import conv_bn_study, memory_sweep, saved_bytes
 from gradviz.schema.graph import GraphModel, NodeFlow
 from gradviz.schema.library import builtin_functions
 from gradviz.schema.memory import ConvBNStudy, SavedBytes, SweepRow
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = builtin_functions()
 
 

@@ -18,8 +18,6 @@ from typing import Any
 from gradviz.protocol import messages
 from gradviz.protocol.launch import worker_command, worker_environment
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 class RawWorker:
     def __init__(self, *, memory_limit_mb: float | None = None, cwd: Path | None = None, env: dict | None = None):

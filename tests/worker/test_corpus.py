@@ -13,14 +13,13 @@ import os
 import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import torch
 
 from tests.cli.runner import gradviz
+from tests.paths import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 INDEX = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))["cases"]
 DEFAULT_TIMEOUT = 20
 EXPECTED_LINE = re.compile(rb"^Expected: .*$", re.M)

@@ -19,10 +19,11 @@ import pytest
 
 from gradviz.protocol import process_tree
 from gradviz.worker.client import WorkerClient
+from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.worker.escapes import HANG, JOIN_WORKER_GROUP, escaper_source, kill_leftovers, read_pids
 from tests.worker.lifecycle import gone, interruptible, wait_for_file, wait_gone
-from tests.worker.raw_worker import ROOT, RawWorker
+from tests.worker.raw_worker import RawWorker
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -188,8 +189,9 @@ def example_inputs(device, dtype):
 @pytest.mark.slow
 def test_memory_of_a_forked_child_counts_against_the_limit(write_source):
     """The run itself holds about 160 MB (torch's pages, shared with the worker); a 250 MB limit
-    passes a child that touches 8 MB for two seconds and stops one that touches 400 MB."""
-    light = write_source(FORKS_AND_TOUCHES.format(megabytes=8, child_lives=2), "light.py")
+    passes a child that touches 8 MB and stops one that touches 400 MB. The small child lives
+    0.3 s at each of the forward's many calls: six of the supervisor's looks (POLL_S) each time."""
+    light = write_source(FORKS_AND_TOUCHES.format(megabytes=8, child_lives=0.3), "light.py")
     heavy = write_source(FORKS_AND_TOUCHES.format(megabytes=400, child_lives=60), "heavy.py")
     line = next(k for k, text in enumerate(heavy.read_text().splitlines(), 1) if "os.waitpid" in text)
     with WorkerClient(output=None, memory_limit_mb=250) as client:

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from gradviz.worker.client import WorkerClient
+from tests.paths import ROOT
 from tests.sources import SQUARE
-from tests.worker.raw_worker import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the pipe in /proc/self/fd")
 

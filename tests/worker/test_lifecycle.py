@@ -17,10 +17,10 @@ import time
 import pytest
 
 from gradviz.worker.client import WorkerClient
+from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.worker.lifecycle import interruptible, spawning_source, wait_for_file, wait_gone
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 

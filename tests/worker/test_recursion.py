@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.worker.raw_worker import ROOT
+from tests.paths import ROOT
 
 RECURSES = '''
 import sys

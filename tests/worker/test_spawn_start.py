@@ -22,6 +22,7 @@ import pytest
 
 from gradviz.worker import start_method
 from gradviz.worker.client import WorkerClient
+from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
 from tests.worker.test_escapes import (  # noqa: F401 - collected here again, with spawn
@@ -37,8 +38,6 @@ from tests.worker.test_lifecycle import (  # noqa: F401 - collected here again, 
     test_a_timed_out_run_takes_its_processes_with_it_and_names_the_line,
     test_processes_the_users_code_started_end_with_a_successful_run,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; spawn is the default elsewhere")
 
