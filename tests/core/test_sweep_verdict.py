@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,8 +27,8 @@ from gradviz.core.sweep_verdict import (
 )
 from gradviz.schema.settings import SWEEP_STEPS, CheckSettings
 from gradviz.schema.sweep import CellCurve, Verdict
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 STEPS = list(SWEEP_STEPS)  # largest first
 H = np.array(STEPS)
 FLOOR = 1e-20  # far below every curve here: every point carries its slope
