@@ -20,6 +20,7 @@ from gradviz.app import actions, saved_layout, shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.figures import FigurePanel
+from gradviz.app.memory_display import read_memory
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -383,7 +384,11 @@ class MainWindow(QMainWindow):
 
     def _on_memory_finished(self, payload: dict) -> None:
         self.memory.set_measuring(False)
-        self.memory.set_result(payload)
+        result, error = read_memory(payload)  # the one place the worker's dict becomes the typed study
+        if result is None:  # as a failed measurement: the panel says why
+            self.memory.set_error(error or "The memory study could not be read.")
+            return
+        self.memory.set_result(result)
         QTimer.singleShot(0, self.memory_shown.emit)
 
     # --- what is on screen against what is in the editor (``ShownRun`` decides) ----------------

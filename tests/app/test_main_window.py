@@ -268,17 +268,21 @@ def test_memory_panel_is_measured_at_launch_and_on_request(qtbot, main_window):
     with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
         run_and_wait(qtbot, window)
     options = window.memory.options()
-    study = window.memory.result()["study"]
+    study = window.memory.result().study  # the worker's dict, read once into the typed study
     expected = conv_bn_study(
         options["layers"], tuple(options["shape"]), options["out_channels"], options["kernel"],
         options["device"], options["dtype"],
-    ).to_dict()
+    )
     for variant in ("unfused", "fused"):
-        assert study["variants"][variant]["saved_bytes"] == expected["variants"][variant]["saved_bytes"]
+        assert study.variants[variant].saved_bytes == expected.variants[variant].saved_bytes
     window.memory.layers_spin.setValue(2)
     with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
         qtbot.mouseClick(window.memory.measure_button, Qt.MouseButton.LeftButton)
-    assert window.memory.result()["study"]["layers"] == 2
+    assert window.memory.result().study.layers == 2
+    # a study the window cannot read is shown as an error in the panel, not a crash
+    window.controller.memory_finished.emit({"study": {"layers": 2}, "sweep": []})
+    assert window.memory.result() is None
+    assert window.memory.message_text().startswith("The memory study could not be read")
 
 
 def test_graph_panel_shows_the_checked_function(qtbot, main_window):

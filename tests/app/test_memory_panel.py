@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
+from gradviz.app.memory_display import MemoryResult, read_memory
 from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel
 from gradviz.app.state import MemorySettings
 from gradviz.schema.settings import MemoryOptions
@@ -22,6 +23,13 @@ from tests.paths import ARTIFACTS
 def cpu_payload() -> dict:
     """A 3-layer study on a small input: the real worker handler, the real measurements."""
     return handle_memory({"options": {"layers": 3, "shape": [4, 3, 20, 20], "out_channels": 8}}, None)
+
+
+def typed(payload: dict) -> MemoryResult:
+    """The worker's dict as the window hands it to the panel: read once by ``read_memory``."""
+    result, error = read_memory(payload)
+    assert error is None and result is not None
+    return result
 
 
 @pytest.fixture
@@ -50,6 +58,13 @@ def panel(qtbot):
     return widget
 
 
+def test_the_panel_keeps_the_typed_result_it_was_given(panel, cpu_payload):
+    result = typed(cpu_payload)
+    panel.set_result(result)
+    assert panel.result() is result
+    assert panel.result().study.variants["fused"].saved_bytes == cpu_payload["study"]["variants"]["fused"]["saved_bytes"]
+
+
 def test_empty_panel_says_what_to_do(panel):
     assert panel.result() is None
     assert panel.message_text() == EMPTY_TEXT
@@ -57,7 +72,7 @@ def test_empty_panel_says_what_to_do(panel):
 
 
 def test_bar_heights_are_the_payload_bytes_in_the_displayed_unit(panel, cpu_payload):
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     variants = cpu_payload["study"]["variants"]
     name, size = panel.unit()
     taller = max(
@@ -82,7 +97,7 @@ def test_bar_heights_are_the_payload_bytes_in_the_displayed_unit(panel, cpu_payl
 
 
 def test_headline_shows_the_difference_from_the_payload(panel, cpu_payload):
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     study = cpu_payload["study"]
     unfused = study["variants"]["unfused"]["saved_bytes"]
     difference = unfused - study["variants"]["fused"]["saved_bytes"]
@@ -100,14 +115,14 @@ def test_headline_marks_a_formula_mismatch_and_wrong_gradients(panel, cpu_payloa
     payload = copy.deepcopy(cpu_payload)
     payload["study"]["formula_bytes"] += 64
     payload["study"]["grads_match"] = False
-    panel.set_result(payload)
+    panel.set_result(typed(payload))
     text = panel.headline_text()
     assert "difference = formula ✗" in text
     assert "gradients match ✗" in text and "outputs match ✓" in text
 
 
 def test_sweep_has_one_curve_per_variant_and_batch(panel, cpu_payload):
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     sweep = cpu_payload["sweep"]
     batches = sorted({row["batch"] for row in sweep})
     assert batches == [1, 4, 16]  # the worker sweeps 1, N and 4N
@@ -176,20 +191,20 @@ def test_set_devices_keeps_the_current_device(panel):
 
 
 def test_set_error_shows_the_message_in_place_of_the_plots(qtbot, panel, cpu_payload):
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     message = "The input is too small: 3 layers of 3x3 kernels need H and W of at least 7; got 4."
     panel.set_error(message)
     qtbot.waitUntil(lambda: panel.message.isVisible())
     assert panel.message_text() == message
     assert not panel.plots_area.isVisible()
     assert panel.sweep_curves == {}
-    panel.set_result(cpu_payload)  # the next result brings the plots back
+    panel.set_result(typed(cpu_payload))  # the next result brings the plots back
     qtbot.waitUntil(lambda: panel.plots_area.isVisible())
     assert panel.message_text() == ""
 
 
 def test_set_result_none_clears(panel, cpu_payload):
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     panel.set_result(None)
     assert panel.result() is None
     assert panel.sweep_curves == {}
@@ -201,7 +216,7 @@ def test_set_result_none_clears(panel, cpu_payload):
 
 def test_cpu_result_notes_where_peaks_come_from_only_where_cuda_exists(qtbot, panel, cpu_payload):
     panel.set_devices(["cpu"])
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     qtbot.waitUntil(lambda: panel.message_text() == "")
     assert not panel.cpu_note.isVisible()  # no CUDA sentence on a machine without CUDA
     panel.set_devices(["cpu", "cuda"])
@@ -222,13 +237,13 @@ def test_measuring_shows_progress_and_disables_measure(qtbot, panel, cpu_payload
     assert panel.measure_button.isEnabled() and not panel.progress.isVisible()
     assert panel.status.text().startswith("Stopped for the run")
     panel.set_measuring(True)
-    panel.set_result(cpu_payload)  # the window ends the measurement, then shows the result
+    panel.set_result(typed(cpu_payload))  # the window ends the measurement, then shows the result
     panel.set_measuring(False)
     assert panel.measure_button.isEnabled() and not panel.is_measuring()
 
 
 def test_cuda_result_shows_the_peak_table(qtbot, panel, cuda_payload):
-    panel.set_result(cuda_payload)
+    panel.set_result(typed(cuda_payload))
     qtbot.waitUntil(lambda: panel.peak_table.isVisible())
     assert not panel.cpu_note.isVisible()
     table = panel.peak_table
@@ -248,7 +263,7 @@ def test_cuda_result_shows_the_peak_table(qtbot, panel, cuda_payload):
 
 
 def test_export_png_writes_the_plots(panel, cpu_payload, tmp_path):
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     path = tmp_path / "memory.png"
     panel.export_png(str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -259,7 +274,7 @@ def test_export_png_writes_the_plots(panel, cpu_payload, tmp_path):
 
 def test_screenshot_of_a_three_layer_result(qtbot, panel):
     payload = handle_memory({"options": {"layers": 3}}, None)
-    panel.set_result(payload)
+    panel.set_result(typed(payload))
     qtbot.waitUntil(lambda: panel.plots_area.isVisible())
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / "memory_panel.png"
@@ -324,7 +339,7 @@ def test_saved_tensors_tab_lists_what_each_variant_keeps(qtbot, panel, cpu_paylo
     from gradviz.app.panels.memory_panel import TENSORS_TAB
     from gradviz.schema.memory import SavedTensor, tensor_rows
 
-    panel.set_result(cpu_payload)
+    panel.set_result(typed(cpu_payload))
     variants = cpu_payload["study"]["variants"]
     counts = f"{variants['unfused']['count']} vs {variants['fused']['count']}"
     assert panel.views.tabText(panel.views.indexOf(panel.tensors)) == f"{TENSORS_TAB} ({counts})"
@@ -355,6 +370,6 @@ def test_a_shared_storage_row_says_so_instead_of_charging_again(qtbot, panel, cp
     payload = copy.deepcopy(cpu_payload)
     tensors = payload["study"]["variants"]["unfused"]["tensors"]
     tensors.append(dict(tensors[0], shared=True, name="view of x (the input)"))
-    panel.set_result(payload)
+    panel.set_result(typed(payload))
     last = panel.tensors.rows("unfused")[-1]
     assert last[0] == "view of x (the input)" and last[1].startswith("shared (storage 0")

@@ -18,8 +18,6 @@ how far it is.
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (
@@ -35,6 +33,7 @@ from gradviz.app.figures import DEFAULT_SIZE, export_figure, slide_size
 from gradviz.app.memory_display import (
     FAIL_COLOUR,
     VARIANTS,
+    MemoryResult,
     bar_top,
     checks_html,
     headline,
@@ -45,6 +44,7 @@ from gradviz.app.panels.memory_plots import MemoryPlots
 from gradviz.app.panels.memory_tensors import PeakTable, SavedTensorsView
 from gradviz.app.state import MemorySettings
 from gradviz.app.theme import ViewSettings
+from gradviz.schema.memory import ConvBNStudy
 from gradviz.schema.units import UNITS, choose_unit
 
 TENSORS_TAB = "Saved tensors"
@@ -73,7 +73,7 @@ class MemoryPanel(QWidget):
         super().__init__(parent)
         self.state = options if options is not None else MemorySettings(parent=self)
         self.view = view if view is not None else ViewSettings(self)
-        self._payload: dict[str, Any] | None = None
+        self._payload: MemoryResult | None = None
         self._unit: tuple[str, int] = UNITS[0]
         self._devices: list[str] = ["cpu"]
         self._wide: bool | None = None
@@ -144,21 +144,21 @@ class MemoryPanel(QWidget):
         self.controls.set_devices(names)
         self._show_cpu_note()
 
-    def set_result(self, payload: dict | None) -> None:
-        """Draw a memory payload ({"study", "sweep"}); None clears the panel."""
+    def set_result(self, payload: MemoryResult | None) -> None:
+        """Draw a memory measurement (``memory_display.read_memory`` reads the worker's dict into
+        one); None clears the panel."""
         self._payload = payload
         if payload is None:
             self._clear()
             self._show_message(EMPTY_TEXT, error=False)
             return
-        study, sweep = payload["study"], payload.get("sweep") or []
+        study = payload.study
         self._unit = choose_unit(bar_top(study))
-        self.plots.draw(study, sweep, self._unit)
+        self.plots.draw(study, payload.sweep, self._unit)
         self._draw_headline(study)
         self._draw_peaks(study)
         self.tensors.set_study(study, self._unit)
-        variants = study["variants"]
-        counts = " vs ".join(str(variants[name]["count"]) for name in VARIANTS)
+        counts = " vs ".join(str(study.variants[name].count) for name in VARIANTS)
         self.views.setTabText(self.views.indexOf(self.tensors), f"{TENSORS_TAB} ({counts})")
         self.stack.setCurrentWidget(self.views)
 
@@ -181,8 +181,8 @@ class MemoryPanel(QWidget):
     def is_measuring(self) -> bool:
         return self.measuring.is_measuring()
 
-    def result(self) -> dict | None:
-        """The payload on screen, or None."""
+    def result(self) -> MemoryResult | None:
+        """The measurement on screen, or None."""
         return self._payload
 
     def unit(self) -> tuple[str, int]:
@@ -216,21 +216,19 @@ class MemoryPanel(QWidget):
 
     # drawing ----------------------------------------------------------------------------------
 
-    def _draw_headline(self, study: dict) -> None:
+    def _draw_headline(self, study: ConvBNStudy) -> None:
         self.headline.setText(headline(study, self._unit))
         self.checks_label.setText(checks_html(study))
 
-    def _draw_peaks(self, study: dict) -> None:
+    def _draw_peaks(self, study: ConvBNStudy) -> None:
         self.peak_box.set_study(study)
         self._show_cpu_note()
 
     def _show_cpu_note(self) -> None:
         """Where peaks come from, after a CPU measurement on a machine that has CUDA to offer."""
-        cuda_result = bool(self._payload) and all(
-            "peak_bytes" in self._payload["study"]["variants"][name] for name in VARIANTS
-        )
+        cuda_result = self._payload is not None and all(v.on_cuda for v in self._payload.study.variants.values())
         has_cuda = any(name.startswith("cuda") for name in self._devices)
-        self.cpu_note.setVisible(bool(self._payload) and has_cuda and not cuda_result)
+        self.cpu_note.setVisible(self._payload is not None and has_cuda and not cuda_result)
 
     def _clear(self) -> None:
         self.plots.clear()

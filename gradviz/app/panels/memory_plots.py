@@ -3,7 +3,7 @@ stacked with the bytes its Function keeps as ``ctx`` attributes) and the sweep o
 batch sizes, each a pyqtgraph scene with its legend below it, so an export carries the legend.
 
 Split from ``memory_panel`` so the panel holds the texts, the controls and the arrangement; these
-plots draw a memory study dict in one byte unit (``schema.units.choose_unit``) and nothing else.
+plots draw a memory study (``schema.memory.ConvBNStudy`` and its ``SweepRow``s) in one byte unit (``schema.units.choose_unit``) and nothing else.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from gradviz.app.memory_display import VARIANTS, bar_top, measured_points, sweep
 from gradviz.app.panels.box_layout import column, fill
 from gradviz.app.plot_style import plain_ticks, set_axis_label, style_axis
 from gradviz.app.theme import ViewSettings
+from gradviz.schema.memory import ConvBNStudy, SweepRow
 from gradviz.schema.units import UNITS, format_bytes
 
 BAR_LABELS = {"unfused": "unfused\nconv + BN", "fused": "fused\nFunction"}
@@ -43,7 +44,7 @@ class MemoryPlots(QWidget):
     def __init__(self, view: ViewSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.view = view
-        self._study: dict | None = None
+        self._study: ConvBNStudy | None = None
         self._unit: tuple[str, int] = UNITS[0]
         # the bars and, below them off the bars, their legend: one scene, one figure
         self.bar_plot = pg.GraphicsLayoutWidget()
@@ -102,7 +103,7 @@ class MemoryPlots(QWidget):
 
     # drawing ------------------------------------------------------------------------------------
 
-    def draw(self, study: dict, sweep: list[dict], unit: tuple[str, int]) -> None:
+    def draw(self, study: ConvBNStudy, sweep: list[SweepRow], unit: tuple[str, int]) -> None:
         """The bars of ``study`` and the ``sweep``'s curves, both y axes in ``unit`` (name, bytes)."""
         self._study, self._unit = study, unit
         self._draw_bars(study)
@@ -137,23 +138,23 @@ class MemoryPlots(QWidget):
         """The two plots' minimum widths side by side."""
         return self.bar_plot.minimumWidth() + self.sweep_plot.minimumWidth()
 
-    def _draw_bars(self, study: dict) -> None:
+    def _draw_bars(self, study: ConvBNStudy) -> None:
         name, size = self._unit
-        unfused, fused = study["variants"]["unfused"], study["variants"]["fused"]
-        ctx = fused.get("ctx_attribute_bytes", 0)
-        self.bar_items["unfused"].setOpts(height=[unfused["saved_bytes"] / size])
-        self.bar_items["fused"].setOpts(height=[fused["saved_bytes"] / size])
-        self.bar_items["fused_ctx"].setOpts(y0=[fused["saved_bytes"] / size], height=[ctx / size])
+        unfused, fused = study.unfused, study.fused
+        ctx = fused.ctx_attribute_bytes
+        self.bar_items["unfused"].setOpts(height=[unfused.saved_bytes / size])
+        self.bar_items["fused"].setOpts(height=[fused.saved_bytes / size])
+        self.bar_items["fused_ctx"].setOpts(y0=[fused.saved_bytes / size], height=[ctx / size])
         set_axis_label(self.bar_item.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
         self.bar_texts["unfused"].setText(
-            f"{format_bytes(unfused['saved_bytes'], self._unit, three_figures=True)}\n{unfused['count']} tensors"
+            f"{format_bytes(unfused.saved_bytes, self._unit, three_figures=True)}\n{unfused.count} tensors"
         )
-        self.bar_texts["unfused"].setPos(0, unfused["saved_bytes"] / size)
-        fused_text = f"{format_bytes(fused['saved_bytes'], self._unit, three_figures=True)}\n{fused['count']} tensors"
+        self.bar_texts["unfused"].setPos(0, unfused.saved_bytes / size)
+        fused_text = f"{format_bytes(fused.saved_bytes, self._unit, three_figures=True)}\n{fused.count} tensors"
         if ctx:
             fused_text += f"\n+ {format_bytes(ctx)} on ctx"
         self.bar_texts["fused"].setText(fused_text)
-        self.bar_texts["fused"].setPos(1, (fused["saved_bytes"] + ctx) / size)
+        self.bar_texts["fused"].setPos(1, (fused.saved_bytes + ctx) / size)
         for text in self.bar_texts.values():
             text.show()
         self.fit_bar_range()
@@ -180,11 +181,11 @@ class MemoryPlots(QWidget):
         side = max(0.6, half / (1 - 2 * half)) if half < 0.45 else 4.0
         self.bar_item.setXRange(-side, 1 + side, padding=0)
 
-    def _draw_sweep(self, study: dict, sweep: list[dict]) -> None:
+    def _draw_sweep(self, study: ConvBNStudy, sweep: list[SweepRow]) -> None:
         plot = self.sweep_item
         self.clear_sweep()
         name, size = self._unit
-        batches = sorted({row["batch"] for row in sweep})
+        batches = sorted({row.batch for row in sweep})
         colours = {batch: BATCH_COLOURS[k % len(BATCH_COLOURS)] for k, batch in enumerate(batches)}
         styles = {"unfused": (Qt.PenStyle.SolidLine, "o"), "fused": (Qt.PenStyle.DashLine, "t")}
         width = 4 if self.view.theme.high_contrast else 3
@@ -202,7 +203,7 @@ class MemoryPlots(QWidget):
             self.sweep_curves[(variant, batch)] = curve
             self.sweep_legend.addItem(curve, f"{variant}, N={batch}")
         set_axis_label(plot.getAxis("left"), f"saved ({name})", self.view.theme, points=13)
-        self.measured_line.setPos(study["layers"])
+        self.measured_line.setPos(study.layers)
         self.measured_line.show()
         x, y = measured_points(study, sweep, size)
         self.measured_points.setData(x=x, y=y)

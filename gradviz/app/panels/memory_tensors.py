@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.memory_display import VARIANTS, variant_title, why_text
 from gradviz.app.theme import ViewSettings
-from gradviz.schema.memory import TENSOR_COLUMNS, tensor_rows
+from gradviz.schema.memory import TENSOR_COLUMNS, ConvBNStudy, tensor_rows
 from gradviz.schema.units import format_bytes
 
 BYTES_COLUMN = TENSOR_COLUMNS.index("bytes")
@@ -62,8 +62,8 @@ class SavedTensorsView(QWidget):
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
 
-    def set_study(self, study: dict | None, unit: tuple[str, int]) -> None:
-        """Show a study's lists (``ConvBNStudy.to_dict()``); None empties the view."""
+    def set_study(self, study: ConvBNStudy | None, unit: tuple[str, int]) -> None:
+        """Show a study's lists; None empties the view."""
         self.tree.clear()
         if study is None:
             self.why.setText("")
@@ -71,7 +71,7 @@ class SavedTensorsView(QWidget):
         self.why.setText(f"Why: {why_text(study, unit)}")
         muted = QBrush(QColor(self.view.theme.muted))
         for name in VARIANTS:
-            variant = study["variants"][name]
+            variant = study.variants[name]
             top = QTreeWidgetItem([variant_title(name, variant, unit)])
             top.setFirstColumnSpanned(True)
             font = self.view.theme.font(12, bold=True)
@@ -142,10 +142,10 @@ class PeakTable(QWidget):
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
 
-    def set_study(self, study: dict | None) -> None:
+    def set_study(self, study: ConvBNStudy | None) -> None:
         """Fill from a CUDA study and show; hide for a CPU one or None."""
-        variants = study["variants"] if study is not None else {}
-        cuda = bool(variants) and all("peak_bytes" in variants[name] for name in VARIANTS)
+        variants = study.variants if study is not None else {}
+        cuda = bool(variants) and all(variants[name].on_cuda for name in VARIANTS)
         self.setVisible(cuda)
         if not cuda:
             self.table.clearContents()
@@ -153,7 +153,7 @@ class PeakTable(QWidget):
         font = self.view.theme.font(12)
         for row, name in enumerate(VARIANTS):
             v = variants[name]
-            for col, value in enumerate((v["saved_bytes"], v.get("end_of_forward_bytes"), v["peak_bytes"])):
+            for col, value in enumerate((v.saved_bytes, v.end_of_forward_bytes, v.peak_bytes)):
                 item = QTableWidgetItem("—" if value is None else format_bytes(value))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 item.setFont(font)
