@@ -50,6 +50,7 @@ bench: setup
 	$(BIN)/python -u bench/scaling.py
 	$(BIN)/python -u bench/jacobian_speed.py
 	$(BIN)/python -u bench/run_overhead.py
+	$(BIN)/python -u bench/many_targets.py
 	$(BIN)/python -u bench/ui_latency.py
 
 clean:

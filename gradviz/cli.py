@@ -55,8 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
 
     check = commands.add_parser("check", help="compare the analytic and numerical Jacobians of a Function")
-    check.add_argument("file", metavar="TARGET", help=TARGET_HELP)
+    check.add_argument(
+        "targets",
+        nargs="+",
+        metavar="TARGET",
+        help=TARGET_HELP + "; several are checked by one worker (torch imported once), each with its table "
+        "(--json: one document a line) and the worst exit status",
+    )
     check.add_argument("--function", help="which Function to check when the file defines several")
+    check.add_argument(
+        "--all",
+        action="store_true",
+        help="check every Function of each file TARGET (a TARGET naming one, FILE.py:Name or package.module:Name, "
+        "is checked alone); with --save DIR, each into DIR/FILE/NAME",
+    )
     check.add_argument("--inputs", metavar="FILE", help=INPUTS_HELP)
     _add_run_arguments(check)
     check.add_argument(
@@ -73,8 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
     add_gradcheck_flags(check)
-    check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    check.add_argument("--save", metavar="DIR", help="save both Jacobians of every block as .npy files")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (several targets: one a line, JSON Lines, each naming its target)",
+    )
+    check.add_argument(
+        "--save",
+        metavar="DIR",
+        help="save both Jacobians of every block as .npy files (several targets: each in a subfolder of DIR "
+        "named after it, a.py -> DIR/a, pkg.mod:F -> DIR/pkg.mod.F)",
+    )
     check.add_argument(
         "--overwrite",
         action="store_true",

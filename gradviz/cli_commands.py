@@ -4,12 +4,22 @@ to the worker, the verdict printed (the worker's table, or ``--json``'s document
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from gradviz.cli_contract import ExitCode, json_document, short
 from gradviz.cli_gradcheck import gradcheck_flags
-from gradviz.cli_output import print_error, report_worker_error, write_stdout
-from gradviz.cli_request import run_in_worker
+from gradviz.cli_output import print_error, report_worker_error, stdout_usable, write_stdout
+from gradviz.cli_request import (
+    WorkerSession,
+    code_request,
+    function_list,
+    refuse_for_several,
+    run_in_worker,
+    save_bases,
+    save_name,
+    validated_timeout,
+)
 from gradviz.schema.settings import CheckSettings
 
 
@@ -35,7 +45,10 @@ def run_list() -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """``gradviz check``: exit 0 when every block passes, 1 when a cell or check fails, 2 on errors."""
+    """``gradviz check``: exit 0 when every block passes, 1 when a cell or check fails, 2 on errors;
+    with several targets (or ``--all``), one worker checks them all and the exit status is the
+    worst of theirs."""
+    from gradviz.schema.errors import GradvizError
     from gradviz.schema.settings import memory_limit_bytes
 
     def settings() -> CheckSettings:
@@ -52,30 +65,116 @@ def run_check(args: argparse.Namespace) -> int:
             **gradcheck_flags(args),
         )
 
-    if args.save and not args.overwrite:
-        refused = refuse_saved_arrays(Path(args.save))
-        if refused:
+    several = len(args.targets) > 1 or args.all
+    if not stdout_usable(args.json):
+        return ExitCode.ERROR
+    try:
+        timeout = validated_timeout(args, settings)
+        if several:
+            refuse_for_several(args)
+            bases = save_bases(args.targets) if args.save else {}
+    except GradvizError as exc:
+        report_worker_error(exc.to_dict(), args.json)
+        return ExitCode.ERROR
+    if not several:  # refused before any worker starts, as the one target's error
+        if args.save and not args.overwrite and (refused := refuse_saved_arrays(Path(args.save))):
             print_error("io", refused, "", args.json, None)
             return ExitCode.ERROR
     extra = {
         "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
         "graph": False,
         "report": True,
-        # resolved here: the user's code may os.chdir before the arrays are written
-        "save": str(Path(args.save).resolve()) if args.save else None,
         "overwrite": args.overwrite,
         "sweep": args.sweep,
+        "settings": settings().to_dict(),
     }
     if args.parameters is not None:  # True: all; NAME,NAME: those
         extra["parameters"] = args.parameters if args.parameters is True else args.parameters.split(",")
-    reply = run_in_worker("check", args, settings, extra)
+    codes: list[tuple[str, int]] = []
+    with WorkerSession(args.json, timeout) as session:
+        for text in args.targets:
+            listed = function_list(text) if args.all else None  # None: the target names one Function
+            expand = listed is not None
+            names: list[str | None] = ([*listed] if listed else [None]) if listed is not None else [args.function]
+            tried: set[str | None] = set()
+            while names:  # one name, or (--all) every Function of the file, the worker's list once known
+                name = names.pop(0)
+                tried.add(name)
+                label = f"{text}:{name}" if expand and name else text
+                save = None
+                if args.save and several:  # each target into its own subfolder (save_bases)
+                    save = Path(args.save) / bases[text]
+                    save = save / save_name(name) if expand and name else save
+                elif args.save:
+                    save = Path(args.save)
+                # no Function found by reading the file: a first check lists them; with --save it is
+                # only that (its folder needs the name), and each is then checked by name
+                listing = bool(save) and expand and name is None
+                shown = None if listing else save
+                code, report = check_one(session, text, name, label if several else None, shown, extra, args, not listing)
+                if listing and report is not None:
+                    names = list(report["functions"])
+                    continue
+                if report is not None:
+                    label = f"{text}:{report['function']}" if expand else text
+                    tried.add(report["function"])
+                    if expand:
+                        names = [f for f in report["functions"] if f not in tried]
+                codes.append((label, code))
+    if several:
+        summarize(codes, session.pids, args.json)
+    return max(code for _, code in codes) if codes else ExitCode.ERROR
+
+
+def check_one(
+    session: WorkerSession,
+    text: str,
+    name: str | None,
+    label: str | None,
+    save: Path | None,
+    extra: dict,
+    args: argparse.Namespace,
+    show: bool = True,
+) -> tuple[int, dict | None]:
+    """One target checked and printed (under ``label`` when there are several; not at all without
+    ``show``): its exit code and its report (None when it gave no verdict: the error is printed,
+    naming ``label``)."""
+    from gradviz.schema.errors import ErrorKind, GradvizError
+
+    try:
+        if label and save is not None and not args.overwrite and (refused := refuse_saved_arrays(save)):
+            error = GradvizError(refused)
+            error.kind = ErrorKind.IO
+            raise error
+        code = code_request(text, name, args.inputs)
+    except GradvizError as exc:
+        report_worker_error(exc.to_dict(), args.json, label)
+        return ExitCode.ERROR, None
+    # resolved here: the user's code may os.chdir before the arrays are written
+    reply = session.ask("check", {**code, **extra, "save": str(save.resolve()) if save else None}, label)
     if reply is None:
-        return ExitCode.ERROR
+        return ExitCode.ERROR, None
     report = reply.result["report"]
-    text = json_document(report) if args.json else reply.result["table"]
+    if not show:
+        return ExitCode.PASS, report
+    if args.json:
+        text = json_document(report, label)
+    else:
+        text = f"==> {label} <==\n{reply.result['table']}\n" if label else reply.result["table"]
     if not write_stdout(text):
-        return ExitCode.ERROR
-    return ExitCode.PASS if report["passed"] else ExitCode.MISMATCH
+        return ExitCode.ERROR, None
+    return (ExitCode.PASS if report["passed"] else ExitCode.MISMATCH), report
+
+
+def summarize(codes: list[tuple[str, int]], pids: list[int], as_json: bool) -> None:
+    """After several targets: each one's verdict (stdout, in text), and on stderr how many there
+    were and which worker processes checked them (one, unless a worker died on the way)."""
+    words = {ExitCode.PASS: "pass", ExitCode.MISMATCH: "FAIL", ExitCode.ERROR: "error"}
+    if not as_json:
+        write_stdout("\n".join(f"{words[ExitCode(code)]:<6} {label}" for label, code in codes))
+    counts = ", ".join(f"{sum(c == code for _, c in codes)} {words[code].lower()}" for code in words)
+    workers = f"{len(pids)} worker process{'es' if len(pids) != 1 else ''} (pid {', '.join(map(str, pids)) or 'none'})"
+    print(f"gradviz: {len(codes)} targets checked by {workers}: {counts}", file=sys.stderr)
 
 
 def refuse_saved_arrays(folder: Path) -> str | None:

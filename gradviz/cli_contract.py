@@ -48,14 +48,16 @@ def add_exit_codes(*parsers: argparse.ArgumentParser) -> None:
         each.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def json_document(body: dict[str, Any]) -> str:
-    """A document for ``--json``: stamped, strict, one line."""
-    return dumps(stamp(body))
+def json_document(body: dict[str, Any], target: str | None = None) -> str:
+    """A document for ``--json``: stamped, strict, one line. With several targets in one call
+    each document is one line of JSON Lines, and ``target`` says which it is (a field the schemas
+    allow: new fields may appear within a version)."""
+    return dumps(stamp({"target": target, **body} if target else body))
 
 
-def error_document(detail: dict[str, Any]) -> str:
+def error_document(detail: dict[str, Any], target: str | None = None) -> str:
     """The ``--json`` document of a run that gave no verdict."""
-    return json_document({"error": detail})
+    return json_document({"error": detail}, target)
 
 
 def misplaced_options(argv: list[str], commands: tuple[str, ...]) -> bool:

@@ -33,15 +33,16 @@ def write_stdout(text: str) -> bool:
     return True
 
 
-def report_worker_error(error: dict, as_json: bool) -> None:
-    """A worker error as the in-process CLI printed it: message, where, the user's frames."""
+def report_worker_error(error: dict, as_json: bool, target: str | None = None) -> None:
+    """A worker error as the in-process CLI printed it: message, where, the user's frames; with
+    several targets, ``target`` names the one it belongs to."""
     message = error.get("message", "")
     if "filename" in error:  # errors in the user's code: where, and their frames only
         where = f"{error['filename']}, line {error['lineno']}" if error.get("lineno") else error["filename"]
         text = f"{message} ({where})" if where and where not in message else message
-        print_error(error["kind"], text, frames_text(error.get("traceback") or []), as_json, error)
+        print_error(error["kind"], text, frames_text(error.get("traceback") or []), as_json, error, target)
     else:
-        print_error(error.get("kind", "error"), message, "", as_json, error)
+        print_error(error.get("kind", "error"), message, "", as_json, error, target)
 
 
 def frames_text(frames: list[dict]) -> str:
@@ -61,11 +62,14 @@ def frames_text(frames: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def print_error(kind: str, message: str, user_traceback: str, as_json: bool, detail: dict | None) -> None:
-    """One ``gradviz: error:`` line on stderr; with ``--json`` the error document on stdout too."""
-    print(f"gradviz: error: {message}", file=sys.stderr)
+def print_error(
+    kind: str, message: str, user_traceback: str, as_json: bool, detail: dict | None, target: str | None = None
+) -> None:
+    """One ``gradviz: error:`` line on stderr; with ``--json`` the error document on stdout too.
+    ``target`` (several targets in one call) is named on the line and in the document."""
+    print(f"gradviz: error: {target}: {message}" if target else f"gradviz: error: {message}", file=sys.stderr)
     if user_traceback:
         print("Traceback (your code only):", file=sys.stderr)
         print(user_traceback, file=sys.stderr)
     if as_json:
-        print(error_document(detail or {"kind": kind, "message": message}))
+        print(error_document(detail or {"kind": kind, "message": message}, target))

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from gradviz.cli_contract import ExitCode
 from gradviz.cli_output import print_error, report_worker_error, stdout_usable
@@ -35,6 +35,7 @@ def code_request(text: str, function: str | None, inputs: str | None) -> dict:
     (GradvizError) when the file or the inputs file is not there."""
     from gradviz.schema.source_files import check_source_file
     from gradviz.schema.targets import (
+        Target,
         check_inputs_path,
         is_module_target,
         locate_module,
@@ -45,19 +46,88 @@ def code_request(text: str, function: str | None, inputs: str | None) -> dict:
     request: dict = {"function": function}
     if inputs is not None:
         request["inputs_path"] = str(check_inputs_path(inputs).resolve())
-    if is_module_target(text) and not path_exists(text):
-        module, _, name = text.partition(":")
+    module, _, name = text.partition(":")
+    if is_module_target(text) and not path_exists(text) and not (module.endswith(".py") and path_exists(module)):
         located = locate_module(module, Path.cwd())
         if located is not None:
             request["filename"] = str(located.resolve())  # to quote its lines if a run hangs or crashes
         return {**request, "target": text, "function": _one_name(name, function)}
     target = parse_target(text)
+    if target.module:  # one.py:Name with one.py here: the file, not a module "py" of a package "one"
+        target = Target(path=target.module, attribute=target.attribute)
     path = check_source_file(resolve_file(target.path)).resolve()
     request["path"] = str(path)
     if target.attribute or inputs is not None:
         name = _one_name(target.attribute, function)
         request.update(target=f"{path}:{name}" if name else str(path), function=name)
     return request
+
+
+def refuse_for_several(args: argparse.Namespace) -> None:
+    """Options that name one thing cannot be shared by several targets: refused (SettingsError)
+    with what to write instead. ``--inputs`` is shared (the same arguments for each Function),
+    ``--save DIR`` gives each target a subfolder of DIR (``save_bases``)."""
+    from gradviz.schema.errors import SettingsError
+
+    if args.function:
+        raise SettingsError(
+            f"--function {args.function} names one Function, but there are several targets (or --all); "
+            "name each one in its target instead (FILE.py:Name or package.module:Name)."
+        )
+    if isinstance(args.parameters, str):
+        raise SettingsError(
+            "--parameters NAMES names the parameters of one module, but there are several targets (or --all); "
+            "check that module alone, or pass --parameters without names to check all of each module's."
+        )
+
+
+def save_bases(targets: list[str]) -> dict[str, str]:
+    """``--save DIR`` with several targets: each target's subfolder of DIR (``a.py`` -> ``a``,
+    ``a.py:Cube`` -> ``a.Cube``, ``pkg.mod:F`` -> ``pkg.mod.F``); two targets that would share one
+    are refused (SettingsError) before anything runs."""
+    from gradviz.schema.errors import SettingsError
+    from gradviz.schema.targets import parse_target
+
+    bases: dict[str, str] = {}
+    for text in targets:
+        target = parse_target(text)
+        where = target.module or target.path or text
+        stem = Path(where).stem if where.endswith(".py") or target.path else where
+        base = save_name(f"{stem}.{target.attribute}" if target.attribute else stem)
+        twin = next((other for other, b in bases.items() if b == base and other != text), None)
+        if twin is not None:
+            raise SettingsError(
+                f"--save: {twin} and {text} would both save into {base}/; save them in separate calls, "
+                "or give the files different names."
+            )
+        bases[text] = base
+    return bases
+
+
+def save_name(name: str | None) -> str:
+    """A folder name for a target or a Function (a custom op's ``ns::name`` -> ``ns__name``)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name or "") or "_"
+
+
+def function_list(text: str) -> list[str] | None:
+    """``--all``: the Functions of a file target, read without running it (``function_names``, the
+    list the window shows before a run); the worker's exact list replaces it after the first check.
+    None for a target that names its Function (``FILE.py:Name``, ``package.module:Name``); an
+    empty list when the file cannot be read here (the check says why)."""
+    from gradviz.schema.errors import GradvizError
+    from gradviz.schema.library import function_names
+    from gradviz.schema.source_files import read_source_text
+    from gradviz.schema.targets import is_module_target, parse_target, path_exists
+
+    if is_module_target(text) and not path_exists(text):
+        return None
+    target = parse_target(text)
+    if target.attribute:
+        return None
+    try:
+        return function_names(read_source_text(resolve_file(target.path or text)))
+    except (GradvizError, OSError, ValueError):  # unreadable: the check itself refuses it with the reason
+        return []
 
 
 def _one_name(in_target: str | None, flag: str | None) -> str | None:
@@ -76,31 +146,82 @@ def run_in_worker(
     Every bad value and bad file is refused here, before a worker starts or user code runs.
     """
     from gradviz.schema.errors import GradvizError
-    from gradviz.schema.settings import check_timeout
-    from gradviz.terminal_progress import TerminalProgress
-    from gradviz.worker.client import WorkerStartError, run_request
 
     if not stdout_usable(args.json):
         return None
     try:
-        timeout = check_timeout(args.timeout)
-        checked = settings()
-        checked.validate()
+        timeout = validated_timeout(args, settings)
         code = code_request(args.file, args.function, getattr(args, "inputs", None))
     except GradvizError as exc:
         report_worker_error(exc.to_dict(), args.json)
         return None
-    request = {**code, "settings": checked.to_dict(), **extra}
-    try:  # a progress line on stderr when it is a terminal (with --json too: stdout stays the JSON)
-        with TerminalProgress(sys.stderr) as progress:
-            reply = run_request(op, request, timeout=timeout, output=progress, progress=progress)
-    except WorkerStartError as exc:
-        print_error("worker", str(exc), "", args.json, None)
-        return None
-    except KeyboardInterrupt as exc:  # Ctrl+C, or SIGTERM (Terminated): the worker's tree is gone by now
-        print(f"gradviz: {str(exc) or 'interrupted'}", file=sys.stderr)
-        raise SystemExit(getattr(exc, "exit_code", ExitCode.INTERRUPTED)) from None
-    if not reply.ok:
-        report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
-        return None
-    return reply
+    with WorkerSession(args.json, timeout) as session:
+        return session.ask(op, {**code, "settings": settings().to_dict(), **extra})
+
+
+def validated_timeout(args: argparse.Namespace, settings: Callable[[], CheckSettings]) -> float | None:
+    """The ``--timeout`` in seconds, once the settings are checked too (GradvizError if not)."""
+    from gradviz.schema.settings import check_timeout
+
+    timeout = check_timeout(args.timeout)
+    settings().validate()
+    return timeout
+
+
+class WorkerSession:
+    """One worker for every request of a command (``gradviz check a.py b.py``: torch imported
+    once), started by the first; each request with a progress line on stderr when it is a
+    terminal (with --json too: stdout stays the JSON). ``pids``: each worker process it used."""
+
+    def __init__(self, as_json: bool, timeout: float | None) -> None:
+        self.as_json, self.timeout = as_json, timeout
+        self.pids: list[int] = []
+        self.failed: str | None = None  # why the worker could not start, once it could not
+        self._line: Any = None  # the progress line of the request running now
+
+    def __enter__(self) -> WorkerSession:
+        from gradviz.worker.client import worker_session
+
+        # the Function's output: write() and flush() below, all the client calls on it
+        self._session = worker_session(output=cast("IO[str]", self))
+        self._client = self._session.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._session.__exit__(*exc)
+
+    def write(self, text: str) -> None:
+        (self._line or sys.stderr).write(text)
+
+    def flush(self) -> None:
+        (self._line or sys.stderr).flush()
+
+    def ask(self, op: str, request: dict[str, Any], target: str | None = None) -> Any:
+        """Send one request; the Reply, or None once its error is reported (naming ``target``)."""
+        from gradviz.terminal_progress import TerminalProgress
+        from gradviz.worker.client import WorkerStartError
+
+        if self.failed is not None:  # a worker that cannot start is not started again for each target
+            print_error("worker", self.failed, "", self.as_json, None, target)
+            return None
+        try:
+            with TerminalProgress(sys.stderr) as progress:
+                self._line = progress
+                reply = self._client.request(op, request, timeout=self.timeout, progress=progress)
+        except WorkerStartError as exc:
+            self.failed = str(exc)
+            print_error("worker", self.failed, "", self.as_json, None, target)
+            return None
+        except KeyboardInterrupt as exc:  # Ctrl+C, or SIGTERM (Terminated): the worker's tree is gone by now
+            print(f"gradviz: {str(exc) or 'interrupted'}", file=sys.stderr)
+            raise SystemExit(getattr(exc, "exit_code", ExitCode.INTERRUPTED)) from None
+        finally:
+            self._line = None
+        if self._client.pid and self._client.pid not in self.pids:
+            self.pids.append(self._client.pid)
+        if not reply.ok and reply.kind == "worker" and not self._client.info:
+            self.failed = (reply.error or {}).get("message", "The gradviz worker did not start.")
+        if not reply.ok:
+            report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, self.as_json, target)
+            return None
+        return reply

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -354,9 +354,17 @@ def run_request(
     A SIGTERM meanwhile raises ``Terminated`` (a KeyboardInterrupt), so the worker's tree is
     killed on the way out as after a Ctrl+C: left to the worker, a stopped one would never go.
     """
-    with _sigterm_raises(), WorkerClient(output=output) as client:
+    with worker_session(output=output) as client:
         client.start()
         return client.request(op, payload, timeout=timeout, progress=progress)
+
+
+@contextlib.contextmanager
+def worker_session(*, output: IO[str] | None = sys.stderr) -> Iterator[WorkerClient]:
+    """One worker for several requests (``gradviz check a.py b.py``: torch imported once), started
+    by the first; SIGTERM raises ``Terminated`` meanwhile, as in ``run_request``."""
+    with _sigterm_raises(), WorkerClient(output=output) as client:
+        yield client
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
