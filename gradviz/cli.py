@@ -2,7 +2,8 @@
 
 Exit codes (``cli_contract.ExitCode``, listed by ``--help``): 0 every block passes, 1 some cell
 fails, 2 a usage error or the user code failed, 130 Ctrl+C, 143 SIGTERM. ``--json`` documents
-follow the schemas shipped in ``gradviz/schema/json``.
+follow the schemas shipped in ``gradviz/schema/json``. ``gradviz check`` with several targets (or
+``--all``) checks them in one worker, one document a line, and exits with the worst status.
 
 ``gradviz check``, ``sweep``, ``graph`` and ``memory`` run in the worker (``gradviz.worker``), as
 the app does, under its memory limit (a memory study too large for it is refused before it
