@@ -51,6 +51,7 @@ bench: setup
 	$(BIN)/python -u bench/jacobian_speed.py
 	$(BIN)/python -u bench/run_overhead.py
 	$(BIN)/python -u bench/many_targets.py
+	$(BIN)/python -u bench/held_bytes.py
 	$(BIN)/python -u bench/ui_latency.py
 
 clean:

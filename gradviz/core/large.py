@@ -34,16 +34,29 @@ from gradviz.schema.units import format_bytes
 
 MAX_PROBES = 4000  # calls per block before the search stops and says so
 MAX_CELLS = 50  # failing cells reported per block
-BYTES_PER_CELL = 8 + 8 + 4 + 1  # analytic, numerical (float64), error map (float32), failing mask
+JACOBIAN_BYTES_PER_CELL = 8 + 8  # analytic, numerical (float64): every check holds them
+MAP_BYTES_PER_CELL = 4 + 1  # error map (float32), failing mask: built only when read (BlockComparison)
+BYTES_PER_CELL = JACOBIAN_BYTES_PER_CELL + MAP_BYTES_PER_CELL
+
+
+def held_bytes(cells: int, chunk_bytes: int, *, maps: bool = True) -> int:
+    """The most a check of ``cells`` Jacobian cells holds at once: both Jacobians, two chunk
+    buffers, and with ``maps`` the error map and failing mask (a path that reads them: the
+    window's files, --save of the maps, the API's arrays, hints on a failing block)."""
+    per_cell = BYTES_PER_CELL if maps else JACOBIAN_BYTES_PER_CELL
+    return cells * per_cell + 2 * chunk_bytes
 
 
 def too_large(run: CheckRun) -> str | None:
-    """Why the Jacobians cannot be held (they and their maps would pass the memory limit), or None."""
+    """Why the Jacobians cannot be held (they and their maps would pass the memory limit), or None.
+
+    Counted with the maps, so a check fits whichever path reads it and the verdict never depends
+    on who asks."""
     settings = run.settings
     limit = settings.max_jacobian_bytes or default_memory_limit()
     rows = sum(run.outputs[i].numel() for i in run.out_indices)
     cols = sum(x.numel() for x in run.leaves)
-    needed = rows * cols * BYTES_PER_CELL + 2 * settings.chunk_bytes
+    needed = held_bytes(rows * cols, settings.chunk_bytes)
     if needed <= limit:
         return None
     return (

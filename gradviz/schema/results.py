@@ -6,8 +6,9 @@ reads them back; one definition serves all of them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import InitVar, asdict, dataclass, field
+from typing import Any, cast, overload
 
 import numpy as np
 
@@ -32,9 +33,45 @@ class TensorInfo:
     requires_grad: bool = False  # inputs: Jacobian columns computed; outputs: differentiable
 
 
+MapBuilder = Callable[[], tuple[np.ndarray, np.ndarray]]  # () -> (error map float32, failing mask bool)
+
+
+class _LazyMap:
+    """A block's error map or failing mask: given (read from files), or built on first read by the
+    block's ``build_maps``. A check nobody asks arrays from (``gradviz check --json``, the API
+    without arrays) holds only the two Jacobians: 5 bytes a cell fewer (issue 25)."""
+
+    def __init__(self, name: str) -> None:
+        self.slot = f"_{name}"
+
+    @overload
+    def __get__(self, block: None, owner: type) -> None: ...
+    @overload
+    def __get__(self, block: BlockComparison, owner: type) -> np.ndarray: ...
+    def __get__(self, block: BlockComparison | None, owner: type) -> np.ndarray | None:
+        if block is None:
+            return None  # the dataclass default: no map given
+        if block.__dict__.get(self.slot) is None:
+            build: MapBuilder | None = block.__dict__.get("_build_maps")
+            if build is None:
+                raise ValueError(f"out{block.output} / input {block.input}: no error map and no way to build one")
+            block.__dict__["_error"], block.__dict__["_failing"] = build()
+        value: np.ndarray = block.__dict__[self.slot]
+        return value
+
+    def __set__(self, block: BlockComparison, value: np.ndarray | _LazyMap | None) -> None:
+        # __init__ passes the field's default, this descriptor itself, when no map is given
+        block.__dict__[self.slot] = None if isinstance(value, _LazyMap) else value
+
+
 @dataclass
 class BlockComparison:
-    """One (output i, input j) block: both Jacobians, |a - n|, the failing mask and a summary."""
+    """One (output i, input j) block: both Jacobians, a summary, and |a - n| and the failing mask.
+
+    The compare (``gradviz.core.compare``) finds the summary in one pass without holding the two
+    maps; ``error`` and ``failing`` are built on first read by ``build_maps`` (or given, as when
+    read back from files). ``maps_held`` says whether they exist; ``gradviz.core.large.held_bytes``
+    counts them only on the paths that read them."""
 
     output: int
     input: int
@@ -42,14 +79,23 @@ class BlockComparison:
     in_shape: tuple[int, ...]
     analytic: np.ndarray
     numerical: np.ndarray
-    error: np.ndarray
-    failing: np.ndarray
     max_abs_error: float
     n_failing: int
     n_nonfinite: int
     worst: tuple[int, int] | None
     hints: list[str] = field(default_factory=list)
     kinks: np.ndarray | None = None  # bool map: failing cells at a kink (non-differentiable here); None: not probed
+    error: np.ndarray = field(default=cast(np.ndarray, _LazyMap("error")), repr=False, compare=False)
+    failing: np.ndarray = field(default=cast(np.ndarray, _LazyMap("failing")), repr=False, compare=False)
+    build_maps: InitVar[MapBuilder | None] = None  # how to build error and failing (kept off the fields)
+
+    def __post_init__(self, build_maps: MapBuilder | None) -> None:
+        self.__dict__["_build_maps"] = build_maps
+
+    @property
+    def maps_held(self) -> bool:
+        """Whether the error map and failing mask exist (given, or built because something read them)."""
+        return self.__dict__.get("_error") is not None
 
     @property
     def n_kinks(self) -> int:
