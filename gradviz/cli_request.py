@@ -34,27 +34,18 @@ def code_request(text: str, function: str | None, inputs: str | None) -> dict:
     a ``target`` (a module, a file's named object, or a file with ``inputs_path``); refused here
     (GradvizError) when the file or the inputs file is not there."""
     from gradviz.schema.source_files import check_source_file
-    from gradviz.schema.targets import (
-        Target,
-        check_inputs_path,
-        is_module_target,
-        locate_module,
-        parse_target,
-        path_exists,
-    )
+    from gradviz.schema.targets import check_inputs_path, locate_module, names_a_module, parse_target
 
     request: dict = {"function": function}
     if inputs is not None:
         request["inputs_path"] = str(check_inputs_path(inputs).resolve())
-    module, _, name = text.partition(":")
-    if is_module_target(text) and not path_exists(text) and not (module.endswith(".py") and path_exists(module)):
+    if names_a_module(text):
+        module, _, name = text.partition(":")
         located = locate_module(module, Path.cwd())
         if located is not None:
             request["filename"] = str(located.resolve())  # to quote its lines if a run hangs or crashes
         return {**request, "target": text, "function": _one_name(name, function)}
     target = parse_target(text)
-    if target.module:  # one.py:Name with one.py here: the file, not a module "py" of a package "one"
-        target = Target(path=target.module, attribute=target.attribute)
     path = check_source_file(resolve_file(target.path)).resolve()
     request["path"] = str(path)
     if target.attribute or inputs is not None:
@@ -117,9 +108,9 @@ def function_list(text: str) -> list[str] | None:
     from gradviz.schema.errors import GradvizError
     from gradviz.schema.library import function_names
     from gradviz.schema.source_files import read_source_text
-    from gradviz.schema.targets import is_module_target, parse_target, path_exists
+    from gradviz.schema.targets import names_a_module, parse_target
 
-    if is_module_target(text) and not path_exists(text):
+    if names_a_module(text):
         return None
     target = parse_target(text)
     if target.attribute:

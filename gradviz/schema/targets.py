@@ -48,9 +48,17 @@ def is_module_target(text: str) -> bool:
     return bool(colon) and bool(_MODULE.match(module)) and bool(_ATTRIBUTE.match(attribute))
 
 
+def names_a_module(text: str) -> bool:
+    """``pkg.mod:Name`` that names no file here. A path that exists is that path, and ``one.py:Cube``
+    with ``one.py`` in this folder is the file's Cube, not a module ``py`` of a package ``one``."""
+    module = text.partition(":")[0]
+    return is_module_target(text) and not path_exists(text) and not (module.endswith(".py") and path_exists(module))
+
+
 def parse_target(text: str) -> Target:
-    """``pkg.mod:Name`` -> module target; ``path/f.py:Name`` or ``path/f.py`` -> file target."""
-    if is_module_target(text):
+    """``pkg.mod:Name`` -> module target; ``path/f.py:Name`` or ``path/f.py`` -> file target
+    (decided by ``names_a_module``, so an existing file wins over a module of the same spelling)."""
+    if names_a_module(text):
         module, _, attribute = text.partition(":")
         return Target(module=module, attribute=attribute)
     path, colon, attribute = text.rpartition(":")

@@ -12,7 +12,7 @@ import torch
 from gradviz.core.check import check_source
 from gradviz.core.loader import TargetError, load_inputs_file, load_target
 from gradviz.schema.errors import UserCodeError
-from gradviz.schema.targets import Target, is_module_target, locate_module, parse_target
+from gradviz.schema.targets import Target, is_module_target, locate_module, names_a_module, parse_target
 
 OPS = """
 import torch
@@ -65,6 +65,16 @@ def project(tmp_path, monkeypatch):
 def test_targets_parse_as_entry_points_and_paths(text, expected):
     assert parse_target(text) == expected
     assert is_module_target(text) == (expected.module is not None)
+
+
+def test_a_file_here_wins_over_a_module_spelled_the_same(tmp_path, monkeypatch):
+    """``one.py:Cube`` with one.py in this folder is the file's Cube; without the file it stays a
+    module target (package ``one``, module ``py``), as Python would read it."""
+    monkeypatch.chdir(tmp_path)
+    assert parse_target("one.py:Cube") == Target(module="one.py", attribute="Cube")
+    (tmp_path / "one.py").write_text("x = 1\n")
+    assert parse_target("one.py:Cube") == Target(path="one.py", attribute="Cube")
+    assert not names_a_module("one.py:Cube")
 
 
 def test_a_module_target_is_imported_from_the_current_folder_and_checked(project):
