@@ -45,14 +45,18 @@ lint: setup
 	$(BIN)/mypy
 
 # Run with the machine otherwise idle: every line is a ratio against peers measured in the same run.
+BENCH_LOG = build/bench.log
+
 bench: setup
 	$(BIN)/python -m compileall -q gradviz bench > /dev/null
-	$(BIN)/python -u bench/scaling.py
-	$(BIN)/python -u bench/jacobian_speed.py
-	$(BIN)/python -u bench/run_overhead.py
-	$(BIN)/python -u bench/many_targets.py
-	$(BIN)/python -u bench/held_bytes.py
-	$(BIN)/python -u bench/ui_latency.py
+	@mkdir -p build && rm -f $(BENCH_LOG)
+	$(BIN)/python -u bench/scaling.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/jacobian_speed.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/run_overhead.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/many_targets.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/held_bytes.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/ui_latency.py | tee -a $(BENCH_LOG)
+	@echo; echo "Targets, each a ratio measured in the same run:"; grep "^target:" $(BENCH_LOG)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -33,16 +33,23 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # as gradviz's worker runs (see protocol.launch)
-
-import numpy as np
-import torch
-from torch._vmap_internals import _vmap
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gradviz.protocol.launch import MALLOC_ENVIRONMENT  # noqa: E402 - torch-free
+
+# Every peer runs with the memory settings gradviz's worker runs with (protocol.launch): NumPy
+# without THP madvise, glibc's malloc thresholds (read only when a process starts, hence the exec).
+WORKER_MEMORY = {**MALLOC_ENVIRONMENT, "NUMPY_MADVISE_HUGEPAGE": "0"}
+if __name__ == "__main__" and any(os.environ.get(name) != value for name, value in WORKER_MEMORY.items()):
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **WORKER_MEMORY})
+
+import numpy as np  # noqa: E402 - after the exec above
+import torch  # noqa: E402
+from torch._vmap_internals import _vmap  # noqa: E402
+
 from bench.cases import Case, scaling_cases  # noqa: E402
+from bench.targets import report  # noqa: E402
 from gradviz.core.check import check_function  # noqa: E402
 from gradviz.core.inputs import prepare_inputs  # noqa: E402
 from gradviz.schema.settings import CheckSettings  # noqa: E402
@@ -62,7 +69,12 @@ def best(repeats: int, run) -> float:
 
 
 def gradcheck_time(fn, args, *, fast: bool, repeats: int) -> float:
-    return best(repeats, lambda: torch.autograd.gradcheck(fn.apply, args, eps=EPS, atol=ATOL, rtol=RTOL, fast_mode=fast, raise_exception=False))
+    return best(
+        repeats,
+        lambda: torch.autograd.gradcheck(
+            fn.apply, args, eps=EPS, atol=ATOL, rtol=RTOL, fast_mode=fast, raise_exception=False
+        ),
+    )
 
 
 def forwards(fn, args, *, batched: bool) -> None:
@@ -94,7 +106,9 @@ def backwards(fn, args, *, batched: bool) -> None:
         basis = torch.zeros(r1 - r0, n, dtype=out.dtype)
         basis[torch.arange(r1 - r0), torch.arange(r0, r1)] = 1
         if batched:
-            torch.autograd.grad(out, leaves, basis.view(r1 - r0, *out.shape), retain_graph=True, is_grads_batched=True)
+            torch.autograd.grad(
+                out, leaves, basis.view(r1 - r0, *out.shape), retain_graph=True, is_grads_batched=True
+            )
         else:
             for row in basis:
                 torch.autograd.grad(out, leaves, row.view(out.shape), retain_graph=True)
@@ -175,7 +189,9 @@ def cold_time(path: Path) -> float:
     with WorkerClient(output=None) as client:
         client.start()
         client.wait_ready()
-        reply = client.request("check", {"path": str(path), "arrays": False, "graph": False, "settings": {"jacobian_only": True}})
+        reply = client.request(
+            "check", {"path": str(path), "arrays": False, "graph": False, "settings": {"jacobian_only": True}}
+        )
     assert reply.ok, reply.error
     return reply.result["seconds"]["total"]
 
@@ -205,7 +221,9 @@ def measure(case: Case, folder: Path, bandwidths: tuple[float, float], options) 
     fn, args = case.load()
     rows = fn.apply(*args)
     outs = rows if isinstance(rows, tuple) else (rows,)
-    cells = sum(o.numel() for o in outs if o.requires_grad) * sum(a.numel() for a in args if isinstance(a, torch.Tensor) and a.requires_grad)
+    cells = sum(o.numel() for o in outs if o.requires_grad) * sum(
+        a.numel() for a in args if isinstance(a, torch.Tensor) and a.requires_grad
+    )
     heavy = cells > 5_000_000
     repeats = 1 if heavy else options.repeats
     path = folder / f"{case.name.replace(' ', '_')}.py"
@@ -222,7 +240,9 @@ def measure(case: Case, folder: Path, bandwidths: tuple[float, float], options) 
         "warm": gradviz_time(case, jacobian_only=True, repeats=repeats),
         "default": gradviz_time(case, jacobian_only=False, repeats=repeats),
         "cold": cold_time(path),
-        "cli": process_time([sys.executable, "-m", "gradviz", "check", str(path), "--json", "--jacobian-only"], repeats),
+        "cli": process_time(
+            [sys.executable, "-m", "gradviz", "check", str(path), "--json", "--jacobian-only"], repeats
+        ),
         "script": process_time([sys.executable, str(script), str(path)], repeats),
     }
     jacobian_bytes = 2 * 8 * cells  # analytic and numerical, float64
@@ -233,7 +253,9 @@ def measure(case: Case, folder: Path, bandwidths: tuple[float, float], options) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer sizes")
     parser.add_argument("--repeats", type=int, default=3)
     options = parser.parse_args()
@@ -250,10 +272,11 @@ def main() -> None:
         f"{'slow/warm':>9} {'cold/(L+c)':>10} {'cold/(L′+c)':>11} {'CLI/(imp+L)':>11} {'script/CLI':>10}"
     )
     print(header)
-    first_call = None
+    first_call, rows = None, []
     with tempfile.TemporaryDirectory() as folder:
         for case in scaling_cases(options.quick):
             r = measure(case, Path(folder), bandwidths, options)
+            rows.append(r)
             if first_call is None:  # the smallest case: its cold time is all first-call cost
                 first_call = max(0.0, r["cold"] - r["warm"])
             print(
@@ -265,11 +288,51 @@ def main() -> None:
                 f"{r['cli'] / (imported + r['L']):>11.2f} {r['script'] / r['cli']:>10.2f}",
                 flush=True,
             )
-    print(
-        "\ntargets: warm/L <= 1.3, plain/warm >= 1, cold/(L+c) <= 1.3 (c: the cold worker's first-call "
-        "cost, from the smallest case), CLI/(imp+L) <= 1.3, script/CLI >= 1 (>= 2.5 at matmul 64).\n"
-        "L′: L with the Jacobians written into fresh pages, as any check in a fresh process must"
+    print("\nL′: L with the Jacobians written into fresh pages, as any check that returns new Jacobians must")
+    print_targets(rows, first_call, imported)
+
+
+SMALL_CELLS = 10**5  # below: no ratio to L (L is about a millisecond; the guards matter more)
+FIXED_OVERHEAD_S = 0.003  # warm, per check, below SMALL_CELLS
+
+
+def print_targets(rows: list[dict], first_call: float, imported: float) -> None:
+    """Each target once, on its worst case (issues 15 and 25)."""
+    large = [r for r in rows if r["cells"] >= SMALL_CELLS]
+    small = [r for r in rows if r["cells"] < SMALL_CELLS]
+
+    def worst(ratio, cases, *, highest=True):
+        pick = max if highest else min
+        r = pick(cases, key=ratio)
+        return ratio(r), r["case"]
+
+    value, case = worst(lambda r: r["cold"] / (r["L_fresh"] + first_call), large)
+    report(
+        f"issue 25.1: cold / (L′ + c), c = {first_call * 1000:.0f} ms, every case >= 10^5 cells",
+        value,
+        1.3,
+        where=case,
     )
+    value, case = worst(lambda r: r["warm"] / r["L_fresh"], large)
+    report("issue 15: warm / L′, every case >= 10^5 cells", value, 1.3, where=case)
+    value, case = worst(lambda r: r["plain"] / r["warm"], large, highest=False)
+    report(
+        "issue 15: plain alternative / warm, every case >= 10^5 cells", value, 1.0, at_most=False, where=case
+    )
+    if small:
+        value, case = worst(lambda r: r["gc_slow"] / r["warm"], small, highest=False)
+        report("issue 25: gradcheck / warm, every case < 10^5 cells", value, 1.0, at_most=False, where=case)
+        value, case = worst(lambda r: (r["warm"] - r["calls"]) * 1000, small)
+        report(
+            "issue 25: warm - L in ms (fixed cost per check), every case < 10^5 cells",
+            value,
+            FIXED_OVERHEAD_S * 1000,
+            where=case,
+        )
+    value, case = worst(lambda r: r["cli"] / (imported + r["L"]), rows)
+    report("issue 15: CLI process / (torch import + L)", value, 1.3, where=case)
+    value, case = worst(lambda r: r["script"] / r["cli"], rows, highest=False)
+    report("issue 15: gradcheck script / CLI process", value, 1.0, at_most=False, where=case)
 
 
 if __name__ == "__main__":
