@@ -149,17 +149,18 @@ LOOP_MARGIN = 1.25  # the loop must win clearly: timings of a few calls are nois
 
 
 def loop_is_faster(loop_seconds: float | None, batch_seconds: Sequence[float]) -> bool:
-    """Whether plain calls cost less per column than the last two batched chunks, both.
+    """Whether plain calls cost less per column than every batched chunk timed so far.
 
     Batches win for cheap forwards (one call instead of thousands); once a forward is costly
     (a 80x80 matmul, ~20 us) the batch only adds the copies of its inputs and outputs, and
     plain calls are faster. Never judged on the first chunk (the first vmapped call of a
-    process pays one-time costs a loop never sees again) nor on one chunk alone (a chunk that
-    faults in fresh pages or meets a busy core would send a cheap Function down the loop).
+    process pays one-time costs a loop never sees again) nor on one chunk alone. Judged on the
+    fastest chunk, not the latest: a busy core only ever slows a chunk down, and on a loaded
+    machine two slow chunks in a row sent a 64x64 matmul down a loop 1.5x slower.
     """
     if loop_seconds is None or len(batch_seconds) < 2:
         return False
-    return loop_seconds * LOOP_MARGIN < min(batch_seconds[-2:])
+    return loop_seconds * LOOP_MARGIN < min(batch_seconds)
 
 
 def _store_columns(block: np.ndarray, c0: int, diffs: torch.Tensor, eps: float) -> None:

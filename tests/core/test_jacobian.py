@@ -124,6 +124,8 @@ def test_loop_is_chosen_only_when_clearly_cheaper_per_column():
     assert numerical_module.loop_is_faster(1e-5, [2e-5, 3e-5])
     assert not numerical_module.loop_is_faster(1e-5, [2e-5, 1.1e-5])  # within the noise margin once: keep batching
     assert not numerical_module.loop_is_faster(1e-5, [9e-5])  # one chunk alone decides nothing
+    # a core busy elsewhere slows chunks down, never up: one chunk as fast as the loop keeps batching
+    assert not numerical_module.loop_is_faster(1e-5, [1.1e-5, 3e-5, 3e-5])
     assert not numerical_module.loop_is_faster(None, [1.0, 1.0])  # nothing timed yet
 
 
