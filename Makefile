@@ -53,6 +53,7 @@ bench: setup
 	$(BIN)/python -u bench/many_targets.py
 	$(BIN)/python -u bench/held_bytes.py
 	$(BIN)/python -u bench/ui_latency.py
+	$(BIN)/python -u bench/window_load.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

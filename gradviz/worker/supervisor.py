@@ -363,8 +363,9 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the client's to handle
     out = take_stdout()
     requests_fd = take_stdin()
-    from gradviz.worker.startup import STARTUP_WAIT_S, prepare_torch
+    from gradviz.worker.startup import STARTUP_WAIT_S, prepare_torch, quiet_openmp_waits
 
+    quiet_openmp_waits()  # before torch loads OpenMP, here and in every run (a spawned one inherits it)
     starter = RunStarter(threads=1)
     starter.prepare()  # spawn: the first run imports torch while we do
     threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
