@@ -56,6 +56,7 @@ bench: setup
 	$(BIN)/python -u bench/many_targets.py | tee -a $(BENCH_LOG)
 	$(BIN)/python -u bench/held_bytes.py | tee -a $(BENCH_LOG)
 	$(BIN)/python -u bench/ui_latency.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/window_load.py | tee -a $(BENCH_LOG)
 	@echo; echo "Targets, each a ratio measured in the same run:"; grep "^target:" $(BENCH_LOG)
 
 clean:

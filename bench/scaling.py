@@ -36,13 +36,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gradviz.protocol.launch import MALLOC_ENVIRONMENT  # noqa: E402 - torch-free
+from gradviz.protocol.launch import RUNTIME_ENVIRONMENT  # noqa: E402 - torch-free
 
-# Every peer runs with the memory settings gradviz's worker runs with (protocol.launch): NumPy
-# without THP madvise, glibc's malloc thresholds (read only when a process starts, hence the exec).
-WORKER_MEMORY = {**MALLOC_ENVIRONMENT, "NUMPY_MADVISE_HUGEPAGE": "0"}
-if __name__ == "__main__" and any(os.environ.get(name) != value for name, value in WORKER_MEMORY.items()):
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **WORKER_MEMORY})
+# Every peer runs with the runtime settings gradviz's worker runs with (protocol.launch: NumPy's
+# huge pages, glibc's malloc thresholds, OpenMP's waits), read only when a process starts: the exec.
+if __name__ == "__main__" and any(os.environ.get(name) != value for name, value in RUNTIME_ENVIRONMENT.items()):
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **RUNTIME_ENVIRONMENT})
 
 import numpy as np  # noqa: E402 - after the exec above
 import torch  # noqa: E402

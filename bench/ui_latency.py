@@ -19,6 +19,8 @@ sys.path.insert(0, str(ROOT))
 if not os.environ.get("DISPLAY"):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
+from bench.launch_timing import launch_to_verdict  # noqa: E402
+
 LARGE = '''
 import torch
 from torch.autograd import Function
@@ -60,36 +62,12 @@ release_window(window)
 """
 
 
-TO_VERDICT = """
-import time
-start = time.perf_counter()
-from PySide6.QtCore import QSettings, QTimer
-from gradviz.app.launch import make_window
-app, window = make_window(QSettings({ini!r}, QSettings.Format.IniFormat), auto_run=True)
-window.show()
-seen = {{}}
-window.result_shown.connect(lambda: seen.setdefault("verdict", time.perf_counter() - start))
-window.memory_shown.connect(lambda: (seen.setdefault("memory", time.perf_counter() - start), app.quit()))
-window.run_failed.connect(lambda m: app.quit())
-QTimer.singleShot(120_000, app.quit)
-app.exec()
-print(seen.get("verdict", float("nan")), seen.get("memory", float("nan")))
-window.close()
-from gradviz.app.launch import release_window
-release_window(window)
-"""
-
-
-def time_to_verdict(tmp: Path) -> tuple[float, float]:
+def time_to_verdict() -> tuple[float, float]:
     """Launch to the default example's verdict and heatmaps drawn, and to the memory study drawn
-    (a fresh process, as a user starts the app; the OS caches warmed by one run first)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    times = []
-    for k in range(2):
-        code = TO_VERDICT.format(ini=str(tmp / f"verdict{k}.ini"))
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        times.append(tuple(float(v) for v in out.stdout.strip().splitlines()[-1].split()))
-    return times[-1]
+    (a fresh ``python main.py``, as a user starts the app; the OS caches warmed by one run first)."""
+    launch_to_verdict(memory=True)
+    marks = launch_to_verdict(memory=True)
+    return marks["verdict"], marks["memory"]
 
 
 def time_to_first_window(tmp: Path) -> float:
@@ -111,7 +89,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     first = time_to_first_window(tmp)
     print(f"time to first window: {first:.3f} s (target <= 1.0 s)")
-    verdict, memory = time_to_verdict(tmp)
+    verdict, memory = time_to_verdict()
     print(f"launch to the default example's verdict drawn: {verdict:.2f} s (target <= 1.5 s); memory study drawn: {memory:.2f} s")
 
     app = QApplication.instance() or QApplication([])

@@ -78,14 +78,26 @@ def safe_pythonpath(*entries: str | None) -> str:
     return os.pathsep.join(dict.fromkeys(parts))
 
 
-# glibc's malloc, read once when a process starts: blocks under 32 MiB (the chunk buffers of the
-# finite differences and the batched backward) come from the heap, and freed ones stay there, so
-# every chunk after the first reuses pages already faulted in. By default glibc serves them by
-# mmap and only raises that threshold after the first free, while trimming the heap's top at
-# twice the block: a fresh run process faulted in a new 8 MiB buffer for every chunk (2,061 minor
-# faults a chunk, 49 with these), and the slow chunks sent the batched path down the loop.
-# Other C libraries ignore these names; a user's own value wins.
-MALLOC_ENVIRONMENT = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(256 * 2**20)}
+# How the worker's process and every run it starts meet the machine: read by the C runtimes once,
+# when the process starts or loads them, so they go in the environment; a user's own value wins.
+# - NumPy without transparent huge pages: the Jacobians' fresh pages faulted in at a fraction of
+#   the speed of normal pages through them (a 64x64 matmul check 4.4 s -> 3.6 s).
+# - glibc's malloc keeps blocks under 32 MiB (the chunk buffers of the finite differences and the
+#   batched backward) on the heap, untrimmed, so every chunk after the first reuses pages already
+#   faulted in. By default it serves them by mmap until the first free and trims the heap's top
+#   at twice a block: a fresh run process faulted in a new 8 MiB buffer for every chunk (2,061
+#   minor faults a chunk, 49 with these) and the slow chunks could send the batched path down
+#   the loop. Other C libraries ignore these names.
+# - OpenMP threads that finish their share of a region early sleep instead of spinning (libgomp
+#   spins ~300,000 rounds first): on a busy machine the spinner took the core its partner needed,
+#   and the default example's check took 1.0-2.4 s instead of 0.25-0.48 s beside two busy
+#   processes. Same threads, same split of the work: the same numbers bit for bit.
+RUNTIME_ENVIRONMENT = {
+    "NUMPY_MADVISE_HUGEPAGE": "0",
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+    "MALLOC_TRIM_THRESHOLD_": str(256 * 2**20),
+    "OMP_WAIT_POLICY": "PASSIVE",
+}
 
 
 def worker_environment(
@@ -95,10 +107,7 @@ def worker_environment(
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = safe_pythonpath(package_root(), env.get("PYTHONPATH"))
     env["PYTHONUNBUFFERED"] = "1"
-    # Fresh NumPy arrays (the Jacobians) fault in through transparent huge pages at a fraction of
-    # the speed of normal pages on Linux: measured 4.4 s -> 3.6 s for a 64x64 matmul check.
-    env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-    for name, value in MALLOC_ENVIRONMENT.items():
+    for name, value in RUNTIME_ENVIRONMENT.items():
         env.setdefault(name, value)
     if threading.current_thread() is threading.main_thread():
         # the kernel ties the parent-death signal to the starting thread: only safe from one that lives on

@@ -4,7 +4,7 @@ glibc's malloc serves blocks of megabytes by mmap until the first one is freed, 
 heap's top at twice a block: in a run process, which is always fresh, every chunk of the finite
 differences got new pages (each faulted in and zeroed by the kernel), and the slow chunks could
 send the batched path down the loop. The worker's environment sets malloc's thresholds
-(``protocol.launch.MALLOC_ENVIRONMENT``). Measured for real: the Function logs the process's
+(``protocol.launch.RUNTIME_ENVIRONMENT``). Measured for real: the Function logs the process's
 minor page faults at each forward, through the CLI's own worker.
 """
 
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from gradviz.protocol.launch import MALLOC_ENVIRONMENT
+from gradviz.protocol.launch import RUNTIME_ENVIRONMENT
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc: Linux")
@@ -68,7 +68,7 @@ CHUNK_PAGES = 8 * 2**20 // 4096  # one chunk's input stack, in pages
 def test_chunks_after_the_first_fault_in_almost_no_new_pages(tmp_path):
     source, log = tmp_path / "row_sums.py", tmp_path / "faults.txt"
     source.write_text(ROW_SUMS, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in MALLOC_ENVIRONMENT}  # the worker's own choice
+    env = {k: v for k, v in os.environ.items() if k not in RUNTIME_ENVIRONMENT}  # the worker's own choice
     env.update(PYTHONPATH=str(ROOT), GRADVIZ_TEST_FAULT_LOG=str(log))
     done = subprocess.run(
         [sys.executable, "-m", "gradviz", "check", str(source), "--json", "--jacobian-only"],
@@ -90,4 +90,4 @@ def test_a_users_own_malloc_settings_win(monkeypatch):
 
     env = worker_environment({"MALLOC_TRIM_THRESHOLD_": "0"})
     assert env["MALLOC_TRIM_THRESHOLD_"] == "0"
-    assert env["MALLOC_MMAP_THRESHOLD_"] == MALLOC_ENVIRONMENT["MALLOC_MMAP_THRESHOLD_"]
+    assert env["MALLOC_MMAP_THRESHOLD_"] == RUNTIME_ENVIRONMENT["MALLOC_MMAP_THRESHOLD_"]

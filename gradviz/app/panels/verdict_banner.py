@@ -214,7 +214,9 @@ class VerdictBanner(QWidget):
         style = STALE if stale else (HIGH_CONTRAST if theme.high_contrast else STYLES)[self._state]
         self.headline.setText(self._text)
         pad = f"{round(3 * theme.scale)}px {round(6 * theme.scale)}px"
-        self.headline.setStyleSheet(f"QLabel {{ {style} padding:{pad}; border-radius:4px; }}")
+        sheet = f"QLabel {{ {style} padding:{pad}; border-radius:4px; }}"
+        if sheet != self.headline.styleSheet():  # a new sheet re-polishes the label: not 10 times a second
+            self.headline.setStyleSheet(sheet)
         details = self._details
         if self._stale:
             note = f"<b>⟲ {escape(self._stale, quote=False)}</b>"
