@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QWidget
+from PySide6.QtWidgets import QDialog, QMainWindow, QWidget
 
 from gradviz.app import actions, saved_layout, shortcuts_dialog, window_layout
 from gradviz.app.exports import Exports
@@ -218,7 +218,6 @@ class MainWindow(QMainWindow):
         self.view.quiz_changed.connect(self.actions["quiz"].setChecked)
         self.presentation.active_changed.connect(self.actions["presentation"].setChecked)
         self.presenter.acted.connect(lambda what: self.statusBar().showMessage(f"▶ {what}", 3000))
-        QApplication.instance().installEventFilter(self.presentation)
 
     # --- persistence -----------------------------------------------------------------------
     def _restore(self) -> None:

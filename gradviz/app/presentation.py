@@ -86,6 +86,9 @@ class PresentationMode(QObject):
                 "min_points": view.min_points,
                 "auto": layout.auto,
             }
+            # the clicker's keys: an app-wide filter, only while presenting (outside it the filter
+            # would see every event of every widget, painting included, for nothing)
+            QApplication.instance().installEventFilter(self)
             layout.presenting = True
             w.menuBar().hide()
             w.statusBar().hide()
@@ -103,6 +106,7 @@ class PresentationMode(QObject):
             self.show_view(VIEWS[0])
         else:
             saved, self._saved = self._saved, None
+            QApplication.instance().removeEventFilter(self)
             self._return_panels()
             w.menuBar().show()
             w.statusBar().show()
