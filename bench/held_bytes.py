@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from bench.targets import report  # noqa: E402
 from gradviz.core.check import check_function  # noqa: E402
 from gradviz.core.inputs import prepare_inputs  # noqa: E402
 from gradviz.core.large import held_bytes  # noqa: E402
+from gradviz.protocol.launch import RUNTIME_ENVIRONMENT  # noqa: E402
 from gradviz.schema.report import format_table, result_to_dict  # noqa: E402
 from gradviz.schema.settings import CheckSettings  # noqa: E402
 
@@ -93,7 +95,8 @@ def main() -> None:
     worst = 0.0
     for case in scaling_cases(quick=not options.full):
         command = [sys.executable, __file__, "--one", case.name, *(["--full"] if options.full else [])]
-        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        env = {**os.environ, **RUNTIME_ENVIRONMENT}  # each case's process allocates as a worker's run does
+        out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout
         m = json.loads(out.strip().splitlines()[-1])
         if m["large"] or not m["cells"]:
             print(f"{m['case']:<16} too large to hold: searched by projections")

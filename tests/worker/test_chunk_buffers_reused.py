@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from gradviz.protocol.launch import RUNTIME_ENVIRONMENT
+from gradviz.protocol.launch import RUNTIME_ENVIRONMENT, worker_environment
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc: Linux")
@@ -85,9 +85,7 @@ def test_chunks_after_the_first_fault_in_almost_no_new_pages(tmp_path):
     assert later < CHUNK_PAGES // 4, f"{later} minor faults over 64 chunks: buffers were not reused"
 
 
-def test_a_users_own_malloc_settings_win(monkeypatch):
-    from gradviz.protocol.launch import worker_environment
-
+def test_a_users_own_malloc_settings_win():
     env = worker_environment({"MALLOC_TRIM_THRESHOLD_": "0"})
     assert env["MALLOC_TRIM_THRESHOLD_"] == "0"
     assert env["MALLOC_MMAP_THRESHOLD_"] == RUNTIME_ENVIRONMENT["MALLOC_MMAP_THRESHOLD_"]
