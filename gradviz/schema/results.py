@@ -112,11 +112,20 @@ class BlockComparison:
     @property
     def all_zero(self) -> bool:
         """Both Jacobians identically zero: the block passes, but it has checked nothing of the backward."""
-        return self.analytic.size > 0 and not self.analytic.any() and not self.numerical.any()
+        return self.analytic.size > 0 and not _any_nonzero(self.analytic) and not _any_nonzero(self.numerical)
 
     def cell_index(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """``(index into output i, index into input j)`` of Jacobian cell ``(row, col)``."""
         return cell_index(row, col, self.out_shape, self.in_shape)
+
+
+def _any_nonzero(block: np.ndarray, cells: int = 2**16) -> bool:
+    """``block.any()``, stopping at the first chunk of rows with a nonzero: NumPy's ``any`` reads
+    every cell, 20 ms for a 4096 x 4096 Jacobian that is nonzero in its first row."""
+    if block.ndim != 2:
+        return bool(block.any())
+    step = max(1, cells // max(1, block.shape[1]))
+    return any(block[r : r + step].any() for r in range(0, block.shape[0], step))
 
 
 @dataclass

@@ -102,3 +102,36 @@ def test_mask_equals_isclose_on_a_mix_of_special_values(dtype, atol, rtol):
     block = compare_block(0, 0, (50,), (40,), a, n, Tolerance(atol=atol, rtol=rtol), compute_dtype=dtype)
     ta, tn = torch.from_numpy(a).to(dtype), torch.from_numpy(n).to(dtype)
     np.testing.assert_array_equal(block.failing, ~torch.isclose(ta, tn, rtol=rtol, atol=atol).numpy())
+
+
+@pytest.mark.parametrize("chunk_cells", [7, 40, 10**6])
+def test_worst_cell_is_the_first_largest_error_across_row_chunks(monkeypatch, chunk_cells):
+    """The maximum is found per chunk and the cell located in one chunk only: the result must be
+    the row-major first cell holding the largest error, as one argmax over the whole block."""
+    from gradviz.core import compare
+
+    monkeypatch.setattr(compare, "ROW_CHUNK_CELLS", chunk_cells)
+    rng = np.random.default_rng(2)
+    n = rng.normal(size=(30, 8))
+    a = n + rng.normal(scale=1e-6, size=n.shape)
+    a[[4, 17, 29], [3, 1, 7]] = n[[4, 17, 29], [3, 1, 7]] + 5.0  # a tie, in different chunks
+    block = compare_block(0, 0, (30,), (8,), a, n, Tolerance())
+    error = torch.abs(torch.from_numpy(a) - torch.from_numpy(n))
+    assert block.worst == np.unravel_index(int(torch.argmax(error)), a.shape) == (4, 3)
+    assert block.max_abs_error == float(error.max())
+    a[22, 5] = np.nan  # any NaN is the worst kind of failure, wherever it is
+    block = compare_block(0, 0, (30,), (8,), a, n, Tolerance())
+    assert block.worst == (22, 5) and block.max_abs_error == np.inf and block.n_nonfinite == 1
+
+
+def test_all_zero_matches_numpy_any_wherever_the_nonzero_is():
+    """``all_zero`` stops at the first chunk of rows with a nonzero; a lone nonzero in the last
+    cell, or in a transposed (non-contiguous) block, must still count."""
+    zeros = np.zeros((300, 500))
+    assert compare_block(0, 0, (300,), (500,), zeros, zeros.copy(), Tolerance()).all_zero
+    for where in [(0, 0), (299, 499), (150, 3)]:
+        a = zeros.copy()
+        a[where] = 1e-300
+        for analytic, numerical in [(a, zeros), (zeros, a), (a.T, zeros.T)]:
+            block = compare_block(0, 0, analytic.shape[:1], analytic.shape[1:], analytic, numerical, Tolerance())
+            assert not block.all_zero
