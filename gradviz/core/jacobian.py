@@ -160,19 +160,25 @@ def analytical_jacobian(
 
 SMALL = 16  # rows or columns up to this many: plain calls, as gradcheck makes them (cheap, and exact); read
 # at call time by both sides, so a test can batch tiny Jacobians by setting it once
-_PHASE_HOOK: list[Callable[[bool], None]] = []  # the worker's "now in vmap" reporter, if any
+_PHASE_HOOKS: list[Callable[[bool], None]] = []  # the worker's "now in vmap" reporter, if any
+
+
+def report_batched_phases(hook: Callable[[bool], None]) -> None:
+    """Call ``hook(True)`` before and ``hook(False)`` after every vmapped call into user code, for
+    the rest of this process (a run process lives for one request)."""
+    _PHASE_HOOKS.append(hook)
 
 
 @contextlib.contextmanager
 def batched_phase() -> Iterator[None]:
     """Around every vmapped call into user code: a run process tells its worker, which retries
     the request without batches if the process dies in there (vmap and ``.data`` can segfault)."""
-    for hook in _PHASE_HOOK:
+    for hook in _PHASE_HOOKS:
         hook(True)
     try:
         yield
     finally:
-        for hook in _PHASE_HOOK:
+        for hook in _PHASE_HOOKS:
             hook(False)
 
 

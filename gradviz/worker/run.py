@@ -93,7 +93,7 @@ def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
 
     op, request_id = request["op"], request.get("id")
     # tell the worker when user code runs under vmap: if the process dies there, it retries without
-    jacobian._PHASE_HOOK.append(lambda active: channel.send(messages.phase(request_id, batched=active)))
+    jacobian.report_batched_phases(lambda active: channel.send(messages.phase(request_id, batched=active)))
     try:
         payload = HANDLERS[op](request, channel.send)
         return messages.result(request_id, op, payload)
