@@ -135,3 +135,27 @@ def test_all_zero_matches_numpy_any_wherever_the_nonzero_is():
         for analytic, numerical in [(a, zeros), (zeros, a), (a.T, zeros.T)]:
             block = compare_block(0, 0, analytic.shape[:1], analytic.shape[1:], analytic, numerical, Tolerance())
             assert not block.all_zero
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rtol", [0.0, 1e-3])
+def test_errors_at_the_edge_of_atol_count_as_isclose_counts_them(dtype, rtol):
+    """A block whose largest error is within atol is passed without its threshold pass; at the
+    very edge (atol itself, one step either side of it in the compared dtype) the count must
+    still be torch.isclose's, in every dtype a check compares in."""
+    atol = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-5
+    edge = torch.tensor(atol, dtype=dtype)
+    steps = [torch.nextafter(edge, torch.tensor(-1.0, dtype=dtype)), edge] if dtype.is_floating_point else []
+    if dtype in (torch.float64, torch.float32):
+        steps.append(torch.nextafter(edge, torch.tensor(1.0, dtype=dtype)))
+    for delta in steps:
+        for base in (0.0, 0.5):
+            n = torch.full((6, 5), base, dtype=dtype)
+            a = n + delta
+            block = compare_block(
+                0, 0, (6,), (5,), a.double().numpy(), n.double().numpy(), Tolerance(atol=atol, rtol=rtol),
+                compute_dtype=dtype,
+            )  # fmt: skip
+            expected = int((~torch.isclose(a, n, rtol=rtol, atol=atol)).sum())
+            assert block.n_failing == expected, (dtype, float(delta), base)
+            assert int(block.failing.sum()) == expected
