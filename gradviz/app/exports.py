@@ -16,7 +16,6 @@ from PySide6.QtCore import QObject, QSettings
 from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
 from gradviz.app import tables
-from gradviz.app.export_dialog import ExportDialog
 from gradviz.app.figures import mark_ui_only
 from gradviz.app.state import SourceDocument
 from gradviz.schema.report import verdict_line
@@ -96,6 +95,9 @@ class Exports(QObject):
         }
 
     def export_dialog(self) -> None:
+        # imported when first asked for, not at window start
+        from gradviz.app.export_dialog import ExportDialog
+
         result = self.current.result
         data = result is not None and bool(result.blocks or result.large_blocks)
         dialog = ExportDialog(self.window, self.last_folder(), self._figures_available(), data=data)

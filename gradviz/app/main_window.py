@@ -16,7 +16,7 @@ from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QDialog, QMainWindow, QWidget
 
-from gradviz.app import actions, saved_layout, shortcuts_dialog, window_layout
+from gradviz.app import actions, saved_layout, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.figures import FigurePanel
@@ -456,6 +456,8 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> QDialog:
         """Help → Keyboard shortcuts: every menu shortcut and the keys that are not in a menu."""
+        from gradviz.app import shortcuts_dialog  # imported when first asked for: not at window start
+
         self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), actions.KEYS_HELP)
         return self.shortcuts_dialog
 

@@ -92,8 +92,8 @@ class WhyPanel(QWidget):
         self._block: tuple[int, int] = OVERALL
         self._cell: tuple[int, int] | None = None
         self._stale: str | None = None
-        self.error_curves: dict[str, pg.PlotDataItem] = {}
-        self.remainder_curves: dict[str, pg.PlotDataItem] = {}
+        self._error_curves: dict[str, pg.PlotDataItem] = {}
+        self._remainder_curves: dict[str, pg.PlotDataItem] = {}
         self._build()
         self.set_result(None)
 
@@ -102,12 +102,15 @@ class WhyPanel(QWidget):
     def _build(self) -> None:
         tick_font = QFont()
         tick_font.setPointSize(10)
-        self.error_figure, self.error_plot, self.error_legend = plot_with_legend_below(
+        # the plots are built when first on screen or drawn into, and drawn from the sweep held here
+        self.error_figure, self.error_page, self.error_legend = plot_with_legend_below(
             ERROR_TITLE, "eps", ERROR_Y, tick_font
         )
-        self.remainder_figure, self.remainder_plot, self.remainder_legend = plot_with_legend_below(
+        self.remainder_figure, self.remainder_page, self.remainder_legend = plot_with_legend_below(
             REMAINDER_TITLE, "h", REMAINDER_Y, tick_font
         )
+        self.error_page.built.connect(lambda _plot: self._draw_errors(self._current()))
+        self.remainder_page.built.connect(lambda _plot: self._draw_remainder(self._current()))
         self.remainder_figure.setToolTip(REMAINDER_TIP)
         self.plots_area = QWidget()
         self._plots_layout = QBoxLayout(QBoxLayout.Direction.TopToBottom, self.plots_area)
@@ -283,6 +286,27 @@ class WhyPanel(QWidget):
     def headline_text(self) -> str:
         return self.headline.text()
 
+    # the plots, built on first use (``LazyPage``) --------------------------------------------------
+
+    @property
+    def error_plot(self) -> pg.PlotItem:
+        return self.error_page.content().getPlotItem()
+
+    @property
+    def remainder_plot(self) -> pg.PlotItem:
+        return self.remainder_page.content().getPlotItem()
+
+    @property
+    def error_curves(self) -> dict[str, pg.PlotDataItem]:
+        """The error plot's curves by name, as drawn for the block on screen."""
+        self.error_page.content()
+        return self._error_curves
+
+    @property
+    def remainder_curves(self) -> dict[str, pg.PlotDataItem]:
+        self.remainder_page.content()
+        return self._remainder_curves
+
     def message_text(self) -> str:
         return self.message.text()
 
@@ -366,8 +390,10 @@ class WhyPanel(QWidget):
             self.cell_label.setText(f"Highlighted: {kept.label} (analytic {kept.analytic:.4g}).")
 
     def _draw_errors(self, b: BlockSweep | None) -> None:
+        if not self.error_page.is_built():
+            return  # drawn when built
         plot = self.error_plot
-        self.error_curves = cleared(plot, self.error_legend)
+        self._error_curves = curves = cleared(plot, self.error_legend)
         sweep = self._sweep
         if sweep is None or b is None or not b.swept:
             if sweep is not None and b is not None:
@@ -375,11 +401,11 @@ class WhyPanel(QWidget):
             return
         set_title(plot, ERROR_TITLE)
         steps = sweep.steps
-        self.error_curves["block"] = main_curve(plot, steps, b.errors, BLOCK_COLOUR, f"{b.title}, largest")
+        curves["block"] = main_curve(plot, steps, b.errors, BLOCK_COLOUR, f"{b.title}, largest")
         for k, cell in enumerate(b.cells):
             selected = self._cell == (cell.row, cell.col)
             pen = pg.mkPen(CELL_COLOURS[k % len(CELL_COLOURS)], width=3 if selected else 1.3)
-            self.error_curves[cell.label] = plot.plot(
+            curves[cell.label] = plot.plot(
                 steps, positive(cell.errors), pen=pen, connect="finite", name=cell.label
             )
         # a valley to mark only where the backward is right: a wrong one's error is flat
@@ -388,10 +414,10 @@ class WhyPanel(QWidget):
         if best is not None and anchor[best] is not None:
             for slope, label in ((2, "slope 2: truncation"), (-1, "slope −1: round-off")):
                 xs, ys = reference_line(steps, anchor, slope, best)
-                self.error_curves[label] = plot.plot(xs, ys, pen=REFERENCE_PEN, name=label)
+                curves[label] = plot.plot(xs, ys, pen=REFERENCE_PEN, name=label)
             plot.addItem(pg.InfiniteLine(math.log10(b.best_eps), angle=90, pen=BEST_PEN))
         plot.addItem(pg.InfiniteLine(math.log10(sweep.eps), angle=90, pen=EPS_PEN))
-        entries = [(item.opts["pen"], item.name() or label) for label, item in self.error_curves.items()]
+        entries = [(item.opts["pen"], item.name() or label) for label, item in curves.items()]
         entries.append((EPS_PEN, f"check's eps {sweep.eps:g}"))
         if best is not None:
             entries.append((BEST_PEN, f"best eps {b.best_eps:g}"))
@@ -399,14 +425,16 @@ class WhyPanel(QWidget):
         fit_range(plot, steps, [b.errors, *[c.errors for c in b.cells]])
 
     def _draw_remainder(self, b: BlockSweep | None) -> None:
+        if not self.remainder_page.is_built():
+            return  # drawn when built
         plot = self.remainder_plot
-        self.remainder_curves = cleared(plot, self.remainder_legend)
+        self._remainder_curves = curves = cleared(plot, self.remainder_legend)
         sweep = self._sweep
         if sweep is None or b is None:
             return
         steps = sweep.steps
-        self.remainder_curves["remainder"] = main_curve(plot, steps, b.remainder, REMAINDER_COLOUR, "remainder")
-        self.remainder_curves["curvature"] = plot.plot(
+        curves["remainder"] = main_curve(plot, steps, b.remainder, REMAINDER_COLOUR, "remainder")
+        curves["curvature"] = plot.plot(
             steps,
             positive(b.curvature),
             pen=pg.mkPen(CURVATURE_COLOUR, width=1.5, style=Qt.PenStyle.DashLine),
@@ -420,13 +448,13 @@ class WhyPanel(QWidget):
             for slope, label in ((2, "slope 2: J right"), (1, "slope 1: J wrong")):
                 xs, ys = reference_line(steps, list(values), slope, at)
                 pen = REFERENCE_PEN if slope == 2 else WRONG_REFERENCE_PEN
-                self.remainder_curves[label] = plot.plot(xs, ys, pen=pen, name=label)
+                curves[label] = plot.plot(xs, ys, pen=pen, name=label)
         if b.floor > 0:
-            self.remainder_curves["floor"] = plot.plot(
+            curves["floor"] = plot.plot(
                 [min(steps), max(steps)], [b.floor, b.floor], pen=FLOOR_PEN, name="round-off level (estimated)"
             )
         self.remainder_legend.setText(
-            legend_html([(item.opts["pen"], item.name() or label) for label, item in self.remainder_curves.items()])
+            legend_html([(item.opts["pen"], item.name() or label) for label, item in curves.items()])
         )
         fit_range(plot, steps, [b.remainder, b.curvature, [b.floor]])
 

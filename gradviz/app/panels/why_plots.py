@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QPen
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from gradviz.app.panels.lazy_page import LazyPage
 from gradviz.schema.sweep import BlockSweep, SweepResult, Verdict
 
 INK = "#222"
@@ -86,10 +87,19 @@ def _style(plot: pg.PlotItem, title: str, x_label: str, y_label: str, font: QFon
     plot.getAxis("left").setWidth(76)  # tick labels such as 0.0001 and the axis title side by side
 
 
-def plot_with_legend_below(title: str, x_label: str, y_label: str, font: QFont):
-    """A white plot with its legend under it (wrapped text), where it never hides a curve."""
-    plot = pg.PlotWidget(background="w")
-    _style(plot.getPlotItem(), title, x_label, y_label, font)
+def plot_with_legend_below(title: str, x_label: str, y_label: str, font: QFont) -> tuple[QWidget, LazyPage, QLabel]:
+    """A white plot with its legend under it (wrapped text), where it never hides a curve. The
+    plot is built when the figure is first on screen or drawn into (``LazyPage``): the Why? dock
+    is a tab behind the memory study at start."""
+
+    def build() -> pg.PlotWidget:
+        plot = pg.PlotWidget(background="w")
+        _style(plot.getPlotItem(), title, x_label, y_label, font)
+        plot.setMinimumSize(FIGURE_MIN_WIDTH, FIGURE_MIN_HEIGHT)
+        return plot
+
+    page = LazyPage(build)
+    page.setMinimumSize(FIGURE_MIN_WIDTH, FIGURE_MIN_HEIGHT)
     legend = QLabel()
     legend.setWordWrap(True)
     legend.setTextFormat(Qt.TextFormat.RichText)
@@ -100,10 +110,9 @@ def plot_with_legend_below(title: str, x_label: str, y_label: str, font: QFont):
     layout = QVBoxLayout(figure)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.setSpacing(0)
-    layout.addWidget(plot, 1)
+    layout.addWidget(page, 1)
     layout.addWidget(legend)
-    plot.setMinimumSize(FIGURE_MIN_WIDTH, FIGURE_MIN_HEIGHT)
-    return figure, plot.getPlotItem(), legend
+    return figure, page, legend
 
 
 LINE_GLYPHS = {
