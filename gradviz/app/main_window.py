@@ -20,7 +20,7 @@ from gradviz.app import actions, saved_layout, window_layout
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.figures import FigurePanel
-from gradviz.app.memory_display import read_memory
+from gradviz.app.memory_display import MemoryResult
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.graph_panel import GraphPanel
 from gradviz.app.panels.jacobian_panel import JacobianPanel
@@ -381,12 +381,10 @@ class MainWindow(QMainWindow):
         self.banner.show_message("The worker process died", "error", message)
         self.run_failed.emit(message)
 
-    def _on_memory_finished(self, payload: dict) -> None:
+    def _on_memory_finished(self, result: MemoryResult) -> None:
+        """``result``: the study the controller read from the worker's dict (an unreadable one
+        arrives as ``memory_failed``)."""
         self.memory.set_measuring(False)
-        result, error = read_memory(payload)  # the one place the worker's dict becomes the typed study
-        if result is None:  # as a failed measurement: the panel says why
-            self.memory.set_error(error or "The memory study could not be read.")
-            return
         self.memory.set_result(result)
         QTimer.singleShot(0, self.memory_shown.emit)
 

@@ -2,7 +2,7 @@
 
 Plain Python and NumPy (no Qt), so it is tested on its own; the memory panel only hands the
 results to pyqtgraph and Qt. The worker's "memory" payload is a dict; ``read_memory`` reads it
-once, where it enters the window, into the typed ``MemoryResult`` everything here takes.
+once, where it arrives (the run controller), into the typed ``MemoryResult`` everything after takes.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
+from gradviz.app.memory_display import read_memory
 from gradviz.app.state import CheckRequest, RunSnapshot, ShownRun
 
 __all__ = ["CheckRequest", "RunController", "Worker"]  # CheckRequest lives with the state it is part of
@@ -53,7 +54,7 @@ class RunController(QObject):
     memory_paused = Signal()  # a check stopped the study in flight; it starts again after the check
     sweep_finished = Signal(dict)  # {"sweep": ..., "table": ...}: the eps sweep the Why? panel draws
     sweep_failed = Signal(str)
-    memory_finished = Signal(dict)  # {"study": ..., "sweep": [...]}
+    memory_finished = Signal(object)  # MemoryResult: the worker's {"study", "sweep"} read once, here
     memory_failed = Signal(str)
     region_started = Signal(int)  # request id of the region just sent
     region_progress = Signal(int, int)  # done, total rows and columns of the region in flight
@@ -278,10 +279,19 @@ class RunController(QObject):
         if awaited and request == self._memory:
             if self._was_preempted(request):  # it finished before the cancel reached it: keep it
                 self._memory_waiting = None
-            self.memory_finished.emit(payload)
+            self._emit_memory(payload)
         self._start_waiting()
         if awaited and self.is_current(request):  # not if a check that waited has taken its place
             self.check_finished.emit(request, payload)
+
+    def _emit_memory(self, payload: dict) -> None:
+        """The study's dict becomes the typed ``MemoryResult`` here, where it arrives, so nothing
+        after the controller sees the worker's dict; one that cannot be read is a failed study."""
+        result, error = read_memory(payload)
+        if result is None:
+            self.memory_failed.emit(error or "The memory study could not be read.")
+        else:
+            self.memory_finished.emit(result)
 
     def _on_failed(self, request: int, error: dict) -> None:
         awaited = self._answered(request)

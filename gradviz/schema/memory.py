@@ -298,17 +298,16 @@ class SweepRow:
 TENSOR_COLUMNS = ("tensor", "bytes", "shape", "dtype", "saved by")  # what and how much first: a narrow dock shows those
 
 
-def tensor_rows(variant: VariantMemory | dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """One row of text per saved tensor of a variant (or its dict, ``ConvBNStudy.to_dict()['variants'][v]``),
-    the ctx attributes after the saved tensors; the CLI's table and the memory panel's list.
+def tensor_rows(variant: VariantMemory) -> list[tuple[str, str, str, str, str]]:
+    """One row of text per saved tensor of a variant, the ctx attributes after the saved tensors;
+    the CLI's table and the memory panel's list. A dict is read with ``VariantMemory.from_dict``
+    first, where it arrives, so the rows come from the typed study only.
 
     A tensor whose storage an earlier row already counted says so in its bytes column and is
     not charged again, so the bytes a reader adds up are the variant's total.
     """
     from gradviz.schema.units import format_bytes
 
-    if isinstance(variant, dict):
-        variant = VariantMemory.from_dict(variant)
     rows = []
     for t in [*variant.tensors, *variant.ctx_tensors]:
         size = f"{format_bytes(t.bytes)}" if not t.shared else f"shared (storage {t.storage}, counted once)"

@@ -11,6 +11,7 @@ import pytest
 import torch
 from PySide6.QtCore import Qt
 
+from gradviz.app.memory_display import read_memory
 from gradviz.core.loader import choose_function, load_file
 from gradviz.schema.library import builtin_functions, find_builtin
 from gradviz.schema.report import cell_readout
@@ -279,8 +280,10 @@ def test_memory_panel_is_measured_at_launch_and_on_request(qtbot, main_window):
     with qtbot.waitSignal(window.memory_shown, timeout=RUN_TIMEOUT):
         qtbot.mouseClick(window.memory.measure_button, Qt.MouseButton.LeftButton)
     assert window.memory.result().study.layers == 2
-    # a study the window cannot read is shown as an error in the panel, not a crash
-    window.controller.memory_finished.emit({"study": {"layers": 2}, "sweep": []})
+    # a study that cannot be read is shown as an error in the panel, not a crash: the controller reads
+    # the worker's answer and sends one it cannot read as memory_failed, with the reason (test_run_controller)
+    _, error = read_memory({"study": {"layers": 2}, "sweep": []})
+    window.controller.memory_failed.emit(error)
     assert window.memory.result() is None
     assert window.memory.message_text().startswith("The memory study could not be read")
 

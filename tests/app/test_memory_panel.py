@@ -339,14 +339,15 @@ def test_saved_tensors_tab_lists_what_each_variant_keeps(qtbot, panel, cpu_paylo
     from gradviz.app.panels.memory_panel import TENSORS_TAB
     from gradviz.schema.memory import SavedTensor, tensor_rows
 
-    panel.set_result(typed(cpu_payload))
+    result = typed(cpu_payload)
+    panel.set_result(result)
     variants = cpu_payload["study"]["variants"]
     counts = f"{variants['unfused']['count']} vs {variants['fused']['count']}"
     assert panel.views.tabText(panel.views.indexOf(panel.tensors)) == f"{TENSORS_TAB} ({counts})"
     panel.views.setCurrentWidget(panel.tensors)
     qtbot.waitUntil(lambda: panel.tensors.tree.isVisible())
     for name in ("unfused", "fused"):
-        assert panel.tensors.rows(name) == tensor_rows(variants[name])
+        assert panel.tensors.rows(name) == tensor_rows(result.study.variants[name])
         tensors = [SavedTensor.from_dict(t) for t in variants[name]["tensors"]]
         assert sum(t.bytes for t in tensors if not t.shared) == variants[name]["saved_bytes"]
         assert panel.tensors.title(name).startswith(

@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QObject, Signal
 
+from gradviz.app.memory_display import MemoryResult
 from gradviz.app.run_controller import CheckRequest, RunController
+from gradviz.schema.memory import ConvBNStudy, SavedBytes, SavedTensor, VariantMemory
 from gradviz.schema.settings import CheckSettings
 
 
@@ -100,6 +102,20 @@ class Events:
         return log
 
 
+def study_answer(layers: int = 2) -> dict:
+    """A memory study's answer as the worker sends it (the schema's own ``to_dict``), made by hand."""
+    x = SavedTensor((1, 3, 4, 4), "float32", 192, False, name="x (the input)")
+
+    def variant() -> VariantMemory:
+        return VariantMemory(SavedBytes(192, 1, [x]))
+
+    study = ConvBNStudy(
+        "cpu", "float32", layers, (1, 3, 4, 4), 4, 3, variant(), variant(), 0, 0, True, True, [], {"output": 1e-5},
+        1e-12, 0.0,
+    )
+    return {"study": study.to_dict(), "sweep": []}
+
+
 def check(source: str = "code", timeout: float | None = 30.0, **settings) -> CheckRequest:
     return CheckRequest(source, "<editor>", "MyFunction", CheckSettings(**settings), timeout)
 
@@ -165,7 +181,7 @@ def test_a_memory_study_waits_behind_a_check(worker, controller, events):
     assert [s["op"] for s in worker.sent] == ["check"]
     worker.answer()
     assert [s["op"] for s in worker.sent] == ["check", "memory"] and worker.sent[1]["options"] == {"layers": 2}
-    study = worker.answer({"study": {}, "sweep": []})
+    study = worker.answer(study_answer())
     assert events.names() == ["check_started", "check_finished", "memory_finished"]
     assert study == worker.sent[1]["id"] and not controller.is_current(study)
 
@@ -181,7 +197,10 @@ def test_a_memory_study_never_holds_a_run_back(worker, controller, events, endin
     controller.run_check(check("mine"))
     assert worker.cancels == [study] and paused == [True]
     assert [s["op"] for s in worker.sent] == ["memory"] and events.take() == [("check_queued", False)]
-    getattr(worker, ending)()
+    if ending == "answer":
+        worker.answer(study_answer())
+    else:
+        getattr(worker, ending)()
     if ending == "die":
         assert worker.sent[-1]["op"] == "memory"  # a new worker is starting
         worker.start()
@@ -266,6 +285,24 @@ def test_run_right_after_cancel_waits_for_the_stopped_check(worker, controller, 
     assert worker.sent[-1]["source"] == "fixed" and events.take() == [("check_started", new)]
     worker.answer()
     assert events.take() == [("check_finished", new, {"answer": new})]
+
+
+def test_a_memory_answer_arrives_as_the_typed_study_read_once_here(worker, controller, events):
+    """The worker's dict is read into schema types where it arrives: the window gets a
+    ``MemoryResult``, never the dict."""
+    controller.measure_memory({"layers": 3})
+    answer = study_answer(layers=3)
+    worker.answer(answer)
+    [(name, result)] = events.take()
+    assert name == "memory_finished" and isinstance(result, MemoryResult)
+    assert result.study == ConvBNStudy.from_dict(answer["study"]) and result.sweep == []
+
+
+def test_a_memory_answer_that_cannot_be_read_is_a_failed_study(worker, controller, events):
+    controller.measure_memory({"layers": 2})
+    worker.answer({"study": {"layers": 2}, "sweep": []})
+    [(name, message)] = events.take()
+    assert name == "memory_failed" and message.startswith("The memory study could not be read")
 
 
 def test_cancel_during_a_memory_study_stops_it(worker, controller, events):

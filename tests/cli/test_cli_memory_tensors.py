@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gradviz.core.memory import conv_bn_study
-from gradviz.schema.memory import TENSOR_COLUMNS, SavedTensor, tensor_rows
+from gradviz.schema.memory import TENSOR_COLUMNS, SavedTensor, VariantMemory, tensor_rows
 from gradviz.schema.units import format_bytes
 from tests.cli.runner import gradviz
 
@@ -44,7 +44,7 @@ def test_text_has_one_row_per_saved_tensor_of_each_variant(study):
     for name in ("unfused", "fused"):
         start = lines.index(f"  {name}: what it saves for backward")
         assert lines[start + 1].split() == " ".join(TENSOR_COLUMNS).split()
-        rows = tensor_rows(study["variants"][name])
+        rows = tensor_rows(VariantMemory.from_dict(study["variants"][name]))
         shown = lines[start + 2 : start + 2 + len(rows)]
         for row, text in zip(rows, shown, strict=True):
             for cell in row:
