@@ -12,6 +12,29 @@ def open_files() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def open_file_targets() -> list[str]:
+    """What each open file descriptor points at (a path, ``pipe:[...]``, ``socket:[...]``,
+    ``anon_inode:[eventfd]``...), sorted: a failing count says what the extra ones are."""
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the descriptor listdir itself used, closed by now
+            continue
+    return sorted(targets)
+
+
+def thread_names() -> list[str]:
+    """The name of each thread of this process (Qt names its threads: ``QThread``, ``Thread (pooled)``...)."""
+    names = []
+    for comm in Path("/proc/self/task").glob("*/comm"):
+        try:
+            names.append(comm.read_text().strip())
+        except OSError:
+            continue
+    return sorted(names)
+
+
 def threads() -> int:
     return int(_status("Threads"))
 
