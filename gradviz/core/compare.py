@@ -42,15 +42,17 @@ def compare_block(
     """
     cols = analytic.shape[1]
     n_failing = n_nonfinite = 0
-    max_err, worst_chunk = -1.0, None
-    for chunk in _chunks(analytic, numerical, tol, compute_dtype):
-        n_nonfinite += chunk.nonfinite
-        n_failing += 0 if chunk.failing is None else int(chunk.failing.count_nonzero())
-        if chunk.largest > max_err:  # the first chunk holding the maximum: gradcheck's first worst cell
-            max_err, worst_chunk = chunk.largest, chunk.first_row
+    max_err, worst_chunk, last = -1.0, None, None
+    for last in _chunks(analytic, numerical, tol, compute_dtype):
+        n_nonfinite += last.nonfinite
+        n_failing += 0 if last.failing is None else int(last.failing.count_nonzero())
+        if last.largest > max_err:  # the first chunk holding the maximum: gradcheck's first worst cell
+            max_err, worst_chunk = last.largest, last.first_row
     worst = None
     if worst_chunk is not None:  # argmax is ~10x slower than amax in torch: run it on one chunk only
-        chunk = next(_chunks(analytic, numerical, tol, compute_dtype, start=worst_chunk))
+        chunk = last  # still valid: no chunk came after it (a block of one chunk is never compared twice)
+        if last is None or last.first_row != worst_chunk:
+            chunk = next(_chunks(analytic, numerical, tol, compute_dtype, start=worst_chunk))
         flat = int(torch.argmax(chunk.error))
         worst = (chunk.first_row + flat // cols, flat % cols)
     return BlockComparison(

@@ -119,6 +119,9 @@ def test_worst_cell_is_the_first_largest_error_across_row_chunks(monkeypatch, ch
     error = torch.abs(torch.from_numpy(a) - torch.from_numpy(n))
     assert block.worst == np.unravel_index(int(torch.argmax(error)), a.shape) == (4, 3)
     assert block.max_abs_error == float(error.max())
+    a[29, 0] = n[29, 0] + 9.0  # now in the last chunk, the one still held after the pass
+    block = compare_block(0, 0, (30,), (8,), a, n, Tolerance())
+    assert block.worst == (29, 0) and block.max_abs_error == float(np.abs(a - n).max())
     a[22, 5] = np.nan  # any NaN is the worst kind of failure, wherever it is
     block = compare_block(0, 0, (30,), (8,), a, n, Tolerance())
     assert block.worst == (22, 5) and block.max_abs_error == np.inf and block.n_nonfinite == 1
