@@ -33,8 +33,9 @@ def compare_block(
     *,
     compute_dtype: torch.dtype = torch.float64,
 ) -> BlockComparison:
-    """Counts, the maximum error and the worst cell, in one pass of row chunks; the error map and
-    failing mask are built only if something reads them (``BlockComparison.error``/``failing``).
+    """Counts, the maximum error and the worst cell, in one pass of row chunks (and the worst
+    chunk once more where a later chunk reused its buffers); the error map and failing mask are
+    built only if something reads them (``BlockComparison.error``/``failing``).
 
     ``compute_dtype`` is the dtype gradcheck compares in (both Jacobians' common dtype), so a
     float32 check rounds as gradcheck does. The error map is float32 (it is for display); the
@@ -47,14 +48,13 @@ def compare_block(
         n_nonfinite += last.nonfinite
         n_failing += 0 if last.failing is None else int(last.failing.count_nonzero())
         if last.largest > max_err:  # the first chunk holding the maximum: gradcheck's first worst cell
-            max_err, worst_chunk = last.largest, last.first_row
+            max_err, worst_chunk = last.largest, last
     worst = None
     if worst_chunk is not None:  # argmax is ~10x slower than amax in torch: run it on one chunk only
-        chunk = last  # still valid: no chunk came after it (a block of one chunk is never compared twice)
-        if last is None or last.first_row != worst_chunk:
-            chunk = next(_chunks(analytic, numerical, tol, compute_dtype, start=worst_chunk))
-        flat = int(torch.argmax(chunk.error))
-        worst = (chunk.first_row + flat // cols, flat % cols)
+        if worst_chunk is not last:  # its buffers were reused by later chunks: compare it again
+            worst_chunk = next(_chunks(analytic, numerical, tol, compute_dtype, start=worst_chunk.first_row))
+        flat = int(torch.argmax(worst_chunk.error))
+        worst = (worst_chunk.first_row + flat // cols, flat % cols)
     return BlockComparison(
         output,
         input,

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 
 import pytest
-from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtCore import Qt, QThread, QThreadPool
 
 from gradviz.app import background
 from tests.app.resources_usage import open_file_targets, snapshot, thread_names
@@ -96,5 +96,8 @@ def test_many_runs_hold_no_more_files_threads_or_workers(qtbot, main_window):
     left_open, left_running = grown(before, after, "files"), grown(before, after, "thread names")
     assert after["open files"] <= before["open files"], f"{RUNS} runs left open: {left_open}"
     assert after["threads"] <= before["threads"], f"{RUNS} runs left threads: {left_running}"
+    # the idle pooled threads left out above: the global pool's and QtGui's, each at most one a core
+    pool_cap = 2 * QThread.idealThreadCount()
+    assert after["thread names"].count(POOLED) <= pool_cap, f"{RUNS} runs left pooled threads: {left_running}"
     assert after["workers"] == before["workers"] == 1
     assert after["RSS MiB"] <= before["RSS MiB"] * 1.10
