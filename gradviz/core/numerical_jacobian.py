@@ -136,12 +136,15 @@ def numerical_jacobian(
                     allowed = diffs is not None
                     if allowed and loop_is_faster(loop_seconds, batch_seconds):
                         allowed = False  # from the next chunk on: the same values, sooner
+                    if not allowed:
+                        columns.release()
                 if diffs is None:
                     diffs = columns.looped(range(c0, c1), progress)
                 used.add("batched" if allowed else "loop")
                 for i in out_indices:
                     _store_columns(blocks[i, j], c0, diffs[i], eps)
                 progress.advance(c1 - c0)
+            columns.release()
     return Jacobian(blocks, "batched" if used == {"batched"} else "loop", note)
 
 
@@ -183,6 +186,25 @@ class ColumnFiller:
         self.can_batch = x.is_contiguous() and not shares_memory_with_others(args, j)
         out_bytes = sum(reference[i].numel() * reference[i].element_size() for i in out_indices)
         self.bytes_per_column = 2 * (x.numel() * x.element_size() + out_bytes)
+        self._stack: torch.Tensor | None = None  # the batched chunks' perturbed copies: see _stacked
+
+    def _stacked(self, count: int) -> torch.Tensor:
+        """``count`` copies of the input, in one buffer kept for every chunk of this input.
+
+        A chunk's stack is the largest block it allocates (megabytes). Freed after each chunk,
+        malloc may hand part of its hole to any small allocation in between and then place the
+        next stack on fresh pages, which a fresh run process must fault in again. Each chunk
+        rewrites every row, so what a forward did to its copies never reaches the next chunk.
+        """
+        if self._stack is None or self._stack.shape[0] < count:
+            self._stack = torch.empty((count, self.values.numel()), dtype=self.values.dtype, device=self.values.device)
+        stacked = self._stack[:count]
+        stacked.copy_(self.values.expand(count, -1))
+        return stacked
+
+    def release(self) -> None:
+        """Give the batched chunks' buffer back: the loop takes over, or the input is done."""
+        self._stack = None
 
     def _empty(self, count: int) -> dict[int, torch.Tensor]:
         ref = self.reference
@@ -239,7 +261,7 @@ class ColumnFiller:
         x = self.args[self.j].detach()
         k = c1 - c0
         rows, cols = torch.arange(k, device=x.device), torch.arange(c0, c1, device=x.device)
-        stacked = self.values.reshape(1, -1).repeat(2 * k, 1)
+        stacked = self._stacked(2 * k)
         original = self.values[c0:c1]
         stacked[rows, cols] = original + self.eps  # the loop's arithmetic: bitwise equal inputs
         stacked[rows + k, cols] = original - self.eps

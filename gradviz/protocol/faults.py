@@ -109,11 +109,29 @@ def _where(dump: str, source: UserSource) -> tuple[dict[str, Any], str]:
     frames, note = _frames_and_note(dump, source)
     if not frames:
         return {"filename": source.filename, "lineno": None, "traceback": []}, ""
-    last = frames[-1]
+    last = _running_frame(frames, source)
     fields = {"filename": source.filename, "lineno": last["lineno"], "traceback": frames}
     at = f"line {last['lineno']}, in {last['name']}"
     note = note.removeprefix(f"{at}, ")  # "repeated 97 more times": the line it was at
     return fields, f" It was at {at}" + (f" ({note})." if note else ".")
+
+
+def _running_frame(frames: list[dict[str, Any]], source: UserSource) -> dict[str, Any]:
+    """The innermost frame that was running a line of the user's code.
+
+    A frame at its ``def`` line had only been entered: endless recursion through C code overflows
+    the stack while entering the next call or while running the line that makes it, whichever
+    comes first. When such a frame is a call of the function in the frame before it, that frame's
+    line is the one that recursed, so the error names the same line either way.
+    """
+    last = frames[-1]
+    if len(frames) > 1 and frames[-2]["name"] == last["name"] and _is_def_line(source.line(last["lineno"])):
+        return frames[-2]
+    return last
+
+
+def _is_def_line(text: str) -> bool:
+    return text.startswith(("def ", "async def ", "@"))
 
 
 def timeout_error(seconds: float, dump: str, source: UserSource) -> dict[str, Any]:
