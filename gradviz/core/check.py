@@ -124,7 +124,8 @@ def check_function(
             )
     run = CheckRun(fn, inputs, outputs, out_indices, settings, mutates, code, loaded)
     empty = _empty_blocks(run)
-    noise = check_warnings.forward_noise(fn, args, outputs, out_indices)
+    again = check_warnings.second_forward(fn, args)
+    noise = check_warnings.forward_noise(outputs, again, out_indices)
     too_large = large.too_large(run)
     if too_large and not zero_analytic:
         return large.check_large(run, out_infos, too_large, name, progress=progress, cancel=cancel)
@@ -135,7 +136,7 @@ def check_function(
     forward_cols = cols if settings.check_forward_ad and not zero_analytic else 0  # one forward-AD call each
     tracker = Progress(rows * (passes - 1) + cols + forward_cols, progress, cancel)
     # gradcheck's order: numerical first, then the analytic rows twice through the same graph
-    numerical = _numerical(run, tracker)
+    numerical = _numerical(run, tracker, reference=again)
     t_numerical = time.perf_counter()
     analytic = second = None
     if not zero_analytic and settings.check_backward_ad:  # check_backward_ad=False: forward mode alone
@@ -238,7 +239,7 @@ def _analytic(run: CheckRun, tracker: Progress) -> Jacobian:
         raise backward_error(run.fn, exc, run.loaded, run.code) from None
 
 
-def _numerical(run: CheckRun, tracker: Progress) -> Jacobian:
+def _numerical(run: CheckRun, tracker: Progress, reference: tuple | None = None) -> Jacobian:
     """The numerical columns by central differences; errors in the forward point at the user's forward."""
     try:
         return numerical_jacobian(
@@ -251,6 +252,7 @@ def _numerical(run: CheckRun, tracker: Progress) -> Jacobian:
             chunk_bytes=run.settings.chunk_bytes,
             progress=tracker,
             batched=run.settings.batched,
+            reference=reference,
         )
     except (GradvizError, Cancelled) as exc:
         if isinstance(exc, UserCodeError) and exc.filename == "<source>":

@@ -44,15 +44,28 @@ def in_place_note(changed: list[int], in_indices: list[int], names: list[str]) -
     ]
 
 
-def forward_noise(fn, args, outputs, out_indices) -> float:
+def second_forward(fn, args) -> tuple | None:
+    """The forward once more on fresh copies of the same inputs, as the first ran (grad mode on,
+    copies requiring grad like the inputs), its outputs detached and copied (no graph is held);
+    None when it raised. It measures the forward's noise and is the numerical Jacobian's
+    reference: one forward serves both."""
+    try:
+        with torch.enable_grad():
+            outputs = call_apply(fn.apply, args, clone=True)
+        return tuple(o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs)
+    except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
+        return None
+
+
+def forward_noise(outputs, again: tuple | None, out_indices) -> float:
     """Largest difference between the first forward and a second one on the same inputs.
 
     A forward that draws random numbers (or reads changing state) makes finite differences
     measure noise instead of slopes; one more forward is cheap next to the Jacobians.
     """
+    if again is None:
+        return 0.0
     try:
-        with torch.enable_grad():  # as the first forward ran: copies require grad like the inputs
-            again = call_apply(fn.apply, args, clone=True)
         worst = 0.0
         for i in out_indices:
             a, b = outputs[i].detach(), again[i].detach() if isinstance(again[i], torch.Tensor) else again[i]
@@ -63,7 +76,7 @@ def forward_noise(fn, args, outputs, out_indices) -> float:
                 diff = torch.where(same, 0.0, (a - b).abs().nan_to_num(nan=float("inf")))
                 worst = max(worst, float(diff.max()))
         return worst
-    except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
+    except (Exception, SystemExit):
         return 0.0
 
 

@@ -87,6 +87,7 @@ def numerical_jacobian(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     progress: Progress | None = None,
     batched: bool = True,
+    reference: Sequence | None = None,
 ) -> Jacobian:
     """Columns of every block by central differences in the outputs' own dtype.
 
@@ -97,15 +98,17 @@ def numerical_jacobian(
     restored to its exact original value. Plain forwards run as gradcheck runs them: grad mode on
     and the arguments requiring grad as given (copies included), so a forward that reads
     ``ctx.needs_input_grad`` or ``requires_grad`` computes what it computes under gradcheck; the
-    batched forward runs without autograd and is checked against plain ones.
+    batched forward runs without autograd and is checked against plain ones. ``reference`` is
+    the outputs of a plain forward on fresh copies of ``args``, detached and copied, when the
+    caller already ran one (``check_warnings.second_forward``).
     """
     progress = progress or Progress(0)
     used, note = set(), None
     blocks: dict[BlockKey, np.ndarray] = {}
     with torch.enable_grad():
-        reference = tuple(
-            o.detach().clone() if isinstance(o, torch.Tensor) else o for o in call_apply(apply, args, clone=True)
-        )
+        if reference is None:
+            outputs = call_apply(apply, args, clone=True)
+            reference = tuple(o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs)
         for j in in_indices:
             columns = ColumnFiller(apply, args, j, reference, out_indices, eps, clone_inputs)
             numel = args[j].numel()

@@ -173,3 +173,30 @@ def test_progress_object_counts():
     p = Progress(10)
     p.advance(4)
     assert p.done == 4
+
+
+def test_a_reference_given_by_the_caller_saves_the_numerical_jacobians_own_forward():
+    """check_function's noise forward is also the numerical reference: two forwards a column, no more."""
+    from gradviz.core.check_warnings import second_forward
+
+    calls = []
+
+    class Counted(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            calls.append(x.shape)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("not called")
+
+    args = [torch.linspace(-1, 1, 3, dtype=torch.float64, requires_grad=True)]
+    plain = numerical_jacobian(Counted.apply, args, [0], [0], eps=1e-6, batched=False)
+    assert len(calls) == 2 * 3 + 1
+    reference = second_forward(Counted, args)
+    calls.clear()
+    given = numerical_jacobian(Counted.apply, args, [0], [0], eps=1e-6, batched=False, reference=reference)
+    assert len(calls) == 2 * 3
+    np.testing.assert_array_equal(given.blocks[0, 0], plain.blocks[0, 0])
+    assert reference[0].grad_fn is None  # no graph held while the Jacobian is computed
