@@ -340,6 +340,7 @@ class MainWindow(QMainWindow):
     def _on_loaded(self, request: int, loaded: LoadedCheck) -> None:
         if not self.controller.is_current(request):  # a newer run has started meanwhile
             return
+        self.source.keep_pending_text()  # drawing the result holds the GUI thread
         self.run_bar.set_running(False, "done")
         self.controller.note_shown(request, loaded.result.function)
         self.current.set(

@@ -333,10 +333,16 @@ class SourceController(QObject):
             return False
         return self.preferences.ran_before(path.resolve(), text)
 
+    def keep_pending_text(self) -> None:
+        """Hand an edit still waiting for its autosave to the writer now: before work that holds
+        the GUI thread (drawing a result takes 0.2 s, more under load), which would otherwise hold
+        the autosave timer and leave the edit unwritten for as long."""
+        if self._autosave.isActive():
+            self.autosave()
+
     def note_run(self) -> None:
         """The user runs the editor's text: remember a saved file's text as one they ran."""
-        if self._autosave.isActive():
-            self.autosave()  # what runs may crash the machine: keep the text first
+        self.keep_pending_text()  # what runs may crash the machine: keep the text first
         path = self.last_source_path()
         if path is not None and not self.document.target and not self.modified:
             self.preferences.note_run(path.resolve(), self.editor.text())

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.recovery_dialog import RecoveryDialog
 from tests.app.app_process import QUICK, kill_9, lines, read_until, run_app, start_app, states
+from tests.app.test_main_window import RUN_TIMEOUT
 
 
 def recovery_files(folder):
@@ -138,3 +139,24 @@ def test_a_recovery_header_lists_fast_without_reading_the_text(tmp_path):
     [found], problems = RecoveryStore(tmp_path).orphans()
     assert problems == [] and found.size == 12_000_000 and found._text is None  # only the header was read
     assert found.text.startswith("z = 3\n") and time.perf_counter() >= started
+
+
+def test_an_edit_made_during_a_run_is_kept_before_its_result_is_drawn(qtbot, main_window, monkeypatch):
+    """Drawing a result holds the GUI thread (0.2 s idle, longer under load), and with it the
+    autosave timer: an edit made while the run went on is handed to the writer first, so a
+    crash while the result is drawn cannot take it. (The timer is made long here so that only
+    the result can be what writes it.)"""
+    from gradviz.app import source_controller
+    from gradviz.app.recovery import read_recovery
+
+    window = main_window
+    window.load_builtin("buggy_linear_transpose")
+    monkeypatch.setattr(source_controller, "autosave_delay_ms", lambda characters: 600_000)
+    marker = "# typed while the check ran"
+    with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
+        qtbot.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        editor = window.editor.editor
+        editor.moveCursor(editor.textCursor().MoveOperation.End)
+        editor.insertPlainText(f"\n{marker}\n")
+    assert window.source.flush_autosave()
+    assert marker in read_recovery(window.recovery.file).text
