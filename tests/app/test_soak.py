@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 
@@ -53,7 +54,7 @@ def quiet_snapshot(qtbot, window) -> dict:
     qtbot.waitUntil(lambda: background.in_flight() == 0, timeout=RUN_TIMEOUT)
     qtbot.waitUntil(lambda: not any(t.name.startswith("gradviz") for t in threading.enumerate()))
     assert QThreadPool.globalInstance().waitForDone(RUN_TIMEOUT), "a task on Qt's thread pool never ended"
-    files, names = open_file_targets(), thread_names()
+    files, names = consistent_files_and_threads()
     pooled = min(names.count(POOLED), files.count("anon_inode:[eventfd]"))
     return {
         **snapshot(),
@@ -62,6 +63,17 @@ def quiet_snapshot(qtbot, window) -> dict:
         "files": files,
         "thread names": names,
     }
+
+
+def consistent_files_and_threads() -> tuple[list[str], list[str]]:
+    """The open files and thread names of one moment: read again while a thread came or went
+    between the two reads (an idle pooled thread that expires in between takes its eventfd with
+    it, so a file list read while it lived and names read after it left counted one file too many)."""
+    while True:
+        tasks, names = os.listdir("/proc/self/task"), thread_names()
+        files = open_file_targets()
+        if sorted(os.listdir("/proc/self/task")) == sorted(tasks):
+            return files, names
 
 
 def counts(held: dict) -> tuple[int, int]:
