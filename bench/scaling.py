@@ -64,14 +64,23 @@ MAX_TRIES = 500  # ...in at most this many tries
 
 
 def best(repeats: int, run) -> float:
-    """The fastest of at least ``repeats`` tries, and of as many more as fit in ``MIN_SECONDS``:
-    a check of a millisecond or two timed three times gave ratios of 0.78 and 1.06 in two idle
-    runs (the one-cell case), the same rule on every side keeps ratios of such cases fair."""
-    times: list[float] = []
-    while len(times) < repeats or (sum(times) < MIN_SECONDS and len(times) < MAX_TRIES):
+    """The fastest of at least ``repeats`` tries of ``run``, and of as many more as fit in
+    ``MIN_SECONDS``: a check of a millisecond or two timed three times gave ratios of 0.78 and
+    1.06 in two idle runs (the one-cell case); the same rule on every side keeps such ratios fair."""
+
+    def timed() -> float:
         start = time.perf_counter()
         run()
-        times.append(time.perf_counter() - start)
+        return time.perf_counter() - start
+
+    return fastest_of(repeats, timed)
+
+
+def fastest_of(repeats: int, measure) -> float:
+    """The least of the seconds ``measure()`` returns, over ``best``'s number of tries."""
+    times: list[float] = []
+    while len(times) < repeats or (sum(times) < MIN_SECONDS and len(times) < MAX_TRIES):
+        times.append(measure())
     return min(times)
 
 
@@ -205,12 +214,13 @@ def _cold_checks(path: Path) -> float:
     with WorkerClient(output=None) as client:
         client.start()
         client.wait_ready()
-        times: list[float] = []
-        while not times or (sum(times) < MIN_SECONDS and len(times) < MAX_TRIES):
+
+        def one_check() -> float:
             reply = client.request("check", request)
             assert reply.ok, reply.error
-            times.append(reply.result["seconds"]["total"])
-    return min(times)
+            return reply.result["seconds"]["total"]
+
+        return fastest_of(1, one_check)
 
 
 GRADCHECK_SCRIPT = """
