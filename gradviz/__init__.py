@@ -4,7 +4,9 @@
 ``gradviz.show(fn, inputs)`` opens the window on them. ``import gradviz`` does not import torch
 (the window's process imports this package too): the API is loaded on first use, by the module
 ``__getattr__`` below. Type checkers and editors read the ``TYPE_CHECKING`` imports instead, so
-``gradviz.check`` and ``gradviz.Report`` have their real types there.
+``gradviz.check`` and ``gradviz.Report`` have their real types there; they never see the
+``__getattr__`` (a module ``__getattr__`` would make every other name, ``gradviz.chek`` too, an
+``Any`` that checks), so a misspelt name is an error.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'gradviz' has no attribute {name!r}")
+if not TYPE_CHECKING:  # hidden from type checkers: see the module docstring
+
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            return getattr(importlib.import_module(_LAZY[name]), name)
+        raise AttributeError(f"module 'gradviz' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

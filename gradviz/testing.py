@@ -13,38 +13,108 @@ also writes the report, its figures and a reproducer script for every failure.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
-from typing import Any, ParamSpec
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+import torch
 
 from gradviz.api import GradientMismatch, Report, check
 from gradviz.schema.errors import UserCodeError
+from gradviz.schema.settings import CheckSettings
 
 __all__ = ["GradientMismatch", "UserCodeError", "assert_gradients"]
 
 P = ParamSpec("P")
+R = TypeVar("R")
+_DEFAULT = CheckSettings()  # the defaults gradviz.check takes too
 
 
-def _keywords_of(source: Callable[P, Report]) -> Callable[[Callable[..., Report]], Callable[P, Report]]:
-    """Give the decorated function ``source``'s signature, but ``raise_exception``: for type
-    checkers (a misspelt or mistyped keyword is an error), for editors and ``help()``, and for
-    ``inspect.signature``. One list of keywords, ``gradviz.check``'s, with its defaults."""
+def _refusing_raise_exception(function: Callable[P, R]) -> Callable[P, R]:
+    """Say what to call instead when a gradcheck habit passes ``raise_exception`` (a type error
+    already: the signature has no such parameter)."""
 
-    def give(function: Callable[..., Report]) -> Callable[P, Report]:
-        shown = inspect.signature(source)
-        kept = [p for name, p in shown.parameters.items() if name != "raise_exception"]
-        function.__signature__ = shown.replace(parameters=kept)  # type: ignore[attr-defined]
-        return function
+    @functools.wraps(function)
+    def call(*args: P.args, **keywords: P.kwargs) -> R:
+        __tracebackhide__ = True
+        if "raise_exception" in keywords:
+            raise TypeError(
+                "assert_gradients() takes no raise_exception: it always raises GradientMismatch on a "
+                "failure. For the report without raising, call gradviz.check(fn, inputs, "
+                "raise_exception=False); bool(report) is its verdict."
+            )
+        return function(*args, **keywords)
 
-    return give
+    return call
 
 
-@_keywords_of(check)
-def assert_gradients(fn: Callable[..., Any], inputs: Any, **keywords: Any) -> Report:
-    """``gradviz.check(fn, inputs, ...)`` that raises :class:`GradientMismatch` (an
-    AssertionError) on failure; the report when it passes. The keywords are ``gradviz.check``'s
-    (the same defaults: its signature is this function's) except ``raise_exception``: this always
-    raises (passing it is a TypeError). An exception in the Function's own code raises
-    :class:`UserCodeError` chained to it, its traceback the user's frames only."""
+# The keywords are gradviz.check's, but raise_exception, written out so that type checkers,
+# editors and help() see each one (a typing.ParamSpec cannot drop one); tests/test_typing.py
+# holds the two signatures equal, defaults and annotations included.
+@_refusing_raise_exception
+def assert_gradients(
+    fn: Callable[..., Any],
+    inputs: Any,
+    *,
+    eps: float = _DEFAULT.eps,
+    atol: float = _DEFAULT.atol,
+    rtol: float = _DEFAULT.rtol,
+    nondet_tol: float = _DEFAULT.nondet_tol,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
+    jacobian_only: bool = _DEFAULT.jacobian_only,
+    all_checks: bool = _DEFAULT.all_checks,
+    device: str | torch.device | None = None,
+    max_memory_mb: float | None = None,
+    parameters: bool | Sequence[str] = False,
+    check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
+) -> Report:
+    """``gradviz.check(fn, inputs, ...)`` for a test suite: it raises where the check fails.
+
+    Args:
+        fn: a Function class, its ``.apply``, a custom op or a callable built on these, as for
+            :func:`gradviz.check`.
+        inputs: a tensor or a tuple of arguments, as gradcheck takes them.
+        eps, atol, rtol, nondet_tol, check_undefined_grad, ..., check_vmap_rule: ``gradviz.check``'s
+            keywords with its defaults (gradcheck's); every one but ``raise_exception``.
+
+    Returns:
+        The :class:`gradviz.Report` of a check that passed.
+
+    Raises:
+        GradientMismatch: the check fails (an AssertionError whose message names the failing
+            cells; the report is ``exc.report``).
+        UserCodeError: the Function's own code raised; chained to that exception, its traceback
+            the user's frames only.
+        TypeError: ``raise_exception`` is passed (this always raises), or a keyword is unknown.
+    """
     __tracebackhide__ = True
-    return check(fn, inputs, raise_exception=True, **keywords)
+    return check(
+        fn,
+        inputs,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=True,
+        nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad,
+        check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad,
+        check_batched_forward_grad=check_batched_forward_grad,
+        check_forward_ad=check_forward_ad,
+        check_backward_ad=check_backward_ad,
+        fast_mode=fast_mode,
+        masked=masked,
+        jacobian_only=jacobian_only,
+        all_checks=all_checks,
+        device=device,
+        max_memory_mb=max_memory_mb,
+        parameters=parameters,
+        check_vmap_rule=check_vmap_rule,
+    )

@@ -1,7 +1,8 @@
 """Type information a user's editor and type checker get: the ``py.typed`` marker ships, the lazy
 exports of ``gradviz`` are the ones its ``TYPE_CHECKING`` imports name, and ``assert_gradients``
 takes exactly ``gradviz.check``'s keywords. (What mypy itself then sees is checked statically by
-``tests/typing_checks.py`` in ``make test``'s mypy run.)"""
+``tests/typing_checks.py`` in ``make test``'s mypy run; the mistakes it must report are also
+checked here, by running mypy on them.)"""
 
 from __future__ import annotations
 
@@ -90,5 +91,52 @@ def test_a_keyword_changes_the_verdict_and_raise_exception_is_refused():
     with pytest.raises(gradviz.GradientMismatch, match="multiplied_by_grad_output"):
         assert_gradients(f.NotScaledByGrad, x)
     assert assert_gradients(f.NotScaledByGrad, x, jacobian_only=True).passed
-    with pytest.raises(TypeError, match="raise_exception"):
+    # what says "got multiple values for keyword argument" from inside check() is refused by name
+    with pytest.raises(TypeError, match=r"^assert_gradients\(\) takes no raise_exception.*gradviz\.check\("):
         assert_gradients(f.Product, f.inputs(), raise_exception=False)  # type: ignore[call-arg]
+
+
+def test_a_misspelt_keyword_is_refused_by_assert_gradients_not_by_check():
+    with pytest.raises(TypeError, match=r"^assert_gradients\(\) got an unexpected keyword argument 'epss'$"):
+        assert_gradients(f.Product, f.inputs(), epss=1e-6)  # type: ignore[call-arg]
+
+
+# Each mistake mypy must report (before, the module __getattr__ typed every gradviz.X as Any and
+# assert_gradients took check's raise_exception), and real names that must keep their types.
+MISTAKES = """\
+from collections.abc import Callable
+from typing import Any, assert_type
+
+import torch
+
+import gradviz
+from gradviz import Reprot
+from gradviz import Report, check
+from gradviz.testing import assert_gradients
+
+
+def use(fn: Callable[..., Any], x: torch.Tensor) -> None:
+    gradviz.chek(fn, x)
+    assert_gradients(fn, x, raise_exception=False)
+    assert_gradients(fn, x, epss=1e-6)
+    assert_type(gradviz.check(fn, x), Report)
+    assert_type(check(fn, x), Report)
+    assert_type(assert_gradients(fn, x, eps=1e-6), Report)
+    assert_type(gradviz.check(fn, x, raise_exception=False).sweep().passed, bool)
+"""
+
+
+@pytest.mark.slow  # mypy reads torch's stubs: ~12 s with a cold cache, under 1 s warm
+def test_mypy_reports_misspelt_names_and_raise_exception_of_assert_gradients(tmp_path):
+    snippet = tmp_path / "mistakes.py"
+    snippet.write_text(MISTAKES, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(snippet)]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    errors = [line.split(": error: ", 1)[1] for line in out.stdout.splitlines() if ": error: " in line]
+    assert errors == [
+        'Module "gradviz" has no attribute "Reprot"; maybe "Report"?  [attr-defined]',
+        'Module has no attribute "chek"; maybe "check"?  [attr-defined]',
+        'Unexpected keyword argument "raise_exception" for "assert_gradients"  [call-arg]',
+        'Unexpected keyword argument "epss" for "assert_gradients"; did you mean "eps"?  [call-arg]',
+    ], out.stdout + out.stderr

@@ -62,31 +62,48 @@ def check(
 ) -> Report:
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
-    ``fn``: a Function class, its ``.apply``, a custom op (``torch.library.custom_op``, or
-    ``torch.ops.ns.name``: then also ``torch.library.opcheck``'s tests, whose failures fail the
-    check), or any callable built on these. ``inputs``: a
-    tensor or a tuple of arguments, as gradcheck takes them; they come back bitwise unchanged. A failure
-    raises :class:`GradientMismatch` (an AssertionError carrying the report) unless
-    ``raise_exception=False``; an exception in the Function's code raises
-    :class:`gradviz.UserCodeError` chained to it, the traceback holding the user's frames only. ``jacobian_only`` skips gradcheck's other default checks, ``all_checks`` adds double
-    backward, ``device`` moves the inputs first (None: where they are).
+    The verdict (``report.passed``, ``bool(report)``) is ``torch.autograd.gradcheck``'s with the
+    same arguments; the report adds every cell of both Jacobians and why cells fail.
 
-    ``check_forward_ad=True`` also compares the forward-mode Jacobian (``jvp`` / forward AD, one
-    input column at a time, as gradcheck) with the numerical one: ``report.forward_blocks``;
-    ``check_backward_ad=False`` then leaves the verdict to forward mode alone, and
-    ``check_batched_forward_grad=True`` adds gradcheck's batched forward-AD test as a named check.
+    Args:
+        fn: a Function class, its ``.apply``, a custom op (``torch.library.custom_op``, or
+            ``torch.ops.ns.name``: then also ``torch.library.opcheck``'s tests), or any callable
+            built on these.
+        inputs: a tensor or a tuple of arguments, as gradcheck takes them; they come back bitwise
+            unchanged.
+        eps, atol, rtol, nondet_tol, check_undefined_grad, check_batched_grad, fast_mode, masked:
+            gradcheck's, with its defaults.
+        raise_exception: raise :class:`GradientMismatch` on a failure (gradcheck's default);
+            False: return the failing report (falsy, as gradcheck returns False).
+        check_grad_dtypes: accepted at gradcheck's default (False) only.
+        check_forward_ad: also compare the forward-mode Jacobian (``jvp`` / forward AD, one input
+            column at a time, as gradcheck) with the numerical one: ``report.forward_blocks``.
+        check_backward_ad: False leaves the verdict to forward mode alone.
+        check_batched_forward_grad: add gradcheck's batched forward-AD test as a named check.
+        jacobian_only: skip gradcheck's other default checks (reentrant, grad_output scaling, ...).
+        all_checks: add double backward.
+        device: move the inputs there first (None: where they are).
+        max_memory_mb: bound on the Jacobians held; larger blocks are searched instead.
+        parameters: ``fn`` an ``nn.Module``: also check the gradients of its parameters, all that
+            require grad (``True``) or those named (``["layer.weight"]``); blocks are then named
+            ``out0 / layer.weight``. Off by default: every parameter element adds a Jacobian
+            column (two more forward calls). The module's own parameters are left untouched
+            (gradviz perturbs copies, passed via ``functional_call``).
+        check_vmap_rule: beyond gradcheck (None: only where the Function declares a vmap rule or
+            the op has ``register_vmap``): run it under ``torch.func.vmap`` and compare each
+            sample with a plain call; a mismatch is the named check ``vmap_rule`` with status
+            "warned", never a change of the verdict.
 
-    ``parameters`` (``fn`` an ``nn.Module``): also check the gradients of its parameters, all that
-    require grad (``True``) or those named (``["layer.weight"]``); blocks are then named
-    ``out0 / layer.weight``. Off by default: every parameter element adds a column to the
-    Jacobian (two more forward calls), and a model's parameters outnumber its inputs by far;
-    ``max_memory_mb`` bounds the added columns as it does the inputs'. The module's own
-    parameters are left untouched (gradviz perturbs copies, passed via ``functional_call``).
+    Returns:
+        The :class:`gradviz.Report` (passing, or failing with ``raise_exception=False``).
 
-    ``check_vmap_rule`` (beyond gradcheck; None: only where the Function declares a vmap rule or the
-    op has ``register_vmap``): run it under ``torch.func.vmap`` and compare each sample with a
-    plain call. A mismatch is the named check ``vmap_rule`` with status "warned"; it never changes
-    the verdict.
+    Raises:
+        GradientMismatch: the check fails and ``raise_exception`` is True (an AssertionError
+            carrying the report as ``exc.report``).
+        UserCodeError: the Function's own code raised; chained to that exception, its traceback
+            the user's frames only.
+        ValueError: what gradcheck refuses too (no input requires grad, an expanded input), or a
+            gradcheck option gradviz does not run.
     """
     __tracebackhide__ = True
     _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes)

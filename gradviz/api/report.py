@@ -23,8 +23,8 @@ from gradviz.schema.strict_json import dumps
 if TYPE_CHECKING:
     import subprocess
 
+    from gradviz.api.sweep import Sweep
     from gradviz.schema.settings import SweepOptions
-    from gradviz.schema.sweep import SweepResult
 
 Key = tuple[int, int]  # (output index, input index) of a Jacobian block
 
@@ -45,7 +45,18 @@ GradientMismatch.__module__ = "gradviz"  # tracebacks show the public name, grad
 
 
 class Report:
-    """gradcheck's verdict on one Function and its inputs, with every cell of both Jacobians."""
+    """gradcheck's verdict on one Function and its inputs, with every cell of both Jacobians.
+
+    ``bool(report)`` is ``report.passed``, so ``assert gradviz.check(f, x, raise_exception=False)``
+    fails where ``assert gradcheck(f, x, raise_exception=False)`` does.
+
+    Args:
+        result: the core's CheckResult (what the CLI prints and the window draws).
+        fn: the Function, its ``apply`` or the callable that was checked; None for a report read
+            back from JSON (then ``reproducer()``, ``sweep()`` and ``show()`` refuse).
+        inputs: detached copies of the arguments as checked; None as for ``fn``.
+        gradcheck_options: the keywords the reproducer's ``gradcheck`` call needs.
+    """
 
     def __init__(
         self,
@@ -63,7 +74,11 @@ class Report:
     # --- the verdict and the numbers ------------------------------------------------------
     @property
     def passed(self) -> bool:
+        """gradcheck's verdict: True exactly when ``torch.autograd.gradcheck`` returns True."""
         return self.result.passed
+
+    def __bool__(self) -> bool:
+        return self.passed
 
     @property
     def function(self) -> str:
@@ -185,10 +200,21 @@ class Report:
         self._need_inputs("reproducer()")
         return reproducer_script(self)
 
-    def sweep(self, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> SweepResult:
+    def sweep(self, block: tuple[int, int] | None = None, options: SweepOptions | None = None) -> Sweep:
         """Why does it fail? The error at a range of eps, the Taylor remainders' slopes and a
-        verdict (backward wrong, eps too small, non-differentiable, ...) with the eps to use; a
-        :class:`gradviz.schema.sweep.SweepResult`. ``block`` picks one (output, input) block."""
+        verdict (backward wrong, eps too small, non-differentiable, ...) with the eps to use.
+
+        Args:
+            block: one (output, input) Jacobian block to sweep; None: every block.
+            options: the steps and columns to sweep (``gradviz.schema.settings.SweepOptions``).
+
+        Returns:
+            A :class:`gradviz.api.sweep.Sweep` (a ``SweepResult``); ``bool(sweep)`` is
+            ``sweep.passed``, whether it finds the backward right.
+
+        Raises:
+            ValueError: a report without its Function and inputs (read back from JSON).
+        """
         from gradviz.api.sweep import sweep_report
 
         self._need_inputs("sweep()")

@@ -13,15 +13,25 @@ from gradviz.api.arguments import as_arguments, owned_copies, prepared_arguments
 from gradviz.api.checked import CheckedReport
 from gradviz.core.callables import as_checkable
 from gradviz.core.sweep import sweep_function
-from gradviz.notebook import sweep_html
+from gradviz.notebook import EPS_VERDICTS, sweep_html
 from gradviz.schema.settings import SweepOptions
-from gradviz.schema.sweep import SweepResult
+from gradviz.schema.sweep import SweepResult, Verdict
 
 
 class Sweep(SweepResult):
     """The schema's SweepResult as ``Report.sweep()`` hands it to a user: the same fields and
-    methods, and in a notebook the card of ``gradviz.notebook.sweep_html`` (the schema itself
-    knows nothing of HTML)."""
+    methods, ``passed`` (and ``bool``), and in a notebook the card of
+    ``gradviz.notebook.sweep_html`` (the schema itself knows nothing of HTML)."""
+
+    @property
+    def passed(self) -> bool:
+        """The sweep finds the backward right (at some eps, or right but limited by the dtype's
+        precision); False for a wrong backward, a kink and an inconclusive sweep, so that
+        ``assert report.sweep()`` never passes on a backward the sweep could not clear."""
+        return self.verdict in (Verdict.BACKWARD_RIGHT, *EPS_VERDICTS)
+
+    def __bool__(self) -> bool:
+        return self.passed
 
     def _repr_html_(self) -> str:
         return sweep_html(self)

@@ -3,6 +3,12 @@
 Torch-free text from a CheckResult, so a test failure, the notebook and the CLI can name the
 same cells in the same words. Cells are ordered worst first; a NaN or infinite error counts as
 the worst of all, as it fails whatever the tolerance.
+
+There is one ranking of cells, ``cell_errors``: |a - n| in float64 from the two Jacobians, ties in
+row-major order (blocks in their order). The compare's worst cell (``BlockComparison.worst``: the
+headline, JSON ``worst_cell``, the window's highlight), ``failing_cells`` and ``worst_cells`` all
+rank by it; the float32 error map is for display only, and would tie cells that differ below
+float32's resolution.
 """
 
 from __future__ import annotations
@@ -36,13 +42,36 @@ class Cell(NamedTuple):
     fails: bool = True  # outside the tolerance (every cell of failing_cells does)
 
 
+def cell_errors(analytic: np.ndarray, numerical: np.ndarray) -> np.ndarray:
+    """|a - n| in float64, the key every ranking of cells sorts by: inf where a, n or a - n is not
+    finite (a NaN, a lone infinity, an overflow), 0 for equal infinities, as the compare counts them.
+
+    Args:
+        analytic: the backward's values at some cells (any shape).
+        numerical: the central differences at the same cells.
+
+    Returns:
+        A float64 array of ``analytic``'s shape.
+    """
+    a, n = np.asarray(analytic, dtype=np.float64), np.asarray(numerical, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.abs(a - n)
+    finite = np.isfinite(e)
+    if not finite.all():
+        e = np.where(finite, e, np.where(a == n, 0.0, np.inf))
+    return np.asarray(e, dtype=np.float64)
+
+
+def cell_error(analytic: float, numerical: float) -> float:
+    """``cell_errors`` of one cell."""
+    return float(cell_errors(np.array([analytic]), np.array([numerical]))[0])
+
+
 def cell(result: CheckResult, block: BlockComparison, row: int, col: int) -> Cell:
     """Cell ``(row, col)`` of ``block`` with its label and gradcheck's allowed error there."""
     out_idx, in_idx = block.cell_index(row, col)
     a, n = float(block.analytic[row, col]), float(block.numerical[row, col])
-    error = (
-        abs(a - n) if np.isfinite(a - n) else float(block.error[row, col])
-    )  # the map is float32: recompute
+    error = cell_error(a, n)
     return Cell(
         block.output,
         block.input,
@@ -72,37 +101,44 @@ def found_cell(result: CheckResult, block: LargeBlock, found: FoundCell) -> Cell
         result.cell_label(block, found.row, found.col),
         found.analytic,
         found.numerical,
-        abs(found.analytic - found.numerical),
+        cell_error(found.analytic, found.numerical),
         float(result.settings.tolerance().bound(found.numerical)),
     )
 
 
 def failing_cells(result: CheckResult, limit: int | None = None) -> list[Cell]:
-    """The failing cells of every block, worst first; at most ``limit`` of them."""
-    found: list[tuple[float, BlockComparison, int, int]] = []
-    for block in result.blocks:
+    """The failing cells of every block, worst first by ``cell_errors``; at most ``limit`` of them."""
+    found: list[tuple[float, int, int, int]] = []  # (-error, block position, row, col): sorts worst first
+    for position, block in enumerate(result.blocks):
         if block.passed:
             continue
-        rows, cols = np.nonzero(block.failing)
-        errors = np.nan_to_num(block.error[rows, cols], nan=np.inf)
-        if limit is not None and len(errors) > limit:  # the worst few of millions without a full sort
-            keep = np.argpartition(-errors, limit - 1)[:limit]
-            rows, cols, errors = rows[keep], cols[keep], errors[keep]
-        found += [(float(e), block, int(r), int(c)) for e, r, c in zip(errors, rows, cols)]
-    found.sort(key=lambda item: -item[0])
+        rows, cols = np.nonzero(block.failing)  # row-major
+        keys = cell_errors(block.analytic[rows, cols], block.numerical[rows, cols])
+        if limit is not None and len(keys) > limit:  # the worst few of millions without a full sort
+            keep = _largest(keys, limit)
+            rows, cols, keys = rows[keep], cols[keep], keys[keep]
+        found += [(-float(e), position, int(r), int(c)) for e, r, c in zip(keys, rows, cols)]
+    found.sort()
     if limit is not None:
         found = found[:limit]
-    return [cell(result, block, r, c) for _, block, r, c in found]
+    return [cell(result, result.blocks[position], r, c) for _, position, r, c in found]
+
+
+def _largest(keys: np.ndarray, limit: int) -> np.ndarray:
+    """Positions of the ``limit`` largest keys, worst first, ties in the order given."""
+    threshold = np.partition(keys, len(keys) - limit)[len(keys) - limit]
+    candidates = np.flatnonzero(keys >= threshold)  # every tie at the threshold, in order
+    return candidates[np.argsort(-keys[candidates], kind="stable")[:limit]]
 
 
 def worst_cells(result: CheckResult, block: BlockComparison | LargeBlock, limit: int = WORST_COPIED) -> list[Cell]:
-    """The cells of ``block`` with the largest |a - n|, failing ones first (the window copies them as a table)."""
+    """The cells of ``block`` worst first by ``cell_errors``, failing ones first (the window copies them as a table)."""
     if isinstance(block, LargeBlock):
-        cells = sorted(block.cells, key=lambda c: -abs(c.analytic - c.numerical))[:limit]
-        return [found_cell(result, block, c) for c in cells]
-    error = np.where(np.isfinite(block.error), block.error, np.inf)
-    # failing cells first, then by error, largest first
-    order = np.lexsort((-error.ravel(), ~block.failing.ravel()))[:limit]
+        keys = cell_errors(np.array([c.analytic for c in block.cells]), np.array([c.numerical for c in block.cells]))
+        return [found_cell(result, block, block.cells[k]) for k in np.argsort(-keys, kind="stable")[:limit]]
+    keys = cell_errors(block.analytic, block.numerical)
+    # failing cells first, then by error, largest first; lexsort is stable, so ties stay row-major
+    order = np.lexsort((-keys.ravel(), ~block.failing.ravel()))[:limit]
     return [cell(result, block, *(int(i) for i in np.unravel_index(int(flat), block.shape))) for flat in order]
 
 
