@@ -19,8 +19,8 @@ import torch
 
 from gradviz.api.arguments import rng_untouched, users_error
 from gradviz.api.check import check
-from gradviz.api.report import Report
-from gradviz.core.audit import GradcheckOp, capture_or_refuse, node_of, notes_of
+from gradviz.api.report import GradientMismatch, Report
+from gradviz.core.audit import GradcheckOp, capture_or_refuse, node_of, notes_of, refuse_unchecked
 from gradviz.core.audit_capture import CapturedCall
 from gradviz.core.callables import callable_name
 from gradviz.schema.atomic_write import write_atomically
@@ -121,6 +121,19 @@ class AuditReport:
         )
 
 
+class ModelGradientMismatch(GradientMismatch):
+    """Some custom node of the model fails its check; the message names every failing node with
+    its worst cells, and ``exc.report`` is the :class:`AuditReport` (the pytest plugin's
+    ``--gradviz-artifacts`` saves it, a reproducer per failing node)."""
+
+    def __init__(self, report: AuditReport) -> None:
+        AssertionError.__init__(self, report.message())
+        self.report = report  # type: ignore[assignment]
+
+
+ModelGradientMismatch.__module__ = "gradviz"
+
+
 def node_folder(index: int, node: AuditNode) -> str:
     """A folder name per node: its place in call order, module, Function and call number."""
     raw = f"{index + 1:03d}_{node.module or 'model'}_{node.function}_call{node.call}"
@@ -144,7 +157,7 @@ def audit(fn: Callable[..., Any], *inputs: Any, **check_options: Any) -> AuditRe
 
     Raises:
         gradviz.UserCodeError: the model's forward raised. gradviz.GradvizError: it called no
-        custom Function or op.
+        custom Function or op, or none of its calls could be checked (no verdict).
     """
     __tracebackhide__ = True
     if "raise_exception" in check_options:
@@ -158,6 +171,7 @@ def audit(fn: Callable[..., Any], *inputs: Any, **check_options: Any) -> AuditRe
         raise users_error(exc) from exc.__cause__ or exc.__context__
     nodes = [_checked(call, check_options) for call in capture.calls]
     result = AuditResult(name, [n.node for n in nodes], notes_of(capture), time.perf_counter() - start)
+    refuse_unchecked(result)
     return AuditReport(result, nodes)
 
 

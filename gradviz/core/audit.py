@@ -27,10 +27,25 @@ from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, UserCodeEr
 from gradviz.schema.settings import DTYPES, CheckSettings
 
 
-class NoCustomNode(GradvizError):
-    """The forward called no custom Function or op: there is nothing of the user's to check."""
+class NothingToAudit(GradvizError):
+    """No custom node of the forward could be checked: the audit has no verdict."""
 
     kind = ErrorKind.NOTHING_TO_CHECK
+
+
+class NoCustomNode(NothingToAudit):
+    """The forward called no custom Function or op: there is nothing of the user's to check."""
+
+
+def refuse_unchecked(result: AuditResult) -> None:
+    """NothingToAudit when the forward's custom calls were all listed but none checked."""
+    if result.checked:
+        return
+    reasons = sorted({n.reason or "" for n in result.nodes})
+    raise NothingToAudit(
+        f"Nothing to audit: none of {result.model}'s {len(result.nodes)} custom node call(s) could be checked "
+        f"({'; '.join(reasons)}). Pass inputs that require grad, or parameters that do, as in training."
+    )
 
 
 class GradcheckOp(CustomOpFunction):
@@ -125,7 +140,9 @@ def audit_callable(
         nodes.append(node)
         if progress is not None:
             progress(k + 1, len(capture.calls))
-    return AuditResult(name, nodes, notes_of(capture), time.perf_counter() - start)
+    result = AuditResult(name, nodes, notes_of(capture), time.perf_counter() - start)
+    refuse_unchecked(result)
+    return result
 
 
 def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings) -> None:

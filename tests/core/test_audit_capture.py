@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from gradviz.core.audit import NoCustomNode, audit_callable, capture_or_refuse
+from gradviz.core.audit import NoCustomNode, NothingToAudit, audit_callable, capture_or_refuse
 from gradviz.core.audit_capture import capture_calls
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import CheckSettings
@@ -134,7 +134,18 @@ def test_no_custom_node_is_one_clear_error():
 
 
 def test_op_called_on_constants_is_listed_not_checked():
-    a, b = torch.randn(2, 3, dtype=torch.float64), torch.randn(3, 2, dtype=torch.float64)
-    result = audit_callable(lambda p, q: audit_models.matmul(p, q), (a, b), CheckSettings(), name="consts")
-    assert [(n.function, n.status) for n in result.nodes] == [("gvaudit::matmul", "not checked")]
+    a = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, 2, dtype=torch.float64)
+
+    def fn(p, q):
+        return audit_models.LeakyCapFn.apply(audit_models.matmul(q.T, q) + audit_models.matmul(p, q).sum())
+
+    result = audit_callable(fn, (a, b), CheckSettings(), name="consts")
+    assert [(n.function, n.status) for n in result.nodes] == [
+        ("gvaudit::matmul", "not checked"),
+        ("gvaudit::matmul", "passed"),
+        ("LeakyCapFn", "passed"),
+    ]
     assert "required grad" in result.nodes[0].reason
+    with pytest.raises(NothingToAudit, match="none of consts's 1 custom node"):
+        audit_callable(audit_models.matmul, (a.detach(), b), CheckSettings(), name="consts")
