@@ -13,7 +13,7 @@ import argparse
 
 from gradviz.cli_contract import ExitCode, json_document
 from gradviz.cli_gradcheck import add_gradcheck_flags, gradcheck_flags
-from gradviz.cli_output import write_stdout
+from gradviz.cli_output import print_error, write_stdout
 from gradviz.cli_request import run_in_worker
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings
 
@@ -53,6 +53,13 @@ def add_audit_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentP
     audit.add_argument("--jacobian-only", action="store_true", help="compare the Jacobians only (skip gradcheck's other checks)")
     audit.add_argument("--all-checks", action="store_true", help="also check double backward (gradgradcheck)")
     audit.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
+    audit.add_argument(
+        "--max-checks",
+        type=int,
+        metavar="N",
+        help="check at most N distinct calls (default: every one); a call with exactly the inputs of an earlier "
+        "call of the same node shares its check",
+    )
     add_gradcheck_flags(audit)
     audit.add_argument("--json", action="store_true", help="one JSON document per node, then a summary, one a line")
     audit.add_argument(
@@ -81,7 +88,10 @@ def run_audit(args: argparse.Namespace) -> int:
         )
 
     args.function = None  # the target names the model
-    reply = run_in_worker("audit", args, settings, {})
+    if args.max_checks is not None and args.max_checks < 1:
+        print_error("settings", f"--max-checks must be at least 1, not {args.max_checks}.", "", args.json, None)
+        return ExitCode.ERROR
+    reply = run_in_worker("audit", args, settings, {"max_checks": args.max_checks})
     if reply is None:
         return ExitCode.ERROR
     found = reply.result

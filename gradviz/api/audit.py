@@ -20,7 +20,16 @@ import torch
 from gradviz.api.arguments import rng_untouched, users_error
 from gradviz.api.check import check
 from gradviz.api.report import GradientMismatch, Report
-from gradviz.core.audit import GradcheckOp, capture_or_refuse, node_of, notes_of, refuse_unchecked
+from gradviz.core.audit import (
+    GradcheckOp,
+    beyond_limit,
+    capture_or_refuse,
+    node_of,
+    notes_of,
+    plan_checks,
+    refuse_unchecked,
+    share,
+)
 from gradviz.core.audit_capture import CapturedCall
 from gradviz.core.callables import callable_name
 from gradviz.schema.atomic_write import write_atomically
@@ -140,13 +149,15 @@ def node_folder(index: int, node: AuditNode) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in raw)
 
 
-def audit(fn: Callable[..., Any], *inputs: Any, **check_options: Any) -> AuditReport:
+def audit(fn: Callable[..., Any], *inputs: Any, max_checks: int | None = None, **check_options: Any) -> AuditReport:
     """Check every custom node of one forward of ``fn(*inputs)`` at the inputs it really sees.
 
     Args:
         fn: the model (an ``nn.Module``) or any callable built on custom Functions and ops.
         *inputs: its arguments, as the model takes them; they and the model's parameters,
             buffers, train/eval flags and random generators come back unchanged.
+        max_checks: check at most this many distinct calls (None: every one); a call with
+            exactly the inputs of an earlier call of the same node shares its check.
         **check_options: ``gradviz.check``'s keywords (eps, atol, rtol, fast_mode, ...) but
             ``raise_exception``, applied to each node.
 
@@ -169,8 +180,23 @@ def audit(fn: Callable[..., Any], *inputs: Any, **check_options: Any) -> AuditRe
             capture = capture_or_refuse(fn, inputs, name)
     except UserCodeError as exc:
         raise users_error(exc) from exc.__cause__ or exc.__context__
-    nodes = [_checked(call, check_options) for call in capture.calls]
-    result = AuditResult(name, [n.node for n in nodes], notes_of(capture), time.perf_counter() - start)
+    if max_checks is not None and (type(max_checks) is not int or max_checks < 1):
+        raise ValueError(f"max_checks must be a positive integer or None, not {max_checks!r}.")
+    plan = plan_checks(capture.calls, max_checks)
+    nodes: list[NodeReport] = []
+    for k, call in enumerate(capture.calls):
+        earlier = plan[k]
+        if earlier == k:
+            nodes.append(_checked(call, check_options))
+        elif earlier is not None:
+            node = node_of(call)
+            share(node, nodes[earlier].node, earlier)
+            nodes.append(NodeReport(node, nodes[earlier].report))
+        else:
+            node = node_of(call)
+            node.reason = node.reason or (beyond_limit(max_checks) if max_checks is not None else None)
+            nodes.append(NodeReport(node, None))
+    result = AuditResult(name, [n.node for n in nodes], notes_of(capture, plan), time.perf_counter() - start)
     refuse_unchecked(result)
     return AuditReport(result, nodes)
 

@@ -10,6 +10,7 @@ others passed as the constants they were. A custom op is checked as gradcheck ch
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -74,8 +75,8 @@ def why_not_checked(call: CapturedCall) -> str | None:
         return None
     if not call.grad_enabled:
         return (
-            "autograd was not recording at this call (inside another custom Function's forward, or under "
-            "torch.no_grad()): its backward never runs here"
+            "autograd was not recording at this call (inside another custom Function's forward or custom op, "
+            "or under torch.no_grad()): its backward never runs here"
         )
     return "none of its tensor arguments required grad at this call: autograd never runs its backward here"
 
@@ -98,8 +99,55 @@ def capture_or_refuse(fn: Callable[..., Any], args: tuple[Any, ...], name: str) 
     return capture
 
 
-def notes_of(capture: Capture) -> list[str]:
-    return [BUILTIN_NOTE]
+def notes_of(capture: Capture, plan: list[int | None]) -> list[str]:
+    """What the audit did not check, said once."""
+    distinct = sum(1 for k, p in enumerate(plan) if p == k)
+    repeats = sum(1 for k, p in enumerate(plan) if p is not None and p != k)
+    notes = [BUILTIN_NOTE]
+    if repeats:
+        notes.append(
+            f"{repeats} call(s) had exactly the inputs of an earlier call of the same node: each shares that "
+            f"call's check ({distinct} distinct call(s) checked)."
+        )
+    return notes
+
+
+def plan_checks(calls: list[CapturedCall], max_checks: int | None = None) -> list[int | None]:
+    """For each call, the index of the call whose check it gets: its own, an earlier one with
+    exactly the same inputs (bitwise), or None (not checked: no tensor differentiated, or past
+    ``max_checks`` distinct checks)."""
+    seen: dict[tuple[Any, ...], int] = {}
+    plan: list[int | None] = []
+    for k, call in enumerate(calls):
+        if why_not_checked(call) is not None:
+            plan.append(None)
+            continue
+        key = _fingerprint(call)
+        if key in seen:
+            plan.append(seen[key])
+        elif max_checks is not None and len(seen) >= max_checks:
+            plan.append(None)
+        else:
+            seen[key] = k
+            plan.append(k)
+    return plan
+
+
+def beyond_limit(max_checks: int) -> str:
+    return f"past the limit of {max_checks} distinct call(s) checked (max_checks)"
+
+
+def _fingerprint(call: CapturedCall) -> tuple[Any, ...]:
+    """The node and its arguments, tensors by their bytes: equal for calls a check cannot tell apart."""
+    parts: list[Any] = [call.target]
+    for a in call.args:
+        if isinstance(a, torch.Tensor):
+            data = a.detach().reshape(-1).contiguous().cpu()
+            digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest() if data.numel() else ""
+            parts.append((tuple(a.shape), a.stride(), str(a.dtype), str(a.device), a.requires_grad, digest))
+        else:
+            parts.append(repr(a))
+    return tuple(parts)
 
 
 def audit_callable(
@@ -108,6 +156,7 @@ def audit_callable(
     settings: CheckSettings,
     *,
     name: str,
+    max_checks: int | None = None,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
 ) -> AuditResult:
@@ -119,6 +168,8 @@ def audit_callable(
         settings: the check's settings (tolerances, gradcheck's modes); each call is checked on
             the device and in the dtype it was made in.
         name: what the user calls the model.
+        max_checks: check at most this many distinct calls (None: all); a call with exactly
+            the inputs of an earlier one shares its check.
         progress: called with (nodes done, nodes) after each node.
         cancel: True to stop between nodes.
 
@@ -130,19 +181,29 @@ def audit_callable(
     """
     start = time.perf_counter()
     capture = capture_or_refuse(fn, args, name)
-    nodes = []
+    plan = plan_checks(capture.calls, max_checks)
+    nodes: list[AuditNode] = []
     for k, call in enumerate(capture.calls):
         if cancel is not None and cancel():
             raise Cancelled("The audit was cancelled.")
         node = node_of(call)
-        if node.reason is None:
+        if plan[k] == k:
             check_node(node, call, settings)
+        elif plan[k] is not None:
+            share(node, nodes[plan[k]], plan[k])
+        elif node.reason is None and max_checks is not None:
+            node.reason = beyond_limit(max_checks)
         nodes.append(node)
         if progress is not None:
             progress(k + 1, len(capture.calls))
-    result = AuditResult(name, nodes, notes_of(capture), time.perf_counter() - start)
+    result = AuditResult(name, nodes, notes_of(capture, plan), time.perf_counter() - start)
     refuse_unchecked(result)
     return result
+
+
+def share(node: AuditNode, earlier: AuditNode, index: int) -> None:
+    """``node`` had exactly ``earlier``'s inputs: the same check, said so."""
+    node.result, node.error, node.reason, node.same_as = earlier.result, earlier.error, earlier.reason, index + 1
 
 
 def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings) -> None:

@@ -39,7 +39,7 @@ class CapturedCall:
     module: str  # dotted path of the innermost nn.Module whose forward made the call ("" at the top)
     call: int  # 1-based, among the calls of the same Function or op
     args: tuple[Any, ...]  # copies; tensors require grad where autograd differentiated them
-    grad_enabled: bool  # autograd was recording at the call (False inside another Function's forward)
+    grad_enabled: bool  # autograd was recording at the call (not inside another Function's forward or op)
     calls: int = 0  # how many calls of the same Function or op the forward made (set at the end)
     unbound: str | None = None  # why the keyword arguments could not be made positional
 
@@ -74,9 +74,10 @@ def capture_calls(fn: Callable[..., Any], args: tuple[Any, ...]) -> Capture:
     paths = _module_paths(fn)
     stack: list[str] = []
     counts: dict[Any, int] = {}
+    inside_op = [0]  # inside a custom op's own code: below autograd, which differentiates the op alone
 
     def record(target: Any, name: str, call_args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> None:
-        grad = torch.is_grad_enabled()
+        grad = torch.is_grad_enabled() and not inside_op[0]
         key = target
         counts[key] = counts.get(key, 0) + 1
         positional, unbound = _positional(call_args, kwargs, params)
@@ -84,7 +85,7 @@ def capture_calls(fn: Callable[..., Any], args: tuple[Any, ...]) -> Capture:
             CapturedCall(target, name, stack[-1] if stack else "", counts[key], _own(positional, grad), grad, unbound=unbound)
         )
 
-    with _state_restored(fn, args), _module_stack(paths, stack), _functions_recorded(record, capture), _ops_recorded(record):
+    with _state_restored(fn, args), _module_stack(paths, stack), _functions_recorded(record, capture), _ops_recorded(record, inside_op):
         try:
             fn(*args)
         except (Exception, SystemExit) as exc:
@@ -159,9 +160,9 @@ def _functions_recorded(record: Callable[..., None], capture: Capture) -> Iterat
 class _OpRecorder(TorchFunctionMode):
     """Sees every call of an operator overload; records those of the user's custom ops."""
 
-    def __init__(self, record: Callable[..., None]) -> None:
+    def __init__(self, record: Callable[..., None], inside: list[int]) -> None:
         super().__init__()
-        self.record = record
+        self.record, self.inside = record, inside
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
@@ -170,12 +171,17 @@ class _OpRecorder(TorchFunctionMode):
         if isinstance(func, torch._ops.OpOverload) and func.namespace not in BUILTIN_NAMESPACES:
             target = op_definition(func) or func
             self.record(target, op_name(target), args, kwargs, [a.name for a in func._schema.arguments])
+            self.inside[0] += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.inside[0] -= 1
         return func(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def _ops_recorded(record: Callable[..., None]) -> Iterator[None]:
-    with _OpRecorder(record):
+def _ops_recorded(record: Callable[..., None], inside: list[int]) -> Iterator[None]:
+    with _OpRecorder(record, inside):
         yield
 
 

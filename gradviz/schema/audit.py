@@ -33,6 +33,7 @@ class AuditNode:
     reason: str | None = None  # why not checked, or the error its check raised
     error: bool = False  # the check raised in the node's own code (a failure, as for gradcheck)
     shapes: list[list[int] | None] = field(default_factory=list)  # of its arguments (None: not a tensor)
+    same_as: int | None = None  # 1-based place of an earlier node with exactly these inputs, whose check it shares
 
     @property
     def status(self) -> str:
@@ -75,6 +76,7 @@ class AuditNode:
                 "passed": self.status == PASSED,
                 "reason": self.reason,
                 "shapes": self.shapes,
+                "same_as": self.same_as,
             },
             "report": result_to_dict(self.result) if self.result is not None else None,
         }
@@ -118,12 +120,13 @@ class AuditResult:
         }
 
     def verdict_line(self) -> str:
-        checked = len(self.checked)
+        """The verdict, and how many calls it does not cover (a pass says nothing of those)."""
+        checked, unchecked = len(self.checked), len(self.nodes) - len(self.checked)
+        rest = f" ({unchecked} call(s) not checked: see each one's reason)" if unchecked else ""
         if self.passed:
-            return f"PASSED: {self.model}, all {checked} checked custom node call(s) match finite differences"
-        return f"FAILED: {self.model}, {len(self.failing)} of {checked} checked custom node call(s): " + "; ".join(
-            n.title for n in self.failing
-        )
+            return f"PASSED: {self.model}, all {checked} checked custom node call(s) match finite differences{rest}"
+        failing = "; ".join(n.title for n in self.failing)
+        return f"FAILED: {self.model}, {len(self.failing)} of {checked} checked custom node call(s): {failing}{rest}"
 
     def message(self) -> str:
         """The failure message: every failing node with its worst cells, then the verdict."""
@@ -139,7 +142,7 @@ def format_audit_table(audit: AuditResult) -> str:
     lines = [f"{'node':<{width}}  {'status':<11}  detail"]
     for n in order:
         if n.result is not None:
-            detail = verdict_line(n.result)
+            detail = verdict_line(n.result) + (f" (the check of node {n.same_as}: the same inputs)" if n.same_as else "")
         else:
             detail = n.reason or ""
         lines.append(f"{n.title:<{width}}  {n.status:<11}  {detail}")

@@ -236,7 +236,10 @@ def handle_audit(request: dict[str, Any], send: Send) -> dict[str, Any]:
         inputs_path=request.get("inputs_path"),
         settings=settings,
     )
-    audit = audit_callable(built.model, built.inputs, settings, name=built.name, progress=_progress(request, send))
+    max_checks = request.get("max_checks")
+    audit = audit_callable(
+        built.model, built.inputs, settings, name=built.name, max_checks=max_checks, progress=_progress(request, send)
+    )
     return {
         **audit.summary_dict(),
         "nodes": [node.to_dict() for node in audit.nodes],

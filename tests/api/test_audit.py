@@ -98,3 +98,47 @@ def test_op_node_reproducer_runs_gradcheck_on_the_op_alone():
     op = next(n for n in report.nodes if n.function == "gvaudit::matmul")
     script = op.reproducer()
     assert "import matmul" in script and "opcheck" not in script
+
+
+def test_repeated_calls_share_one_check_and_max_checks_limits_the_distinct_ones():
+    torch.manual_seed(0)
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    report = gradviz.audit(lambda t: [audit_models.BadLeakyCapFn.apply(t) for _ in range(500)], x * 2)
+    assert len(report.nodes) == 500 and report.nodes[-1].call == 500 and report.nodes[-1].calls == 500
+    assert all(n.report is report.nodes[0].report for n in report.nodes)
+    assert [n.node.same_as for n in report.nodes[1:]] == [1] * 499
+    assert "499 call(s) had exactly the inputs of an earlier call" in " ".join(report.result.notes)
+    at = ((x * 2).detach().requires_grad_(),)
+    assert report.passed == torch.autograd.gradcheck(audit_models.BadLeakyCapFn.apply, at, raise_exception=False)
+
+    def scaled(t):
+        return [audit_models.BadLeakyCapFn.apply(t * (k + 1)) for k in range(6)]
+
+    full = gradviz.audit(scaled, x)
+    oracle = [c.gradcheck() for c in _recorded_scaled(scaled, x)]
+    assert [n.passed for n in full.nodes] == oracle and oracle[0] and not all(oracle)  # x * 6 is past the cap
+    limited = gradviz.audit(scaled, x, max_checks=2)
+    assert [n.passed for n in limited.nodes[:2]] == oracle[:2]
+    assert [n.status for n in limited.nodes[2:]] == ["not checked"] * 4
+    assert "past the limit of 2 distinct call(s)" in limited.nodes[2].reason
+
+
+def _recorded_scaled(fn, x):
+    calls = []
+    apply = audit_models.BadLeakyCapFn.apply
+    with pytest.MonkeyPatch.context() as patch:
+        def recording(t):
+            calls.append(t.detach().clone().requires_grad_(t.requires_grad))
+            return apply(t)
+
+        patch.setattr(audit_models.BadLeakyCapFn, "apply", recording)
+        fn(x)
+    return [_Call(apply, (c,)) for c in calls]
+
+
+class _Call:
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def gradcheck(self):
+        return torch.autograd.gradcheck(self.fn, self.args, raise_exception=False)

@@ -137,3 +137,15 @@ def test_no_verdict_is_one_clear_line_and_exit_2(tmp_path, name, expected):
     as_json = gradviz("audit", f"{tmp_path / 'models.py'}:{name}", "--json", cwd=work)
     assert as_json.returncode == 2
     check_document("error", json.loads(as_json.stdout))
+
+
+def test_max_checks_limits_the_calls_checked():
+    out = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1", "--json")
+    assert out.returncode == 0, out.stderr  # the wrong second call is past the limit: not checked
+    *nodes, summary = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [d["node"]["status"] for d in nodes] == ["passed", "not checked"]
+    assert summary["audit"]["checked"] == 1 and summary["audit"]["not_checked"] == ["rest → BadRMSNormFn, call 2 of 2"]
+    refused = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "0")
+    assert refused.returncode == 2 and "--max-checks must be at least 1" in refused.stderr
+    table = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1")
+    assert "all 1 checked custom node call(s) match finite differences (1 call(s) not checked" in table.stdout

@@ -149,3 +149,23 @@ def test_op_called_on_constants_is_listed_not_checked():
     assert "required grad" in result.nodes[0].reason
     with pytest.raises(NothingToAudit, match="none of consts's 1 custom node"):
         audit_callable(audit_models.matmul, (a.detach(), b), CheckSettings(), name="consts")
+
+
+@torch.library.custom_op("gvaudit::capped", mutates_args=())
+def capped(x: torch.Tensor) -> torch.Tensor:
+    """An op whose own code calls a Function: autograd differentiates the op, never that call."""
+    return audit_models.LeakyCapFn.apply(x).clone()
+
+
+capped.register_autograd(
+    lambda ctx, g: g * torch.where(ctx.saved_tensors[0].abs() <= audit_models.CAP, 1.0, audit_models.LEAK),
+    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
+)
+
+
+def test_function_called_inside_a_custom_op_is_not_differentiated_there():
+    x = torch.randn(4, dtype=torch.float64, requires_grad=True) * 4
+    result = audit_callable(capped, (x,), CheckSettings(), name="capped")
+    assert [(n.function, n.status) for n in result.nodes] == [("gvaudit::capped", "passed"), ("LeakyCapFn", "not checked")]
+    assert "custom op" in result.nodes[1].reason
+    assert torch.autograd.gradcheck(capped, (x.detach().requires_grad_(),), raise_exception=False)
