@@ -55,6 +55,27 @@ def test_row_bug_fails_only_the_second_call_with_more_rows():
     assert all(c.label.split(" / ")[1].startswith("weight") for c in failing.failing_cells)
 
 
+def test_conv_net_with_the_fused_conv_bn_function_twice():
+    torch.manual_seed(2)
+    x = audit_models.image()
+    report = _assert_matches_oracle(audit_models.conv_net(), x)
+    assert report.passed
+    assert [(n.module, n.function, n.call) for n in report.nodes] == [
+        ("conv1", "FusedConvBN2DFunction", 1),
+        ("act", "SoftplusFn", 1),
+        ("conv2", "FusedConvBN2DFunction", 2),
+    ]
+
+
+def test_negative_branch_bug_hides_at_rand_and_shows_after_batch_norm():
+    torch.manual_seed(0)
+    positive = torch.rand(4, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(audit_models.BadSoftplusFn.apply, (positive,), raise_exception=False)
+    torch.manual_seed(2)
+    report = _assert_matches_oracle(audit_models.conv_net(audit_models.BadSoftplusFn), audit_models.image())
+    assert [n.module for n in report.failing] == ["act"]
+
+
 def test_options_reach_every_node_as_gradcheck_options():
     _assert_matches_oracle(audit_models.capped_twin(), _x(), atol=1.0, rtol=0.0)  # 0.9 errors within atol=1
     _assert_matches_oracle(audit_models.capped_twin(), _x(), fast_mode=True)
@@ -142,3 +163,11 @@ class _Call:
 
     def gradcheck(self):
         return torch.autograd.gradcheck(self.fn, self.args, raise_exception=False)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_audit_on_cuda_matches_gradcheck():
+    model = audit_models.capped_twin().cuda()
+    report = _assert_matches_oracle(model, _x().cuda())
+    assert [n.module for n in report.failing] == ["head.act"]
+    assert all(n.report.result.device.startswith("cuda") for n in report.nodes)

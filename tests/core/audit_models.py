@@ -17,6 +17,8 @@ import math
 import torch
 from torch import nn
 
+from resources.functions.fused_conv_bn import FusedConvBN, FusedConvBN2DFunction
+
 CAP = 3.0  # LeakyCap's slope is 1 inside [-CAP, CAP] and LEAK beyond
 LEAK = 0.1
 WIDTH, SEQ = 8, 4
@@ -43,6 +45,29 @@ class BadLeakyCapFn(LeakyCapFn):
     @staticmethod
     def backward(ctx, grad):
         return grad.clone()
+
+
+class SoftplusFn(torch.autograd.Function):
+    """log(1 + exp(x))."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.nn.functional.softplus(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.sigmoid(x)
+
+
+class BadSoftplusFn(SoftplusFn):
+    """sigmoid(|x|) for sigmoid(x): right for x >= 0 (where a test with torch.rand looks), wrong below."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.sigmoid(x.abs())
 
 
 class RMSNormFn(torch.autograd.Function):
@@ -216,6 +241,26 @@ class TwoNorms(nn.Module):
 
     def forward(self, x):
         return torch.cat([self.first(x[..., :1, :]), self.rest(x)], dim=-2)
+
+
+class ConvNet(nn.Module):
+    """Two fused conv + batch-norm layers (gradviz's own conv-BN example) with an activation between."""
+
+    def __init__(self, act: type[torch.autograd.Function] = SoftplusFn) -> None:
+        super().__init__()
+        self.conv1, self.act, self.conv2 = FusedConvBN(2, 3, 3), Activation(act), FusedConvBN(3, 2, 2)
+
+    def forward(self, x):
+        return self.conv2(self.act(self.conv1(x)))
+
+
+def conv_net(act: type[torch.autograd.Function] = SoftplusFn) -> ConvNet:
+    torch.manual_seed(0)
+    return ConvNet(act).double()
+
+
+def image() -> torch.Tensor:
+    return torch.randn(1, 2, 5, 5, dtype=torch.float64)
 
 
 def example_inputs(device, dtype):

@@ -18,6 +18,9 @@ FUNCTIONS = [
     audit_models.RMSNormFn,
     audit_models.BadRMSNormFn,
     audit_models.AttentionFn,
+    audit_models.SoftplusFn,
+    audit_models.BadSoftplusFn,
+    audit_models.FusedConvBN2DFunction,
 ]
 
 
