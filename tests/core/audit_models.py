@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from resources.functions.fused_conv_bn import FusedConvBN, FusedConvBN2DFunction
+from resources.functions.fused_conv_bn import FusedConvBN
 
 CAP = 3.0  # LeakyCap's slope is 1 inside [-CAP, CAP] and LEAK beyond
 LEAK = 0.1

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from resources.functions.fused_conv_bn import FusedConvBN2DFunction
 from tests.core import audit_models
 
 FUNCTIONS = [
@@ -20,7 +21,7 @@ FUNCTIONS = [
     audit_models.AttentionFn,
     audit_models.SoftplusFn,
     audit_models.BadSoftplusFn,
-    audit_models.FusedConvBN2DFunction,
+    FusedConvBN2DFunction,
 ]
 
 
