@@ -196,7 +196,7 @@ def audit(fn: Callable[..., Any], *inputs: Any, max_checks: int | None = None, *
             node = node_of(call)
             node.reason = node.reason or (beyond_limit(max_checks) if max_checks is not None else None)
             nodes.append(NodeReport(node, None))
-    result = AuditResult(name, [n.node for n in nodes], notes_of(capture, plan), time.perf_counter() - start)
+    result = AuditResult(name, [n.node for n in nodes], notes_of(plan), time.perf_counter() - start)
     refuse_unchecked(result)
     return AuditReport(result, nodes)
 

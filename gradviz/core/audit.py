@@ -99,7 +99,7 @@ def capture_or_refuse(fn: Callable[..., Any], args: tuple[Any, ...], name: str) 
     return capture
 
 
-def notes_of(capture: Capture, plan: list[int | None]) -> list[str]:
+def notes_of(plan: list[int | None]) -> list[str]:
     """What the audit did not check, said once."""
     distinct = sum(1 for k, p in enumerate(plan) if p == k)
     repeats = sum(1 for k, p in enumerate(plan) if p is not None and p != k)
@@ -138,16 +138,26 @@ def beyond_limit(max_checks: int) -> str:
 
 
 def _fingerprint(call: CapturedCall) -> tuple[Any, ...]:
-    """The node and its arguments, tensors by their bytes: equal for calls a check cannot tell apart."""
-    parts: list[Any] = [call.target]
-    for a in call.args:
-        if isinstance(a, torch.Tensor):
-            data = a.detach().reshape(-1).contiguous().cpu()
-            digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest() if data.numel() else ""
-            parts.append((tuple(a.shape), a.stride(), str(a.dtype), str(a.device), a.requires_grad, digest))
-        else:
-            parts.append(repr(a))
-    return tuple(parts)
+    """The node and its arguments, tensors by their bytes: equal only for calls a check cannot
+    tell apart (an object gradviz cannot see into counts by its identity, never by its repr)."""
+    return (call.target, *(_key(a) for a in call.args))
+
+
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.dtype, torch.device)
+
+
+def _key(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.layout == torch.strided and not (value.is_meta or value.is_quantized):
+        data = value.detach().reshape(-1).contiguous().cpu()
+        digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest() if data.numel() else ""
+        return ("tensor", tuple(value.shape), value.stride(), str(value.dtype), str(value.device), value.requires_grad, digest)
+    if isinstance(value, list | tuple):
+        return (type(value).__qualname__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((_key(k), _key(v)) for k, v in value.items()))
+    if type(value) in _PLAIN:
+        return (type(value).__qualname__, repr(value))
+    return ("object", id(value))
 
 
 def audit_callable(
@@ -196,7 +206,7 @@ def audit_callable(
         nodes.append(node)
         if progress is not None:
             progress(k + 1, len(capture.calls))
-    result = AuditResult(name, nodes, notes_of(capture, plan), time.perf_counter() - start)
+    result = AuditResult(name, nodes, notes_of(plan), time.perf_counter() - start)
     refuse_unchecked(result)
     return result
 

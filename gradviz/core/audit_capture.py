@@ -211,7 +211,8 @@ def _own(args: tuple[Any, ...], grad_enabled: bool) -> tuple[Any, ...]:
 
     def own(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            copy = value.detach().clone(memory_format=torch.preserve_format)
+            strided = value.layout == torch.strided  # a sparse tensor has no memory format to keep
+            copy = value.detach().clone(memory_format=torch.preserve_format) if strided else value.detach().clone()
             return copy.requires_grad_(value.requires_grad and grad_enabled and copy.is_floating_point())
         if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
             return type(value)(own(v) for v in value)

@@ -169,3 +169,28 @@ def test_function_called_inside_a_custom_op_is_not_differentiated_there():
     assert [(n.function, n.status) for n in result.nodes] == [("gvaudit::capped", "passed"), ("LeakyCapFn", "not checked")]
     assert "custom op" in result.nodes[1].reason
     assert torch.autograd.gradcheck(capped, (x.detach().requires_grad_(),), raise_exception=False)
+
+
+class SparseMixFn(torch.autograd.Function):
+    """adjacency @ x with a fixed sparse adjacency (a graph layer's aggregation)."""
+
+    @staticmethod
+    def forward(ctx, adjacency, x):
+        ctx.save_for_backward(adjacency)
+        return torch.sparse.mm(adjacency, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (adjacency,) = ctx.saved_tensors
+        return None, torch.sparse.mm(adjacency.t(), grad)
+
+
+def test_sparse_constant_argument_is_passed_as_it_was():
+    adjacency = (torch.rand(4, 4, dtype=torch.float64) > 0.5).double().to_sparse()
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    fn = lambda a, t: [SparseMixFn.apply(a, t), SparseMixFn.apply(a, t)]  # noqa: E731
+    result = audit_callable(fn, (adjacency, x), CheckSettings(), name="mix")
+    assert [n.status for n in result.nodes] == ["passed", "passed"]
+    copy = capture_calls(fn, (adjacency, x)).calls[0].args[0]
+    assert copy.layout == torch.sparse_coo and torch.equal(copy.to_dense(), adjacency.to_dense())
+    assert torch.autograd.gradcheck(SparseMixFn.apply, (adjacency, x.detach().requires_grad_()), raise_exception=False)
