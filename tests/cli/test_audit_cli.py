@@ -149,3 +149,16 @@ def test_max_checks_limits_the_calls_checked():
     assert refused.returncode == 2 and "--max-checks must be at least 1" in refused.stderr
     table = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1")
     assert "all 1 checked custom node call(s) match finite differences (1 call(s) not checked" in table.stdout
+
+
+def test_inputs_file_replaces_example_inputs(tmp_path):
+    torch.manual_seed(5)
+    x = torch.randn(1, 3, audit_models.WIDTH, dtype=torch.float64)  # three rows, not example_inputs' four
+    torch.save((x,), tmp_path / "inputs.pt")
+    out = gradviz("audit", f"{MODELS}:TwoNorms", "--inputs", str(tmp_path / "inputs.pt"), "--json")
+    assert out.returncode == 1, out.stderr
+    *nodes, _ = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [d["node"]["shapes"][0] for d in nodes] == [[1, 1, 8], [1, 3, 8]]
+    torch.manual_seed(SEED)
+    oracle = [c.gradcheck() for c in record_calls(audit_models.TwoNorms(), x) if c.differentiated]
+    assert [d["node"]["passed"] for d in nodes] == oracle == [True, False]
