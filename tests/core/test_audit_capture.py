@@ -185,6 +185,7 @@ class SparseMixFn(torch.autograd.Function):
         return None, torch.sparse.mm(adjacency.t(), grad)
 
 
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks:UserWarning")  # torch's own, from gradcheck
 def test_sparse_constant_argument_is_passed_as_it_was():
     adjacency = (torch.rand(4, 4, dtype=torch.float64) > 0.5).double().to_sparse()
     x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
