@@ -196,11 +196,11 @@ def audit_callable(
     for k, call in enumerate(capture.calls):
         if cancel is not None and cancel():
             raise Cancelled("The audit was cancelled.")
-        node = node_of(call)
-        if plan[k] == k:
+        node, earlier = node_of(call), plan[k]
+        if earlier == k:
             check_node(node, call, settings)
-        elif plan[k] is not None:
-            share(node, nodes[plan[k]], plan[k])
+        elif earlier is not None:
+            share(node, nodes[earlier], earlier)
         elif node.reason is None and max_checks is not None:
             node.reason = beyond_limit(max_checks)
         nodes.append(node)

@@ -187,7 +187,7 @@ def _ops_recorded(record: Callable[..., None], inside: list[int]) -> Iterator[No
 
 def _forward_parameters(cls: type) -> list[str]:
     """The names ``apply``'s positional arguments bind to (forward's, without ctx when it takes one)."""
-    return [p.name for p in forward_parameters(cls)]  # type: ignore[arg-type]
+    return [p.name for p in forward_parameters(cls)]
 
 
 def _positional(args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> tuple[tuple[Any, ...], str | None]:
