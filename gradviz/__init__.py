@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # never executed: the same names, for mypy, pyright and editors
+    from gradviz.api.audit import AuditReport, audit
     from gradviz.api.check import check
     from gradviz.api.report import GradientMismatch, Report
     from gradviz.api.window import show
@@ -22,14 +23,16 @@ if TYPE_CHECKING:  # never executed: the same names, for mypy, pyright and edito
 
 from gradviz._version import __version__ as __version__
 
-__all__ = ["GradientMismatch", "GradvizError", "Report", "UserCodeError", "check", "show"]
+__all__ = ["AuditReport", "GradientMismatch", "GradvizError", "Report", "UserCodeError", "audit", "check", "show"]
 
 # each lazy export and the module it comes from (keep in step with the TYPE_CHECKING imports above)
 _LAZY = {
+    "AuditReport": "gradviz.api.audit",
     "GradientMismatch": "gradviz.api.report",
     "GradvizError": "gradviz.schema.errors",
     "Report": "gradviz.api.report",
     "UserCodeError": "gradviz.schema.errors",
+    "audit": "gradviz.api.audit",
     "check": "gradviz.api.check",
     "show": "gradviz.api.window",
 }

@@ -20,6 +20,7 @@ import argparse
 import sys
 
 from gradviz._version import __version__
+from gradviz.cli_audit import add_audit_parser, run_audit
 from gradviz.cli_commands import run_check, run_graph, run_list, run_sweep
 from gradviz.cli_contract import add_exit_codes, misplaced_options
 from gradviz.cli_gradcheck import add_gradcheck_flags
@@ -33,7 +34,7 @@ __all__ = ["build_parser", "code_request", "main"]
 DEFAULTS = CheckSettings()
 SWEEP_DEFAULTS = SweepOptions()
 
-COMMANDS = ("check", "sweep", "memory", "graph", "list", "app")
+COMMANDS = ("check", "sweep", "memory", "graph", "audit", "list", "app")
 DOCUMENTS = (".py", ".gradviz")  # `gradviz FILE.py` and `gradviz SESSION.gradviz` open them in the window
 TARGET_HELP = (
     "a .py file (FILE.py:Name picks a Function or a function calling one), a module target "
@@ -159,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, metavar="SECONDS", help="stop the Function's code after this long (default: no limit)"
     )
 
+    add_audit_parser(commands)
+
     commands.add_parser("list", help="list the built-in example Functions")
     app = commands.add_parser("app", help="start the desktop app (the default)")
     app.add_argument("app_args", nargs=argparse.REMAINDER)
@@ -209,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_memory(args)
     if args.command == "graph":
         return run_graph(args)
+    if args.command == "audit":
+        return run_audit(args)
     return launch_window(getattr(args, "app_args", []))
 
 

@@ -20,10 +20,11 @@ from typing import Any, ParamSpec, TypeVar
 import torch
 
 from gradviz.api import GradientMismatch, Report, check
+from gradviz.api.audit import AuditReport, ModelGradientMismatch, audit
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import CheckSettings
 
-__all__ = ["GradientMismatch", "UserCodeError", "assert_gradients"]
+__all__ = ["GradientMismatch", "ModelGradientMismatch", "UserCodeError", "assert_gradients", "assert_model_gradients"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -118,3 +119,17 @@ def assert_gradients(
         parameters=parameters,
         check_vmap_rule=check_vmap_rule,
     )
+
+
+def assert_model_gradients(model: Callable[..., Any], *inputs: Any, **options: Any) -> AuditReport:
+    """``gradviz.audit(model, *inputs, ...)`` that raises :class:`ModelGradientMismatch` (a
+    :class:`GradientMismatch`, so an AssertionError) when some custom node fails at the inputs
+    the model gives it, its message naming every failing node
+    (``head → LeakyCapFn, call 2 of 2: out0[1,4] / x[1,4] ...``); the audit when all pass.
+    ``options`` are ``gradviz.check``'s keywords but ``raise_exception``. An exception in the
+    model's forward raises :class:`UserCodeError`; a model with no custom node a GradvizError."""
+    __tracebackhide__ = True
+    report = audit(model, *inputs, **options)
+    if not report.passed:
+        raise ModelGradientMismatch(report)
+    return report

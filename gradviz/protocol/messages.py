@@ -26,7 +26,7 @@ from typing import Any
 from gradviz.schema.strict_json import dumps
 
 PROTOCOL_VERSION = 2
-RUN_OPS = ("check", "sweep", "graph", "memory", "region")  # requests that run user code (or torch) in a fresh process
+RUN_OPS = ("check", "sweep", "graph", "memory", "region", "audit")  # requests that run user code (or torch) in a fresh process
 CONTROL_OPS = ("cancel", "quit")
 MAX_LINE_BYTES = 64 * 2**20  # a bigger line is a broken peer, not a message
 

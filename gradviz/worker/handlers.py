@@ -221,7 +221,34 @@ def handle_region(request: dict[str, Any], send: Send) -> dict[str, Any]:
     return write_region(region, request["out_dir"])
 
 
+def handle_audit(request: dict[str, Any], send: Send) -> dict[str, Any]:
+    """``gradviz audit``: one forward of the model named by the target, every custom node call
+    checked at its captured inputs; the summary, one document per node and the table."""
+    from gradviz.core.audit import audit_callable
+    from gradviz.core.audit_target import load_model_target
+    from gradviz.schema.audit import format_audit_table
+
+    settings = CheckSettings.from_dict(request.get("settings", {}))
+    built = load_model_target(
+        path=request.get("path"),
+        target=request.get("target"),
+        name=request.get("function"),
+        inputs_path=request.get("inputs_path"),
+        settings=settings,
+    )
+    max_checks = request.get("max_checks")
+    audit = audit_callable(
+        built.model, built.inputs, settings, name=built.name, max_checks=max_checks, progress=_progress(request, send)
+    )
+    return {
+        **audit.summary_dict(),
+        "nodes": [node.to_dict() for node in audit.nodes],
+        "table": format_audit_table(audit),
+    }
+
+
 HANDLERS = {
+    "audit": handle_audit,
     "check": handle_check,
     "sweep": handle_sweep,
     "graph": handle_graph,

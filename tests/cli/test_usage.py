@@ -52,7 +52,7 @@ def test_an_unknown_option_before_a_command_names_only_itself():
     to open in the window and the message names --jsn alone."""
     out = probe("--jsn", "check", "linear")
     assert out.stdout.split() == ["2", "False"], out.stderr
-    assert "{check,sweep,memory,graph,list,app}" in out.stderr
+    assert "{check,sweep,memory,graph,audit,list,app}" in out.stderr
     assert out.stderr.rstrip().endswith("unrecognized arguments: --jsn")
 
 

@@ -1,0 +1,164 @@
+"""``gradviz audit`` in a real process: the model runs in the worker, the table lists the failing
+nodes first, ``--json`` gives one document per node (its report a valid check document) and a
+summary; each node's verdict is gradcheck's at the inputs the model gave it (the oracle records
+them in this process); exit 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from gradviz.schema.json_schemas import stamp
+from tests.cli.runner import check_document, gradviz
+from tests.core import audit_models
+from tests.core.audit_oracle import record_calls
+from tests.paths import ROOT
+
+MODELS = ROOT / "tests" / "core" / "audit_models.py"
+SEED = 0  # the CLI's default seed: the model is built and example_inputs drawn under it
+
+
+def _oracle(factory) -> list[tuple[str, str, bool]]:
+    """(function, verdict) of every differentiated call, as the CLI's seed makes the inputs."""
+    torch.manual_seed(SEED)
+    model = factory()
+    (x,) = audit_models.example_inputs("cpu", torch.float64)
+    return [(c.name, c.gradcheck()) for c in record_calls(model, x) if c.differentiated]
+
+
+def test_failing_model_from_a_file_matches_gradcheck_node_by_node(tmp_path):
+    out = gradviz("audit", f"{MODELS}:capped_twin", "--json", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    documents = [json.loads(line) for line in out.stdout.splitlines()]
+    *nodes, summary = documents
+    assert summary["audit"]["passed"] is False and summary["audit"]["checked"] == len(nodes) == 11
+    assert summary["audit"]["failing"] == ["head.act → BadLeakyCapFn, call 2 of 2"]
+    assert [(d["node"]["function"], d["node"]["passed"]) for d in nodes] == _oracle(audit_models.capped_twin)
+    for d in nodes:
+        check_document("check", stamp(d["report"]))
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def test_table_lists_the_failing_node_first():
+    out = gradviz("audit", f"{MODELS}:TwoNorms")
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("rest → BadRMSNormFn, call 2 of 2") and "failed" in lines[1]
+    assert lines[2].startswith("first → BadRMSNormFn, call 1 of 2") and "passed" in lines[2]
+    assert "Built-in PyTorch operations" in out.stdout
+
+
+def test_module_target_that_passes_exits_0():
+    out = gradviz("audit", "tests.core.audit_models:transformer", cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert all(verdict for _, verdict in _oracle(audit_models.transformer))
+    assert "PASSED: transformer, all 11 checked" in out.stdout
+
+
+def test_the_model_runs_in_the_worker_not_in_the_cli(tmp_path):
+    pid_file = tmp_path / "pid"
+    (tmp_path / "model.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            import torch
+            from tests.core.audit_models import LeakyCapFn
+
+            def model():
+                def forward(x):
+                    open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                    return LeakyCapFn.apply(x)
+                return forward
+
+            def example_inputs(device, dtype):
+                return (torch.randn(3, device=device, dtype=dtype, requires_grad=True),)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "gradviz", "audit", f"{tmp_path / 'model.py'}:model"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _, stderr = cli.communicate(timeout=300)
+    assert cli.returncode == 0, stderr
+    assert int(pid_file.read_text()) != cli.pid
+
+
+BROKEN = '''
+import torch
+from tests.core.audit_models import LeakyCapFn
+
+
+class Broken(torch.nn.Module):
+    def forward(self, x):
+        y = LeakyCapFn.apply(x)
+        return y @ torch.ones(5, 5, dtype=y.dtype)
+
+
+class Sized(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+
+
+def plain():
+    return torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
+
+
+def example_inputs(device, dtype):
+    return (torch.randn(2, 3, device=device, dtype=dtype, requires_grad=True),)
+'''
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("Broken", "The model's forward raised RuntimeError: mat1 and mat2 shapes cannot be multiplied"),
+        ("Sized", "Sized(width) needs arguments, but gradviz builds the model by calling Sized() with none"),
+        ("plain", "Nothing to audit: plain's forward calls no custom torch.autograd.Function"),
+    ],
+)
+def test_no_verdict_is_one_clear_line_and_exit_2(tmp_path, name, expected):
+    (tmp_path / "models.py").write_text(BROKEN)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = gradviz("audit", f"{tmp_path / 'models.py'}:{name}", cwd=work)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines()[0].startswith(f"gradviz: error: {expected}")
+    if name == "Broken":  # the line of the user's code that raised
+        assert "models.py, line 9)" in out.stderr
+    assert list(work.iterdir()) == []
+    as_json = gradviz("audit", f"{tmp_path / 'models.py'}:{name}", "--json", cwd=work)
+    assert as_json.returncode == 2
+    check_document("error", json.loads(as_json.stdout))
+
+
+def test_max_checks_limits_the_calls_checked():
+    out = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1", "--json")
+    assert out.returncode == 0, out.stderr  # the wrong second call is past the limit: not checked
+    *nodes, summary = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [d["node"]["status"] for d in nodes] == ["passed", "not checked"]
+    assert summary["audit"]["checked"] == 1 and summary["audit"]["not_checked"] == ["rest → BadRMSNormFn, call 2 of 2"]
+    refused = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "0")
+    assert refused.returncode == 2 and "--max-checks must be at least 1" in refused.stderr
+    table = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1")
+    assert "all 1 checked custom node call(s) match finite differences (1 call(s) not checked" in table.stdout
+
+
+def test_inputs_file_replaces_example_inputs(tmp_path):
+    torch.manual_seed(5)
+    x = torch.randn(1, 3, audit_models.WIDTH, dtype=torch.float64)  # three rows, not example_inputs' four
+    torch.save((x,), tmp_path / "inputs.pt")
+    out = gradviz("audit", f"{MODELS}:TwoNorms", "--inputs", str(tmp_path / "inputs.pt"), "--json")
+    assert out.returncode == 1, out.stderr
+    *nodes, _ = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [d["node"]["shapes"][0] for d in nodes] == [[1, 1, 8], [1, 3, 8]]
+    torch.manual_seed(SEED)
+    oracle = [c.gradcheck() for c in record_calls(audit_models.TwoNorms(), x) if c.differentiated]
+    assert [d["node"]["passed"] for d in nodes] == oracle == [True, False]
