@@ -11,7 +11,7 @@ draw from is put back afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -59,12 +59,13 @@ def check(
     max_memory_mb: float | None = None,
     parameters: bool | Sequence[str] = False,
     check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
+    opcheck: Literal["warn", "fail"] = "warn",
 ) -> Report:
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
     ``fn``: a Function class, its ``.apply``, a custom op (``torch.library.custom_op``, or
-    ``torch.ops.ns.name``: then also ``torch.library.opcheck``'s tests, whose failures fail the
-    check), or any callable built on these. ``inputs``: a
+    ``torch.ops.ns.name``: then also ``torch.library.opcheck``'s tests, as named registration
+    checks), or any callable built on these. ``inputs``: a
     tensor or a tuple of arguments, as gradcheck takes them; they come back bitwise unchanged. A failure
     raises :class:`GradientMismatch` (an AssertionError carrying the report) unless
     ``raise_exception=False``; an exception in the Function's code raises
@@ -87,6 +88,11 @@ def check(
     op has ``register_vmap``): run it under ``torch.func.vmap`` and compare each sample with a
     plain call. A mismatch is the named check ``vmap_rule`` with status "warned"; it never changes
     the verdict.
+
+    ``opcheck`` (a custom op only): a failing ``torch.library.opcheck`` test (no or a wrong fake
+    kernel, an undeclared mutation) breaks torch.compile or export but not the gradient, so by
+    default (``"warn"``) it is a named check with status "warned", saying what breaks and how to fix
+    it, and the verdict stays gradcheck's; ``"fail"`` makes it fail the verdict too.
     """
     __tracebackhide__ = True
     _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes)
@@ -113,6 +119,7 @@ def check(
         jacobian_only=jacobian_only,
         all_checks=all_checks,
         check_vmap_rule=check_vmap_rule,
+        opcheck=opcheck,
         **tolerances,
         **modes,
     )
