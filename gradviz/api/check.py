@@ -23,10 +23,13 @@ from gradviz.api.arguments import (
     settings_for,
 )
 from gradviz.api.report import GradientMismatch, Report
-from gradviz.core.callables import as_checkable
+from gradviz.core.callables import CustomOpFunction, as_checkable
 from gradviz.core.check import check_function
 from gradviz.core.checks import UNDEFINED
+from gradviz.core.custom_ops import op_python_name
 from gradviz.core.forward_jacobian import UNDEFINED_FORWARD
+from gradviz.core.inputs import grad_inside_message, holds_grad_tensor
+from gradviz.core.loader import argument_names
 from gradviz.schema.settings import CheckSettings
 
 _DEFAULT = CheckSettings()
@@ -110,7 +113,7 @@ def check(
     if parameters is not False:
         checkable, args = module_with_parameters(fn, args, parameters)
         called = checkable.apply
-    _refuse_what_gradcheck_refuses(args)
+    _refuse_what_gradcheck_refuses(checkable, args)
     tolerances = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
     settings, target = settings_for(
         args,
@@ -146,9 +149,13 @@ def _refuse_gradcheck_only(**options: Any) -> None:
             )
 
 
-def _refuse_what_gradcheck_refuses(args: tuple[Any, ...]) -> None:
+def _refuse_what_gradcheck_refuses(checkable: Any, args: tuple[Any, ...]) -> None:
     """gradcheck raises for these before computing anything; so does gradviz, with advice."""
     wanted = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    inside = [j for j, a in enumerate(args) if not isinstance(a, torch.Tensor) and holds_grad_tensor(a)]
+    if not wanted and inside:  # they do require grad: in a list, where no finite difference reaches them
+        op = op_python_name(checkable.op) if isinstance(checkable, CustomOpFunction) else None
+        raise ValueError(grad_inside_message(inside[0], argument_names(checkable, len(args))[inside[0]], op))
     if not wanted:
         raise ValueError(
             "No input requires grad, so there is no gradient to check (gradcheck refuses this too): "

@@ -70,6 +70,8 @@ def prepare_inputs(
     dtype: torch.dtype | None,
     names: list[str],
     filename: str = "<source>",
+    *,
+    op: str | None = None,
 ) -> PreparedInputs:
     """The arguments for ``apply`` as gradcheck would see them: the caller's own tensors.
 
@@ -80,6 +82,7 @@ def prepare_inputs(
     with them as it does under gradcheck. Fixed
     arguments (a sparse adjacency matrix, an index, a config dict) pass through untouched.
     ``device`` and ``dtype`` are what was asked for (None: nothing, as for the caller's own tensors).
+    ``op``: the Python name of the custom op checked (its list arguments get gradients), else None.
     """
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
@@ -96,7 +99,7 @@ def prepare_inputs(
         if isinstance(a, torch.Tensor):
             _refuse_unusable(a, j, names[j], filename)
         else:
-            _refuse_grad_inside(a, j, names[j], filename)
+            _refuse_grad_inside(a, j, names[j], filename, op)
     args = list(raw)
     if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         args = _with_grad_on_floats(args, names, notes, filename)
@@ -152,22 +155,34 @@ def _has_internal_overlap(t: torch.Tensor) -> bool:
     return offsets.unique().numel() < t.numel()
 
 
-def _refuse_grad_inside(value: Any, j: int, name: str, filename: str) -> None:
-    """A tensor requiring grad inside a list, tuple or dict argument would never get a gradient:
-    autograd does not look inside containers passed to ``apply`` (gradcheck raises there)."""
+CONTAINER_INPUT = (
+    "Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd does not track "
+    "tensors inside containers passed to apply, so it would never get a gradient. Pass it as its own argument, "
+    "or set requires_grad=False if it is fixed data."
+)
+OP_LIST_INPUT = (
+    "Input {j} ({name}) is a list holding tensors that require grad (a Tensor[] argument of {op}): the op gives "
+    "them gradients, but gradcheck and gradviz perturb only tensors passed as arguments of their own, so these "
+    "would go unchecked. Check a function that takes them one by one and rebuilds the list: "
+    "gradviz.check(lambda *ts: {op}(list(ts)), tuple({name}))."
+)
+
+
+def grad_inside_message(j: int, name: str, op: str | None) -> str:
+    """Why a tensor requiring grad inside argument ``j`` is refused: a Function never gives it a
+    gradient; a custom op does (``op``: its Python name), but no finite difference would reach it."""
+    return OP_LIST_INPUT.format(j=j, name=name, op=op) if op else CONTAINER_INPUT.format(j=j, name=name)
+
+
+def holds_grad_tensor(value: Any) -> bool:
+    """A list, tuple, set or dict (at any depth) holds a tensor that requires grad."""
     seen: set[int] = set()
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, torch.Tensor):
             if item.requires_grad:
-                raise UserCodeError(
-                    ErrorKind.EXAMPLE_INPUTS,
-                    f"Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd "
-                    "does not track tensors inside containers passed to apply, so it would never get a "
-                    "gradient. Pass it as its own argument, or set requires_grad=False if it is fixed data.",
-                    filename,
-                )
+                return True
             continue
         if id(item) in seen or depth > MAX_CONTAINER_DEPTH:
             continue  # a cycle, or deeper than anyone nests tensors: nothing more to look at
@@ -177,6 +192,15 @@ def _refuse_grad_inside(value: Any, j: int, name: str, filename: str) -> None:
         elif isinstance(item, dict):
             seen.add(id(item))
             stack.extend((v, depth + 1) for v in item.values())
+    return False
+
+
+def _refuse_grad_inside(value: Any, j: int, name: str, filename: str, op: str | None) -> None:
+    """A tensor requiring grad inside a list, tuple or dict argument is never checked: a Function
+    never gives it a gradient (autograd does not look inside containers passed to ``apply``), and
+    gradcheck perturbs only tensors passed as arguments (it raises there)."""
+    if holds_grad_tensor(value):
+        raise UserCodeError(ErrorKind.EXAMPLE_INPUTS, grad_inside_message(j, name, op), filename)
 
 
 MAX_CONTAINER_DEPTH = 64

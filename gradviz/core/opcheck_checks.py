@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from gradviz.core.custom_ops import is_user_op, op_definition, op_name, op_overload
+from gradviz.core.custom_ops import is_user_op, op_overload, op_python_name
 from gradviz.schema.results import FAILED, PASSED, WARNED, CheckOutcome
 
 # opcheck's test -> gradviz's check name
@@ -99,23 +99,12 @@ def _run(op: Any, args: Sequence[Any], test: str, name: str, found_status: str) 
 
 def _explained(op: Any, test: str, what: str, status: str) -> str:
     """One line: what opcheck found, what that breaks, how to fix it, and that gradcheck's verdict stands."""
-    handle = _python_name(op)
+    handle = op_python_name(op)
     fix = ADD_FAKE if "no fake impl" in what.lower() else FIX[test]
     return (
         f"opcheck's {test} {what.rstrip('.')}. This breaks {BREAKS[test]}. Fix: {fix.format(op=handle)}. "
         f"{COUNTED if status == FAILED else NOT_THE_VERDICT}."
     )
-
-
-def _python_name(op: Any) -> str:
-    """What the user calls the op in Python: the name ``custom_op`` returned (``cube``), else
-    ``torch.ops.ns.name`` (an op registered with ``torch.library.Library``)."""
-    definition = op_definition(op)
-    init = getattr(definition, "_init_fn", None)
-    if init is not None and getattr(init, "__name__", "") not in ("", "<lambda>"):
-        return str(init.__name__)
-    namespace, _, name = op_name(op).partition("::")
-    return f"torch.ops.{namespace}.{name.split('.')[0]}"
 
 
 def _first_line(exc: BaseException) -> str:
