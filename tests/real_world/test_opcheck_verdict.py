@@ -9,6 +9,9 @@ The oracles are computed here: ``torch.autograd.gradcheck`` on the op for the ve
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -81,6 +84,7 @@ def test_opcheck_fail_makes_the_findings_count(name):
     assert "opcheck=\"fail\"" in next(c.detail for c in report.result.checks if c.name == "opcheck_faketensor")
 
 
+@pytest.mark.slow  # three CLI runs, each tracing the op through AOT dispatch (~10 s)
 def test_cli_exit_code_is_gradchecks_and_json_names_the_warned_checks(tmp_path):
     args = _inputs()
     expected = _gradcheck(reg.square_no_fake, args)
@@ -103,3 +107,21 @@ def test_cli_exit_code_is_gradchecks_and_json_names_the_warned_checks(tmp_path):
     assert {c["name"] for c in payload["checks"] if c["status"] == "failed"} == {
         OPCHECK_TESTS[t] for t in _opcheck_failures(reg.square_wrong_fake, args)
     }
+
+
+@pytest.mark.slow  # the script runs opcheck in a fresh process (~10 s)
+@pytest.mark.parametrize("mode", ["warn", "fail"])
+def test_reproducer_exits_as_the_verdict_in_either_mode(mode, tmp_path):
+    """The script runs gradcheck, then opcheck's tests: their failures print as warnings and exit 0
+    unless opcheck="fail" made them part of the verdict."""
+    args = _inputs()
+    report = gradviz.check(reg.square_wrong_fake, args, opcheck=mode, raise_exception=False)
+    script = tmp_path / "repro.py"
+    script.write_text(report.reproducer())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == (0 if report.passed else 1), run.stdout[-1000:] + run.stderr[-2000:]
+    assert report.passed == (_gradcheck(reg.square_wrong_fake, args) and mode == "warn")
+    label = "WARNED" if mode == "warn" else "FAILED"
+    printed = {line.split(":")[1].strip() for line in run.stdout.splitlines() if line.startswith(f"opcheck {label}")}
+    assert printed == _opcheck_failures(reg.square_wrong_fake, args)
