@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from gradviz.core.callables import CustomOpFunction
-from gradviz.core.custom_ops import op_python_name
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device
 from gradviz.core.loader import argument_names
 from gradviz.core.module_parameters import ModuleFunction, is_module, with_parameters
@@ -97,14 +95,14 @@ class prepared_arguments:  # lower case: used like the context managers of conte
 
     def __init__(self, checkable: Any, args: tuple[Any, ...], device: torch.device | None) -> None:
         self.names = argument_names(checkable, len(args))
-        self.op = op_python_name(checkable.op) if isinstance(checkable, CustomOpFunction) else None
+        self.checkable = checkable
         self.args, self.device = args, device
         self.rng = rng_untouched(args, device)
 
     def __enter__(self) -> PreparedInputs:
         self.rng.__enter__()
         try:
-            return prepare_inputs(self.args, self.device, None, self.names, "<inputs>", op=self.op)
+            return prepare_inputs(self.args, self.device, None, self.names, "<inputs>", fn=self.checkable)
         except BaseException:
             self.rng.__exit__(*sys.exc_info())
             raise

@@ -23,10 +23,9 @@ from gradviz.api.arguments import (
     settings_for,
 )
 from gradviz.api.report import GradientMismatch, Report
-from gradviz.core.callables import CustomOpFunction, as_checkable
+from gradviz.core.callables import as_checkable
 from gradviz.core.check import check_function
 from gradviz.core.checks import UNDEFINED
-from gradviz.core.custom_ops import op_python_name
 from gradviz.core.forward_jacobian import UNDEFINED_FORWARD
 from gradviz.core.inputs import grad_inside_message, holds_grad_tensor
 from gradviz.core.loader import argument_names
@@ -154,8 +153,7 @@ def _refuse_what_gradcheck_refuses(checkable: Any, args: tuple[Any, ...]) -> Non
     wanted = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
     inside = [j for j, a in enumerate(args) if not isinstance(a, torch.Tensor) and holds_grad_tensor(a)]
     if not wanted and inside:  # they do require grad: in a list, where no finite difference reaches them
-        op = op_python_name(checkable.op) if isinstance(checkable, CustomOpFunction) else None
-        raise ValueError(grad_inside_message(inside[0], argument_names(checkable, len(args))[inside[0]], op))
+        raise ValueError(grad_inside_message(inside[0], argument_names(checkable, len(args))[inside[0]], checkable))
     if not wanted:
         raise ValueError(
             "No input requires grad, so there is no gradient to check (gradcheck refuses this too): "

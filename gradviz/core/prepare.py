@@ -13,8 +13,7 @@ from typing import Any
 
 import torch
 
-from gradviz.core.callables import Checkable, CustomOpFunction
-from gradviz.core.custom_ops import op_python_name
+from gradviz.core.callables import Checkable
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.kinks import jitter_inputs
 from gradviz.core.loader import LoadedSource, argument_names, choose_function, required_arguments
@@ -51,8 +50,7 @@ def example_arguments(
     """The arguments for ``fn.apply``: ``example_inputs`` (seeded), moved to device and dtype; no jitter."""
     raw = _example_inputs(loaded, fn, device, dtype, seed)
     names = argument_names(fn, len(raw) if isinstance(raw, tuple | list) else 1)
-    op = op_python_name(fn.op) if isinstance(fn, CustomOpFunction) else None
-    return prepare_inputs(raw, device, dtype, names, loaded.filename, op=op)
+    return prepare_inputs(raw, device, dtype, names, loaded.filename, fn=fn)
 
 
 def _example_inputs(

@@ -5,7 +5,8 @@ Function or custom op), its verdict from ``torch.autograd.gradcheck``:
   the same … ignores grad_output";
 - a float64 Function that returns float32 is named (the output's dtype costs the precision);
 - a custom op's ``Tensor[]`` argument is told what is true of ops (its tensors get gradients,
-  gradcheck does not perturb them), in the API and in the CLI, never "call requires_grad_()";
+  gradcheck does not perturb them), in the API and in the CLI, never "call requires_grad_()"; a
+  callable's list, what is true of callables;
 - the vmap-rule check of a custom op never asks it for a setup_context it cannot have;
 - a gradient of the wrong shape names the argument (``y``), as every block does.
 """
@@ -20,7 +21,7 @@ import torch
 import gradviz
 from gradviz.core.check_warnings import OUTPUT_DTYPE
 from gradviz.core.hints import ALMOST_NO_GRADIENT, IGNORES_GRAD_OUTPUT
-from gradviz.core.inputs import OP_LIST_INPUT
+from gradviz.core.inputs import CALLABLE_CONTAINER_INPUT, OP_LIST_INPUT
 from gradviz.core.vmap_rule import OP_BACKWARD_UNDER_FUNC
 from gradviz.schema.settings import DTYPE_DEFAULTS
 from tests.cli.runner import gradviz as run_cli
@@ -117,6 +118,23 @@ def test_op_list_argument_in_the_api_says_what_is_true_of_ops():
     # what it tells the user to do works, and gives gradcheck's verdict
     expected = torch.autograd.gradcheck(lambda *ts: list_ops.sum_of_squares(list(ts)), tuple(xs))
     assert gradviz.check(lambda *ts: list_ops.sum_of_squares(list(ts)), tuple(xs)).passed == expected
+
+
+def test_a_callables_list_argument_is_not_told_autograd_ignores_it():
+    """A callable that unpacks its list: autograd tracks those tensors; only gradcheck cannot reach them."""
+    x = _x(4)
+
+    def through_list(xs):
+        return AlmostNoGradient.apply(xs[0])
+
+    through_list([x]).sum().backward()
+    assert x.grad is not None  # autograd does give the tensor in the list a gradient
+    with pytest.raises(ValueError, match="none of them have requires_grad=True"):
+        torch.autograd.gradcheck(through_list, ([x],))
+    with pytest.raises(ValueError) as refused:
+        gradviz.check(through_list, ([x],))
+    assert str(refused.value) == CALLABLE_CONTAINER_INPUT.format(j=0, name="xs")
+    assert "does not track" not in str(refused.value) and "requires_grad_()" not in str(refused.value)
 
 
 def test_op_list_argument_in_the_cli_says_what_is_true_of_ops(tmp_path):
