@@ -31,6 +31,13 @@ def add_gradcheck_flags(parser: argparse.ArgumentParser) -> None:
         "with a plain call (default: only where it declares a vmap rule)",
     )
     parser.add_argument(
+        "--opcheck",
+        choices=("warn", "fail"),
+        default="warn",
+        help="a custom op's torch.library.opcheck tests (fake kernel, schema, AOT dispatch): 'warn' (default) names "
+        "a failing one beside gradcheck's verdict, which it leaves alone; 'fail' makes it fail the verdict",
+    )
+    parser.add_argument(
         "--masked", action="store_true", help="gradcheck's masked=True (only sparse inputs differ; dense are checked)"
     )
     parser.add_argument(
@@ -62,4 +69,5 @@ def gradcheck_flags(args: argparse.Namespace) -> dict[str, Any]:
         "check_batched_forward_grad": args.batched_forward_grad,
         "check_backward_ad": not args.no_backward_ad,
         "check_vmap_rule": args.vmap_rule,
+        "opcheck": args.opcheck,
     }

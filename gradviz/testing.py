@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import torch
 
@@ -75,6 +75,7 @@ def assert_gradients(
     max_memory_mb: float | None = None,
     parameters: bool | Sequence[str] = False,
     check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
+    opcheck: Literal["warn", "fail"] = "warn",
 ) -> Report:
     """``gradviz.check(fn, inputs, ...)`` for a test suite: it raises where the check fails.
 
@@ -118,6 +119,7 @@ def assert_gradients(
         max_memory_mb=max_memory_mb,
         parameters=parameters,
         check_vmap_rule=check_vmap_rule,
+        opcheck=opcheck,
     )
 
 

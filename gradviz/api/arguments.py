@@ -95,13 +95,14 @@ class prepared_arguments:  # lower case: used like the context managers of conte
 
     def __init__(self, checkable: Any, args: tuple[Any, ...], device: torch.device | None) -> None:
         self.names = argument_names(checkable, len(args))
+        self.checkable = checkable
         self.args, self.device = args, device
         self.rng = rng_untouched(args, device)
 
     def __enter__(self) -> PreparedInputs:
         self.rng.__enter__()
         try:
-            return prepare_inputs(self.args, self.device, None, self.names, "<inputs>")
+            return prepare_inputs(self.args, self.device, None, self.names, "<inputs>", fn=self.checkable)
         except BaseException:
             self.rng.__exit__(*sys.exc_info())
             raise

@@ -11,7 +11,7 @@ draw from is put back afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -27,6 +27,8 @@ from gradviz.core.callables import as_checkable
 from gradviz.core.check import check_function
 from gradviz.core.checks import UNDEFINED
 from gradviz.core.forward_jacobian import UNDEFINED_FORWARD
+from gradviz.core.inputs import grad_inside_message, holds_grad_tensor
+from gradviz.core.loader import argument_names
 from gradviz.schema.settings import CheckSettings
 
 _DEFAULT = CheckSettings()
@@ -59,6 +61,7 @@ def check(
     max_memory_mb: float | None = None,
     parameters: bool | Sequence[str] = False,
     check_vmap_rule: bool | None = _DEFAULT.check_vmap_rule,
+    opcheck: Literal["warn", "fail"] = "warn",
 ) -> Report:
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
@@ -93,6 +96,11 @@ def check(
             the op has ``register_vmap``): run it under ``torch.func.vmap`` and compare each
             sample with a plain call; a mismatch is the named check ``vmap_rule`` with status
             "warned", never a change of the verdict.
+        opcheck: a custom op only. A failing ``torch.library.opcheck`` test (no or a wrong fake
+            kernel, an undeclared mutation) breaks torch.compile or export but not the gradient:
+            ``"warn"`` (default) makes it a named check with status "warned", saying what breaks
+            and how to fix it, the verdict staying gradcheck's; ``"fail"`` makes it fail the
+            verdict too.
 
     Returns:
         The :class:`gradviz.Report` (passing, or failing with ``raise_exception=False``).
@@ -121,7 +129,7 @@ def check(
     if parameters is not False:
         checkable, args = module_with_parameters(fn, args, parameters)
         called = checkable.apply
-    _refuse_what_gradcheck_refuses(args)
+    _refuse_what_gradcheck_refuses(checkable, args)
     tolerances = {"eps": eps, "atol": atol, "rtol": rtol, "nondet_tol": nondet_tol}
     settings, target = settings_for(
         args,
@@ -130,6 +138,7 @@ def check(
         jacobian_only=jacobian_only,
         all_checks=all_checks,
         check_vmap_rule=check_vmap_rule,
+        opcheck=opcheck,
         **tolerances,
         **modes,
     )
@@ -156,9 +165,12 @@ def _refuse_gradcheck_only(**options: Any) -> None:
             )
 
 
-def _refuse_what_gradcheck_refuses(args: tuple[Any, ...]) -> None:
+def _refuse_what_gradcheck_refuses(checkable: Any, args: tuple[Any, ...]) -> None:
     """gradcheck raises for these before computing anything; so does gradviz, with advice."""
     wanted = [j for j, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    inside = [j for j, a in enumerate(args) if not isinstance(a, torch.Tensor) and holds_grad_tensor(a)]
+    if not wanted and inside:  # they do require grad: in a list, where no finite difference reaches them
+        raise ValueError(grad_inside_message(inside[0], argument_names(checkable, len(args))[inside[0]], checkable))
     if not wanted:
         raise ValueError(
             "No input requires grad, so there is no gradient to check (gradcheck refuses this too): "

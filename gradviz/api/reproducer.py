@@ -67,25 +67,37 @@ print("gradcheck passed")
 '''
 
 
-OPCHECK = '''# gradviz also ran torch.library.opcheck's tests on the op; a failing one fails its check.
+OPCHECK = '''# gradviz also ran torch.library.opcheck's tests on the op: {counts}
 opcheck = torch.library.opcheck(
     {call}, tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in inputs),
     test_utils={tests}, raise_exception=False,
 )
 failed = {{test: found for test, found in opcheck.items() if found != "SUCCESS"}}
 for test, found in failed.items():
-    print(f"opcheck FAILED: {{test}}: {{found}}")
-sys.exit(1 if failed else 0)'''
+    print(f"opcheck {label}: {{test}}: {{found}}")
+sys.exit({exit})'''
+OPCHECK_COUNTS = "a failing one fails its check (opcheck=\"fail\")."
+OPCHECK_WARNS = "a failing one breaks torch.compile or export, not the gradient: a warning, as in gradviz."
 
 
 def opcheck_section(report: CheckedReport, call: str) -> str:
     """The opcheck call, after gradcheck passes, for a custom op gradviz ran opcheck's tests on
-    ('' for anything else): its failures are part of gradviz's verdict, so the script's too."""
+    ('' for anything else): its failures fail the script where they fail gradviz's verdict
+    (``opcheck="fail"``), else they are printed as warnings."""
     from gradviz.core.opcheck_checks import OPCHECK_TESTS
 
     ran = {c.name for c in report.result.checks}
     tests = [test for test, name in OPCHECK_TESTS.items() if name in ran]
-    return OPCHECK.format(call=call, tests=literal(tuple(tests))) if tests else ""
+    if not tests:
+        return ""
+    counts = report.result.settings.opcheck == "fail"
+    return OPCHECK.format(
+        call=call,
+        tests=literal(tuple(tests)),
+        counts=OPCHECK_COUNTS if counts else OPCHECK_WARNS,
+        label="FAILED" if counts else "WARNED",
+        exit="1 if failed else 0" if counts else "0",
+    )
 
 
 def reproducer_script(report: CheckedReport, folder: Path | None = None) -> str:

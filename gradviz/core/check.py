@@ -236,7 +236,7 @@ def _analytic(run: CheckRun, tracker: Progress) -> Jacobian:
     except GradvizError:
         raise
     except (Exception, SystemExit) as exc:
-        raise backward_error(run.fn, exc, run.loaded, run.code) from None
+        raise backward_error(run.fn, exc, run.loaded, run.code, run.names) from None
 
 
 def _numerical(run: CheckRun, tracker: Progress, reference: tuple | None = None) -> Jacobian:

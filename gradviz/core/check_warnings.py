@@ -1,17 +1,19 @@
 """The warnings and notes a check adds to its verdict: they explain it, never change it.
 
-Low precision (gradcheck's "use float64" advice), NaN and all-zero blocks, a forward that
+Low precision (gradcheck's "use float64" advice; an output coarser than the inputs), NaN and all-zero blocks, a forward that
 modifies its input or draws random numbers, and Functions gradcheck itself would refuse.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from gradviz.core.diagnosis import is_nondeterministic
+from gradviz.core.diagnosis import coarser_outputs, is_nondeterministic
 from gradviz.core.jacobian import call_apply
 from gradviz.schema.results import CheckResult
-from gradviz.schema.settings import DTYPE_DEFAULTS, CheckSettings
+from gradviz.schema.settings import DTYPE_DEFAULTS, MACHINE_EPS, CheckSettings
 
 FLOAT32_ADVICE = (
     "Inputs are {dtype}: central differences with eps={eps:g} keep only a few correct digits, so "
@@ -20,6 +22,14 @@ FLOAT32_ADVICE = (
 DTYPE_DEFAULTS_NOTE = (
     "Inputs are {dtype}, checked with {dtype}'s defaults (eps={eps:g}, atol={atol:g}, rtol={rtol:g}): a pass "
     "means agreement to a few digits; float64 checks far more closely."
+)
+
+
+OUTPUT_DTYPE = (
+    "{outputs} {verb} {low} while the inputs are {dtype}: forward returns {low}, so its finite differences and "
+    "the gradients through it keep only {low}'s precision (about {digits} significant digits) and cells may fail "
+    "for a right backward. Return {dtype} from forward (drop the cast to {low}), or check in {low} "
+    "with {low}'s own defaults (eps={eps:g}, atol={atol:g}, rtol={rtol:g}; --dtype {low}, or {low} inputs)."
 )
 
 
@@ -117,6 +127,22 @@ def forward_warnings(fn, names, undeclared, noise: float, settings: CheckSetting
     return warnings
 
 
+def output_dtype_warning(result: CheckResult) -> list[str]:
+    """Name outputs of a coarser dtype than the inputs: their round-off, not the backward, can fail cells."""
+    coarse = coarser_outputs(result)
+    if not coarse:
+        return []
+    low = max(coarse.values(), key=lambda d: MACHINE_EPS[d])
+    own = DTYPE_DEFAULTS[low]
+    names = [f"out{i}" for i in coarse]
+    return [
+        OUTPUT_DTYPE.format(
+            outputs=", ".join(names), verb="is" if len(names) == 1 else "are", low=low, dtype=result.dtype,
+            digits=round(-math.log10(MACHINE_EPS[low])), eps=own.eps, atol=own.atol, rtol=own.rtol,
+        )
+    ]  # fmt: skip
+
+
 def result_warnings(result: CheckResult, leaves, settings: CheckSettings, zero_analytic: bool, empty: list[str]) -> list[str]:
     warnings = []
     low = sorted({str(x.dtype).removeprefix("torch.") for x in leaves if x.dtype != torch.float64})
@@ -126,6 +152,7 @@ def result_warnings(result: CheckResult, leaves, settings: CheckSettings, zero_a
         own = DTYPE_DEFAULTS.get(low[0]) if len(low) == 1 else None
         suffix = f", or {low[0]}'s own defaults (eps={own.eps:g}, atol={own.atol:g}, rtol={own.rtol:g})" if own else ""
         warnings.append(FLOAT32_ADVICE.format(dtype=" and ".join(low), eps=settings.eps, own=suffix))
+    warnings += output_dtype_warning(result)
     for b in result.blocks:
         if b.n_nonfinite:
             warnings.append(

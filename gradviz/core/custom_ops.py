@@ -30,6 +30,7 @@ __all__ = [
     "op_name",
     "op_overload",
     "op_python_function",
+    "op_python_name",
 ]
 
 _OP_TYPES = (CustomOpDef, torch._ops.OpOverloadPacket, torch._ops.OpOverload)
@@ -86,6 +87,16 @@ def op_python_function(obj: Any) -> Callable | None:
     """The user's Python function the op was made from (its source, its file), or None."""
     definition = op_definition(obj)
     return definition._init_fn if definition is not None else None
+
+
+def op_python_name(obj: Any) -> str:
+    """What the user calls the op in Python: the name ``custom_op`` returned (``cube``), else
+    ``torch.ops.ns.name`` (an op registered with ``torch.library.Library``)."""
+    init = op_python_function(obj)
+    if init is not None and getattr(init, "__name__", "") not in ("", "<lambda>"):
+        return str(init.__name__)
+    namespace, _, name = op_name(obj).partition("::")
+    return f"torch.ops.{namespace}.{name.split('.')[0]}"
 
 
 def find_custom_ops(module: types.ModuleType) -> dict[str, CustomOpDef]:

@@ -11,8 +11,9 @@ first, then each failing block gets one ``Cause``, most fundamental first:
 2. PIECEWISE_CONSTANT: the forward does not move at small steps but jumps at large ones (round,
    sign, floor) while the backward passes a gradient: finite differences cannot judge it.
 3. PRECISION: inputs in float32/16: the float64 copy of the block passes.
-4. FORWARD_PRECISION: the forward rounds like a coarser dtype than it returns (measured), and the
-   block passes with that dtype's eps and tolerances.
+4. FORWARD_PRECISION: the forward rounds like a coarser dtype than it returns (measured), or
+   returns a coarser dtype than its inputs (float32 out of float64 in), and the block passes with
+   that dtype's eps and tolerances.
 5. KINK: every failing cell sits at a kink, or a re-check (3, 4) still fails at the kinks only
    (a few at a kink and the rest unexplained: the kink hint leads the others).
 6. BACKWARD: none of the above; confirmed by a re-check where one ran, else the pattern hints.
@@ -37,7 +38,7 @@ from gradviz.core.kinks import forward_machine_eps, forwards_along, kink_hint, m
 from gradviz.core.precision import recheck_at_forward_precision, recheck_in_float64_blocks
 from gradviz.schema.errors import Cancelled
 from gradviz.schema.results import BlockComparison, CheckResult
-from gradviz.schema.settings import CheckSettings, dtype_defaults
+from gradviz.schema.settings import MACHINE_EPS, CheckSettings, dtype_defaults
 from gradviz.schema.sweep import BlockSweep, Verdict
 
 LARGE_MOVES = (0.1, 1.0, 10.0)  # the piecewise-constant probe's large steps, times (1 + |x|)
@@ -82,7 +83,26 @@ class _Evidence:
     float64: dict[tuple[int, int], BlockComparison] = field(default_factory=dict)  # the float64 copy's blocks
     coarse: dict[tuple[int, int], BlockComparison] = field(default_factory=dict)  # re-checked at that dtype
     internal: str | None = None  # the dtype the forward rounds like, when coarser than its output's
+    lower: dict[int, str] = field(default_factory=dict)  # output -> its dtype, where coarser than the inputs'
     dtype: str = "float64"  # the check's
+
+
+def coarser_outputs(result: CheckResult) -> dict[int, str]:
+    """The differentiable outputs whose dtype rounds coarser than the inputs checked (a float64
+    Function that returns float32): ``{output: dtype}``."""
+    finest = MACHINE_EPS.get(result.dtype)
+    return {
+        o.index: o.dtype
+        for o in result.outputs
+        if o.requires_grad and finest is not None and o.dtype in MACHINE_EPS and MACHINE_EPS[o.dtype] > finest
+    }
+
+
+OUTPUT_DTYPE_ROUNDOFF = (
+    "These cells fail from {output}'s {low} round-off: forward returns {low} for {dtype} inputs (see the "
+    "warning). With {low}'s eps={eps:g}, atol={atol:g}, rtol={rtol:g} this block passes, so the backward is "
+    "right here; return {dtype} from forward to check it to {dtype}'s precision."
+)
 
 
 def is_nondeterministic(noise: float, settings: CheckSettings) -> bool:
@@ -130,6 +150,9 @@ def explain_failures(
     except (Exception, SystemExit):
         for b in result.blocks:
             b.kinks = None
+    found.lower = {i: d for i, d in coarser_outputs(result).items() if i in outs}
+    for i, dtype in found.lower.items():  # a float32 output rounds like float32, measured or not
+        found.machine[i] = max(found.machine.get(i, 0.0), MACHINE_EPS[dtype])
     for j in {b.input for b in failing if _zero_where_failing(b)}:
         found.flat[j] = piecewise_constant(fn.apply, args, j, outs, settings.eps, settings.seed)
     undecided = [b for b in failing if _early_cause(b, found) is None]
@@ -154,7 +177,7 @@ def explain_failures(
     if precision is not None:
         precision.only_at_kinks = bool(precision.float64_failing) and not wrong  # one message everywhere
         result.warnings.append(precision.message)
-    if checked is not None and found.internal:
+    if checked is not None and found.internal and not set(found.machine) <= set(found.lower):
         result.warnings.append(
             _forward_precision_warning(found.internal, found, settings, result, checked, wrong)
         )
@@ -194,6 +217,11 @@ def decide(block: BlockComparison, in_name: str, found: _Evidence, settings: Che
         ])  # fmt: skip
     if coarse is not None and coarse.passed and found.internal:
         tol = dtype_defaults(found.internal)
+        if block.output in found.lower:
+            return Diagnosis(*key, Cause.FORWARD_PRECISION, [OUTPUT_DTYPE_ROUNDOFF.format(
+                output=f"out{block.output}", low=found.lower[block.output], dtype=found.dtype, eps=tol.eps,
+                atol=tol.atol, rtol=tol.rtol,
+            )])  # fmt: skip
         return Diagnosis(*key, Cause.FORWARD_PRECISION, [
             f"The forward computes in {found.internal} inside (measured: its output rounds like {found.internal}), "
             f"so at eps={settings.eps:g} its round-off swamps the finite differences. With {found.internal}'s "

@@ -16,6 +16,20 @@ from gradviz.schema.results import BlockComparison
 
 # Hints look at small blocks only; beyond this the extra passes would cost more than they help.
 MAX_HINT_CELLS = 4_000_000
+# an analytic Jacobian this small next to the numerical one is no gradient, whatever its pattern
+ALMOST_ZERO = 1e-9
+NO_GRADIENT = (
+    "The backward gives no gradient for {in_name} (returned None or zeros), but the output depends on it."
+)
+ALMOST_NO_GRADIENT = (
+    "The backward returns (almost) no gradient for {in_name}: its largest |value| is {largest:.2g}, where the "
+    "numerical derivatives reach {numerical:.2g}, but the output depends on {in_name}. Look for a factor that "
+    "vanishes (a tiny constant, an underflow, a detached or zeroed term) in the gradient it returns."
+)
+IGNORES_GRAD_OUTPUT = (
+    "Every row of the analytic Jacobian for {in_name} is the same, whichever output entry the gradient "
+    "comes from: the backward ignores grad_output (multiply by grad_output, e.g. return grad_output * ...)."
+)
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -30,14 +44,12 @@ def diagnose(block: BlockComparison, in_name: str) -> list[str]:
     a, n = block.analytic, block.numerical
     hints = []
     if not np.any(a) and np.any(n):
-        return [
-            f"The backward gives no gradient for {in_name} (returned None or zeros), but the output depends on it."
-        ]
+        return [NO_GRADIENT.format(in_name=in_name)]
+    largest, numerical = float(np.abs(a).max(initial=0.0)), float(np.abs(n).max(initial=0.0))
+    if largest <= ALMOST_ZERO * numerical:
+        return [ALMOST_NO_GRADIENT.format(in_name=in_name, largest=largest, numerical=numerical)]
     if _rows_all_equal(a, n):
-        return [
-            f"Every row of the analytic Jacobian for {in_name} is the same, whichever output entry the gradient "
-            "comes from: the backward ignores grad_output (multiply by grad_output, e.g. return grad_output * ...)."
-        ]
+        return [IGNORES_GRAD_OUTPUT.format(in_name=in_name)]
     if np.any(n) and _close(a, -n):
         return ["Analytic = -numerical everywhere: a sign is flipped in the backward."]
     fail = block.failing
@@ -105,7 +117,7 @@ def _rows_all_equal(a: np.ndarray, n: np.ndarray) -> bool:
     grad_output it got), while the numerical rows differ."""
     if a.shape[0] < 2 or not np.any(a):
         return False
-    same = np.abs(a - a[:1]) <= 1e-12 * (1 + np.abs(a[:1]))
+    same = np.abs(a - a[:1]) <= 1e-12 * np.abs(a).max()  # relative to the block: tiny values are not all equal
     return bool(same.all()) and not _close(n, np.broadcast_to(n[:1], n.shape))
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from gradviz.core.callables import CustomOpFunction, function_class
+from gradviz.core.custom_ops import op_python_name
 from gradviz.schema.errors import ErrorKind, SettingsError, UserCodeError
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -70,6 +72,8 @@ def prepare_inputs(
     dtype: torch.dtype | None,
     names: list[str],
     filename: str = "<source>",
+    *,
+    fn: Any = None,
 ) -> PreparedInputs:
     """The arguments for ``apply`` as gradcheck would see them: the caller's own tensors.
 
@@ -80,6 +84,8 @@ def prepare_inputs(
     with them as it does under gradcheck. Fixed
     arguments (a sparse adjacency matrix, an index, a config dict) pass through untouched.
     ``device`` and ``dtype`` are what was asked for (None: nothing, as for the caller's own tensors).
+    ``fn``: what is checked (a Function class, a custom op's or a callable's stand-in), for the
+    words of a refusal; None: a Function.
     """
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
@@ -96,7 +102,7 @@ def prepare_inputs(
         if isinstance(a, torch.Tensor):
             _refuse_unusable(a, j, names[j], filename)
         else:
-            _refuse_grad_inside(a, j, names[j], filename)
+            _refuse_grad_inside(a, j, names[j], filename, fn)
     args = list(raw)
     if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         args = _with_grad_on_floats(args, names, notes, filename)
@@ -152,22 +158,45 @@ def _has_internal_overlap(t: torch.Tensor) -> bool:
     return offsets.unique().numel() < t.numel()
 
 
-def _refuse_grad_inside(value: Any, j: int, name: str, filename: str) -> None:
-    """A tensor requiring grad inside a list, tuple or dict argument would never get a gradient:
-    autograd does not look inside containers passed to ``apply`` (gradcheck raises there)."""
+CONTAINER_INPUT = (
+    "Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd does not track "
+    "tensors inside containers passed to apply, so it would never get a gradient. Pass it as its own argument, "
+    "or set requires_grad=False if it is fixed data."
+)
+OP_LIST_INPUT = (
+    "Input {j} ({name}) is a list holding tensors that require grad (a Tensor[] argument of {op}): the op gives "
+    "them gradients, but gradcheck and gradviz perturb only tensors passed as arguments of their own, so these "
+    "would go unchecked. Check a function that takes them one by one and rebuilds the list: "
+    "gradviz.check(lambda *ts: {op}(list(ts)), tuple({name}))."
+)
+CALLABLE_CONTAINER_INPUT = (
+    "Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: gradcheck and gradviz "
+    "perturb only tensors passed as arguments of their own, so it would go unchecked. Pass it as its own "
+    "argument (a function that takes the tensors one by one and builds the container), or set "
+    "requires_grad=False if it is fixed data."
+)
+
+
+def grad_inside_message(j: int, name: str, fn: Any = None) -> str:
+    """Why a tensor requiring grad inside argument ``j`` is refused, in words true of ``fn``: a
+    Function's ``apply`` never gives it a gradient; a custom op's ``Tensor[]`` and a callable's
+    container may, but no finite difference of gradcheck's would reach it."""
+    if fn is None or function_class(fn) is not None:
+        return CONTAINER_INPUT.format(j=j, name=name)
+    if isinstance(fn, CustomOpFunction):
+        return OP_LIST_INPUT.format(j=j, name=name, op=op_python_name(fn.op))
+    return CALLABLE_CONTAINER_INPUT.format(j=j, name=name)
+
+
+def holds_grad_tensor(value: Any) -> bool:
+    """A list, tuple, set or dict (at any depth) holds a tensor that requires grad."""
     seen: set[int] = set()
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, torch.Tensor):
             if item.requires_grad:
-                raise UserCodeError(
-                    ErrorKind.EXAMPLE_INPUTS,
-                    f"Input {j} ({name}) is a list, tuple or dict holding a tensor that requires grad: autograd "
-                    "does not track tensors inside containers passed to apply, so it would never get a "
-                    "gradient. Pass it as its own argument, or set requires_grad=False if it is fixed data.",
-                    filename,
-                )
+                return True
             continue
         if id(item) in seen or depth > MAX_CONTAINER_DEPTH:
             continue  # a cycle, or deeper than anyone nests tensors: nothing more to look at
@@ -177,6 +206,15 @@ def _refuse_grad_inside(value: Any, j: int, name: str, filename: str) -> None:
         elif isinstance(item, dict):
             seen.add(id(item))
             stack.extend((v, depth + 1) for v in item.values())
+    return False
+
+
+def _refuse_grad_inside(value: Any, j: int, name: str, filename: str, fn: Any) -> None:
+    """A tensor requiring grad inside a list, tuple or dict argument is never checked: a Function
+    never gives it a gradient (autograd does not look inside containers passed to ``apply``), and
+    gradcheck perturbs only tensors passed as arguments (it raises there)."""
+    if holds_grad_tensor(value):
+        raise UserCodeError(ErrorKind.EXAMPLE_INPUTS, grad_inside_message(j, name, fn), filename)
 
 
 MAX_CONTAINER_DEPTH = 64

@@ -86,7 +86,7 @@ def check_large(
     if settings.check_batched_grad:
         checks_found.append(checks.check_batched_grad(args, run.outputs, out_indices))
     checks_found += checks.vmap_rule_outcomes(run)
-    checks_found += [] if settings.jacobian_only else opcheck_outcomes(fn, args)
+    checks_found += [] if settings.jacobian_only else opcheck_outcomes(fn, args, counts=settings.opcheck == "fail")
     found = []
     for i in out_indices if settings.check_backward_ad else []:  # the search probes the backward
         for j in in_indices:

@@ -50,7 +50,7 @@ def example_arguments(
     """The arguments for ``fn.apply``: ``example_inputs`` (seeded), moved to device and dtype; no jitter."""
     raw = _example_inputs(loaded, fn, device, dtype, seed)
     names = argument_names(fn, len(raw) if isinstance(raw, tuple | list) else 1)
-    return prepare_inputs(raw, device, dtype, names, loaded.filename)
+    return prepare_inputs(raw, device, dtype, names, loaded.filename, fn=fn)
 
 
 def _example_inputs(

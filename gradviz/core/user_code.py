@@ -8,10 +8,11 @@ backward with ``backward_error``, so both say the same about the same code.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import torch
 
-from gradviz.core.callables import Checkable
+from gradviz.core.callables import Checkable, CustomOpFunction, function_class
 from gradviz.core.function_info import source_file
 from gradviz.core.inputs import PreparedInputs
 from gradviz.core.jacobian import call_apply
@@ -109,12 +110,33 @@ def input_infos(inputs: PreparedInputs) -> list[TensorInfo]:
     return infos
 
 
+BAD_GRADIENT = "{function}.backward returned a bad gradient for {input}: {detail}."
+
+
+def _gradient_owner(fn: Checkable, index: int, names: Sequence[str]) -> str:
+    """``y``: the argument whose gradient is at ``index`` of what the backward returned. Only for
+    a Function class or an op are those its arguments; a callable's Functions have their own."""
+    own = function_class(fn) is not None or isinstance(fn, CustomOpFunction)
+    if own and 0 <= index < len(names):
+        return names[index]
+    return f"the input at position {index} (counting from 0) of the Function that returned it"
+
+
 _COUNT = re.compile(r"returned an incorrect number of gradients")
 _SHAPE = re.compile(r"returned an invalid gradient at index (\d+)")
 
 
-def backward_error(fn: Checkable, exc: BaseException, loaded: LoadedSource | None, code: CodeFiles) -> UserCodeError:
-    """Name the problem; engine-side checks point at backward's return statement."""
+def backward_error(
+    fn: Checkable,
+    exc: BaseException,
+    loaded: LoadedSource | None,
+    code: CodeFiles,
+    names: Sequence[str] = (),
+) -> UserCodeError:
+    """Name the problem; engine-side checks point at backward's return statement.
+
+    ``names``: the checked arguments' names, by which a gradient of the wrong shape is named (as
+    every block and cell is) when ``fn`` is the Function or op whose backward returned it."""
     error = code.error(ErrorKind.BACKWARD, exc, f"{fn.__name__}.backward")
     text = str(exc)
     kind = (
@@ -140,5 +162,5 @@ def backward_error(fn: Checkable, exc: BaseException, loaded: LoadedSource | Non
         shape = _SHAPE.search(text)
         index = int(shape.group(1)) if shape else -1  # kind is GRADIENT_SHAPE only where it matched
         detail = text.split(" - ", 1)[-1]
-        error.message = f"{fn.__name__}.backward returned a bad gradient for input {index}: {detail}."
+        error.message = BAD_GRADIENT.format(function=fn.__name__, input=_gradient_owner(fn, index, names), detail=detail)
     return error

@@ -24,6 +24,15 @@ from gradviz.core.jacobian import call_apply
 from gradviz.schema.results import PASSED, WARNED, CheckOutcome
 
 VMAP_RULE = "vmap_rule"
+# a custom op's register_autograd backward is an autograd.Function without setup_context, which
+# torch.func refuses ("... it must override the setup_context staticmethod"): not the user's to fix
+OP_BACKWARD_UNDER_FUNC = (
+    "the forward's samples agree with plain calls, but the op's backward cannot run under torch.func (vmap over "
+    "torch.func.vjp raised {error}): PyTorch runs the backward a custom op registers with register_autograd "
+    "as an autograd.Function of its own making, which torch.func transforms refuse. Nothing in the op is "
+    "wrong for autograd or gradcheck, and there is no setup_context of yours to add; only torch.func users of "
+    "the op (vmap over grad, jacrev) meet this error"
+)
 BATCH = 3  # samples stacked along a new dim 0
 NOISE = 0.05  # samples 1.. are x * (1 + NOISE * u), u uniform in [-1, 1]: near x, so inside its domain
 
@@ -155,6 +164,8 @@ def _backward_problem(
         )
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if _op_backward_refused(fn, exc):
+            return OP_BACKWARD_UNDER_FUNC.format(error=type(exc).__name__)
         return (
             f"the forward's samples agree, but backward under torch.func.vmap (vmap over torch.func.vjp) raised "
             f"{type(exc).__name__}: {first}"
@@ -241,8 +252,16 @@ def _detached(a: Any) -> Any:
     return a.detach().clone() if isinstance(a, torch.Tensor) else a
 
 
+def _op_backward_refused(fn: Any, exc: Exception) -> bool:
+    """torch.func refused a custom op's registered backward (an autograd.Function without setup_context)."""
+    return getattr(fn, "op", None) is not None and "setup_context staticmethod" in str(exc)
+
+
 def _raised(fn: Any, rule: str, what: str, exc: Exception) -> CheckOutcome:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if what.startswith("plain backward") and _op_backward_refused(fn, exc):
+        said = OP_BACKWARD_UNDER_FUNC.format(error=type(exc).__name__)
+        return CheckOutcome(VMAP_RULE, WARNED, f"{_name(fn)} under torch.func.vmap ({rule}): {said}"[:2000])
     return CheckOutcome(
         VMAP_RULE,
         WARNED,

@@ -10,7 +10,7 @@ import numpy as np
 from gradviz.schema.array_files import block_key, write_npy
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.results import WARNED, BlockComparison, CheckResult, LargeBlock
 from gradviz.schema.strict_json import encode, encode_optional
 from gradviz.schema.sweep import BlockSweep, SweepResult
 
@@ -188,8 +188,16 @@ def format_table(result: CheckResult) -> str:
         verdict = f"FAILED: {' and '.join(counts)} outside tolerance"
     else:
         verdict = f"FAILED: {', '.join(failed_checks)}"
-    lines.append(f"{verdict}  ({result.seconds.get('total', 0.0):.3f} s)")
+    lines.append(f"{verdict}{warned_note(result)}  ({result.seconds.get('total', 0.0):.3f} s)")
     return "\n".join(lines)
+
+
+def warned_note(result: CheckResult) -> str:
+    """``; warned (not part of gradcheck's verdict): opcheck_faketensor``: the checks beyond gradcheck
+    that found a problem (a custom op's registration, a vmap rule), said beside the verdict they
+    leave alone; '' when there are none."""
+    warned = [c.name for c in result.checks if c.status == WARNED]
+    return f"; warned (not part of gradcheck's verdict): {', '.join(warned)}" if warned else ""
 
 
 def _forward_rows(result: CheckResult) -> list[str]:
@@ -336,7 +344,11 @@ def cell_readout(
 
 
 def verdict_line(result: CheckResult) -> str:
-    """One line for a banner: the verdict, and the worst cell or the failing checks."""
+    """One line for a banner: the verdict, the worst cell or the failing checks, and the warned checks."""
+    return _verdict_words(result) + warned_note(result)
+
+
+def _verdict_words(result: CheckResult) -> str:
     if result.large_blocks and not result.blocks:
         return _large_verdict_line(result)
     forward_cells = sum(b.analytic.size for b in result.forward_blocks)

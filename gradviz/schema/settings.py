@@ -18,6 +18,9 @@ DTYPES = ("float64", "float32", "float16", "bfloat16")  # what a check may run i
 MEMORY_DTYPES = ("float64", "float32")  # what the conv-BN memory study runs in
 DEFAULT_CHUNK_BYTES = 8 * 2**20  # small chunks stay in cache: measured faster than 32 MiB
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.manual_seed accepts
+# what a failing torch.library.opcheck test of a custom op does: "warn" (a named check beside
+# gradcheck's verdict, which it leaves alone) or "fail" (it fails the verdict too)
+OPCHECK_MODES = ("warn", "fail")
 
 
 @dataclass
@@ -93,6 +96,7 @@ class CheckSettings:
     check_backward_ad: bool = True  # False: forward mode alone decides (needs check_forward_ad, as gradcheck)
     masked: bool | None = None  # masked semantics of sparse inputs; no effect on dense ones
     check_vmap_rule: bool | None = None  # beyond gradcheck, never the verdict; None: where a vmap rule exists
+    opcheck: str = "warn"  # a custom op's registration (opcheck's tests): OPCHECK_MODES
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     batched: bool = True  # vmap batches where they agree with plain calls; False: plain calls only
     # explanations, never part of the verdict: a float64 re-check when a lower precision fails,
@@ -143,6 +147,8 @@ class CheckSettings:
         for name in ("masked", "check_vmap_rule"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be true, false or null, not {getattr(self, name)!r}.")
+        if self.opcheck not in OPCHECK_MODES:
+            raise SettingsError(f"opcheck must be {' or '.join(OPCHECK_MODES)}, not {self.opcheck!r}.")
         self._validate_modes()
 
     def _validate_modes(self) -> None:

@@ -1,6 +1,6 @@
 """backward returns a gradient of the wrong shape (summed to a scalar).
 
-Expected: exit 2, kind gradient_shape, message "bad gradient for input 0", line 19.
+Expected: exit 2, kind gradient_shape, message "bad gradient for x", line 19.
 """
 
 import torch

@@ -1,6 +1,7 @@
 """Issue 23 item 1: custom ops (``torch.library.custom_op`` + ``register_autograd``) as first class
 as a Function: named ``ns::name`` with the schema's argument names, found in files, written into a
-reproducer, named in the graph, and checked by ``torch.library.opcheck``'s tests as named checks.
+reproducer, named in the graph, and checked by ``torch.library.opcheck``'s tests as named checks
+(warned beside gradcheck's verdict, which they leave alone).
 
 The oracles are PyTorch's: ``torch.autograd.gradcheck`` on the op for the gradient verdict, and
 ``torch.library.opcheck`` (its result computed here) for each opcheck outcome. The ops live in
@@ -24,6 +25,7 @@ from gradviz.core.callables import as_checkable
 from gradviz.core.graph import extract_graph
 from gradviz.core.loader import choose_function, load_target
 from gradviz.core.opcheck_checks import OPCHECK_TESTS
+from gradviz.schema.results import PASSED, WARNED
 from tests.cli.runner import check_document
 from tests.paths import ROOT
 
@@ -55,6 +57,12 @@ def _gradient_verdict(report) -> bool:
     )
 
 
+def _opcheck_ok(outcome) -> bool:
+    """An opcheck outcome passed; a failing one is "warned" (outside the verdict) by default."""
+    assert outcome.status in (PASSED, WARNED), outcome
+    return outcome.status == PASSED
+
+
 @pytest.mark.parametrize(
     "op",
     [ops.affine, torch.ops.gvtest_cop.affine, torch.ops.gvtest_cop.affine.default],
@@ -81,10 +89,10 @@ def test_api_verdicts_are_gradchecks_and_opchecks(name):
     assert _gradient_verdict(report) == expected, report
     outcomes = {c.name: c for c in report.result.checks}
     for test, check_name in OPCHECK_TESTS.items():
-        assert outcomes[check_name].passed == expected_opcheck[test], (check_name, outcomes[check_name].detail)
+        assert _opcheck_ok(outcomes[check_name]) == expected_opcheck[test], (check_name, outcomes[check_name].detail)
         if not expected_opcheck[test]:
             assert test in outcomes[check_name].detail and "\n" not in outcomes[check_name].detail
-    assert report.passed == (expected and all(expected_opcheck.values()))
+    assert report.passed == expected  # gradcheck's verdict: opcheck's findings are warnings beside it
 
 
 def test_opcheck_passes_a_wrong_backward_that_gradviz_fails():
@@ -149,11 +157,11 @@ def test_cli_checks_an_op_of_a_file(name, how, tmp_path):
     assert payload["function"] == f"gvtest_cop::{name}"
     assert sorted(payload["functions"]) == sorted(f"gvtest_cop::{n}" for n in ops.OPS)
     assert [i["name"] for i in payload["inputs"]] == [a.name for a in getattr(ops, name)._opoverload._schema.arguments]
-    outcomes = {c["name"]: c["passed"] for c in payload["checks"]}
-    assert all(outcomes[OPCHECK_TESTS[t]] == ok for t, ok in expected_opcheck.items())
+    outcomes = {c["name"]: c["status"] for c in payload["checks"]}
+    assert all(outcomes[OPCHECK_TESTS[t]] == (PASSED if ok else WARNED) for t, ok in expected_opcheck.items())
     gradient = all(b["failing"] == 0 for b in payload["blocks"])
     assert gradient == expected
-    assert payload["passed"] == (expected and all(expected_opcheck.values()))
+    assert payload["passed"] == expected
     assert run.returncode == (0 if payload["passed"] else 1), run.stderr[-2000:]
 
 
@@ -162,8 +170,9 @@ def test_cli_checks_an_op_of_a_file(name, how, tmp_path):
     [ops.cube_wrong_backward, torch.ops.gvtest_cop.cube, ops.cube_wrong_fake],
     ids=["wrong-backward", "torch.ops", "wrong-fake"],
 )
-def test_reproducer_runs_alone_and_gives_gradchecks_and_opchecks_verdict(op, tmp_path):
-    """The script imports the op's module (no PYTHONPATH), runs gradcheck, then opcheck's tests."""
+def test_reproducer_runs_alone_and_gives_gradchecks_verdict_and_opchecks_warnings(op, tmp_path):
+    """The script imports the op's module (no PYTHONPATH), runs gradcheck, then opcheck's tests,
+    whose failures it prints as warnings, as gradviz does."""
     args = ops.inputs_for("cube")
     report = gradviz.check(op, args, raise_exception=False)
     script = tmp_path / "repro.py"
@@ -171,11 +180,11 @@ def test_reproducer_runs_alone_and_gives_gradchecks_and_opchecks_verdict(op, tmp
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     expected, opchecked = _gradcheck(op, args), _opcheck(op, args)
-    assert run.returncode == (0 if expected and all(opchecked.values()) else 1), run.stdout[-1000:] + run.stderr[-2000:]
+    assert run.returncode == (0 if expected else 1), run.stdout[-1000:] + run.stderr[-2000:]
     assert ("gradcheck passed" if expected else "gradcheck FAILED") in run.stdout
     if expected:
         assert [t for t, ok in opchecked.items() if not ok] == [
-            line.split(":")[1].strip() for line in run.stdout.splitlines() if line.startswith("opcheck FAILED")
+            line.split(":")[1].strip() for line in run.stdout.splitlines() if line.startswith("opcheck WARNED")
         ]
     assert report.passed == (run.returncode == 0)
 
@@ -204,16 +213,16 @@ def test_show_starts_the_window_on_the_op_by_import(tmp_path):
     assert choose_function(loaded).op is ops.cube_wrong_backward
 
 
-def test_opcheck_that_cannot_run_is_one_failed_line_naming_the_test(monkeypatch):
+def test_opcheck_that_cannot_run_is_one_warned_line_naming_the_test(monkeypatch):
     def broken(op, args, test_utils, raise_exception):
         raise RuntimeError("tracing broke\nsecond line of a long traceback")
 
     monkeypatch.setattr(torch.library, "opcheck", broken)
     report = gradviz.check(ops.cube, ops.inputs_for("cube"), raise_exception=False)
     found = {c.name: c for c in report.result.checks if c.name.startswith("opcheck_")}
-    assert list(found) == list(OPCHECK_TESTS.values()) and not report.passed
+    assert list(found) == list(OPCHECK_TESTS.values()) and report.passed  # cube's gradient is right
     for test, name in OPCHECK_TESTS.items():
-        assert found[name].failed and test in found[name].detail and "\n" not in found[name].detail
+        assert found[name].status == WARNED and test in found[name].detail and "\n" not in found[name].detail
         assert "tracing broke" in found[name].detail and "second line" not in found[name].detail
 
 
