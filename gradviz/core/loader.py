@@ -328,7 +328,17 @@ def import_target_module(name: str) -> types.ModuleType:
 
 
 def _pick_attribute(loaded: LoadedSource, attribute: str, target: str) -> None:
-    """Make ``attribute`` (dotted for nested names) the one to check: a Function or a callable on one."""
+    """Make ``attribute`` (dotted for nested names) the one to check: a Function or a callable on one;
+    an operator's ``ns::name`` is looked up among the operators found."""
+    if "::" in attribute:
+        if attribute not in loaded.functions:
+            offered = ", ".join(loaded.functions) or "none"
+            raise TargetError(
+                ErrorKind.UNKNOWN_FUNCTION, f"{target}: {loaded.filename} registers no operator {attribute} (found: {offered})."
+            )
+        loaded.functions = {attribute: loaded.functions[attribute], **loaded.functions}
+        loaded.default_function = attribute
+        return
     obj: object = loaded.module
     for part in attribute.split("."):
         if not hasattr(obj, part):
