@@ -182,12 +182,12 @@ def choose_function(loaded: LoadedSource, name: str | None = None) -> Checkable:
     return loaded.functions[name]
 
 
-def uses_setup_context(fn: type[torch.autograd.Function]) -> bool:
+def uses_setup_context(fn: Checkable) -> bool:
     """PyTorch >= 2.0 style: ``forward(x, ...)`` without ctx, plus ``setup_context(ctx, inputs, output)``."""
     return getattr(fn, "setup_context", None) is not torch.autograd.Function.setup_context
 
 
-def forward_parameters(fn: type[torch.autograd.Function]) -> list[inspect.Parameter]:
+def forward_parameters(fn: Checkable) -> list[inspect.Parameter]:
     """forward's parameters that ``apply`` fills: all of them, less ctx in the classic style."""
     try:
         params = list(inspect.signature(fn.forward).parameters.values())
@@ -196,7 +196,7 @@ def forward_parameters(fn: type[torch.autograd.Function]) -> list[inspect.Parame
     return params if uses_setup_context(fn) else params[1:]
 
 
-def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
+def argument_names(fn: Checkable, count: int) -> list[str]:
     """Names of the arguments of ``apply``, for labels such as ``weight[2,0]``: the callable's own
     own ``argument_names_for`` when it has one (a module checked with its parameters: ``layer.weight``)."""
     given = getattr(fn, "argument_names_for", None)
@@ -212,7 +212,7 @@ def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
     return names
 
 
-def required_arguments(fn: type[torch.autograd.Function]) -> list[str]:
+def required_arguments(fn: Checkable) -> list[str]:
     """forward's positional parameters without defaults (after ctx, in the classic style)."""
     return [
         p.name
@@ -272,7 +272,7 @@ def load_target(target: str | Target, *, inputs_path: str | Path | None = None) 
     if target.module:
         loaded = _load_module_target(target.module, target.attribute)
     else:
-        loaded = load_file(target.path)
+        loaded = load_file(target.path or "")
         if target.attribute:
             _pick_attribute(loaded, target.attribute, str(target))
     if inputs_path is not None:
@@ -285,7 +285,8 @@ def load_target(target: str | Target, *, inputs_path: str | Path | None = None) 
 def _load_module_target(name: str, attribute: str | None) -> LoadedSource:
     registered = Registrations()
     module = import_target_module(name)
-    filename = str(Path(module.__file__).resolve()) if getattr(module, "__file__", None) else f"<module {name}>"
+    file = getattr(module, "__file__", None)
+    filename = str(Path(file).resolve()) if file else f"<module {name}>"
     try:
         source = read_source(filename)
     except GradvizError:  # a compiled or huge module: only line numbers are lost

@@ -136,9 +136,10 @@ def describe_arity(fn: Checkable) -> str:
     if bounds is None:
         return "other arguments"
     least, most = bounds
-    names = [a.name for a in op_overload(fn.op)._schema.arguments] if isinstance(fn, CustomOpFunction) else [
-        p.name for p in forward_parameters(fn) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]  # fmt: skip
+    if isinstance(fn, CustomOpFunction):
+        names = [a.name for a in op_overload(fn.op)._schema.arguments]
+    else:
+        names = [p.name for p in forward_parameters(fn) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     listed = f" ({', '.join(names)})" if names else ""
     if most is None:
         return f"{least} or more arguments{listed}"
@@ -163,8 +164,8 @@ def _arity(fn: Checkable) -> tuple[int, int | None] | None:
             return None
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         return len(required_arguments(fn)), None
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(required_arguments(fn)), len(positional)
+    by_position = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(required_arguments(fn)), len(by_position)
 
 
 def _arguments(count: int) -> str:
