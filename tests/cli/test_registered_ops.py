@@ -133,3 +133,29 @@ def test_the_loader_finds_operators_registered_by_the_file_and_by_what_it_import
     x = torch.randn(3, dtype=torch.float64, requires_grad=True)
     for op in (torch.ops.gvtest_reg_own.neg, torch.ops.gvtest_reg_helper.twice):
         assert gradviz.check(op, (x,)).passed == torch.autograd.gradcheck(op, (x,))
+
+
+def test_operators_of_an_installed_library_the_file_imports_are_not_the_users(write_source, tmp_path, monkeypatch):
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "gvtestlib").mkdir(parents=True)
+    (site / "gvtestlib" / "__init__.py").write_text(
+        "import torch\n"
+        "lib = torch.library.Library('gvtestlib', 'DEF')\n"
+        "lib.define('nms(Tensor boxes, float iou_threshold) -> Tensor')\n",
+        encoding="utf-8",
+    )  # as torchvision registers torchvision::nms when it is imported
+    monkeypatch.syspath_prepend(str(site))
+    path = write_source(
+        '''
+        import torch
+        import gvtestlib
+
+        lib = torch.library.Library("gvtest_reg_mine", "DEF")
+        lib.define("neg(Tensor x) -> Tensor")
+        lib.impl("neg", lambda x: -x, "CompositeExplicitAutograd")
+        torch.library.register_autograd("gvtest_reg_mine::neg", lambda ctx, g: -g)
+        ''',
+        "uses_lib.py",
+    )
+    assert list(load_file(path).functions) == ["gvtest_reg_mine::neg"]
+    assert torch.ops.gvtestlib.nms.default._schema.name == "gvtestlib::nms"  # registered all the same
