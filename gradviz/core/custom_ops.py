@@ -12,15 +12,18 @@ maps it back to the op.
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch._library.custom_ops import OPDEFS, CustomOpDef
 
 __all__ = [
+    "Registrations",
     "backward_node_op",
     "find_custom_ops",
     "is_custom_op",
@@ -99,15 +102,98 @@ def op_python_name(obj: Any) -> str:
     return f"torch.ops.{namespace}.{name.split('.')[0]}"
 
 
-def find_custom_ops(module: types.ModuleType) -> dict[str, CustomOpDef]:
-    """The ops (``CustomOpDef``) among the module's globals, by ``ns::name``: its own first,
-    then imported ones (as Functions are found)."""
-    found = {op_name(obj): obj for obj in vars(module).values() if isinstance(obj, CustomOpDef)}
+def find_custom_ops(module: types.ModuleType, registered: Registrations | None = None) -> dict[str, Any]:
+    """The user's ops, by ``ns::name``: the module's own first, then imported ones (as Functions
+    are found). They are the module's globals that are ops (``CustomOpDef``, ``torch.ops.ns.name``),
+    and with ``registered`` every operator registered while the module ran, however it was
+    defined (``torch.library.Library(ns, "DEF")`` + ``define`` + ``impl``, a C++ extension)."""
+    found: dict[str, Any] = {}
+    for obj in vars(module).values():
+        if isinstance(obj, CustomOpDef) or (is_custom_op(obj) and is_user_op(obj)):
+            found.setdefault(op_name(obj), obj)
+    files = {getattr(module, "__file__", None) or ""}
+    new = registered.new_ops(module) if registered is not None else {}
+    for name, overload in new.items():
+        found.setdefault(name, op_definition(overload) or overload)
 
-    def own(op: CustomOpDef) -> bool:
-        return getattr(op._init_fn, "__module__", None) == module.__name__
+    def own(name: str) -> bool:
+        definition = op_definition(found[name])
+        if definition is not None:
+            return getattr(definition._init_fn, "__module__", None) == module.__name__
+        return registered is not None and registered.where(name) in files
 
-    return {**{n: op for n, op in found.items() if own(op)}, **{n: op for n, op in found.items() if not own(op)}}
+    return {**{n: op for n, op in found.items() if own(n)}, **{n: op for n, op in found.items() if not own(n)}}
+
+
+_REGISTERED_AT = re.compile(r"registered at (.+):\d+\s*$")
+_INSTALLED = ("site-packages", "dist-packages")  # a library's folder: its ops are not the user's
+
+
+class Registrations:
+    """The dispatcher's operators and the imported modules at one moment (before user code runs),
+    to tell afterwards which operators that code registered."""
+
+    def __init__(self) -> None:
+        self.ops = frozenset(torch._C._dispatch_get_all_op_names())
+        self.modules = frozenset(sys.modules)
+
+    def new_ops(self, own: types.ModuleType) -> dict[str, torch._ops.OpOverload]:
+        """Every operator registered since, by qualified name (``ns::name``, ``ns::name.overload``),
+        less PyTorch's own and those of libraries ``own`` imported from site-packages (torchvision's
+        ops are torchvision's, not the user's; ``own``'s package is the user's wherever it is)."""
+        own_file = getattr(own, "__file__", None)
+        libraries = self._imported_libraries() - {own.__name__.split(".")[0]}
+        found = {}
+        for qualified in sorted(set(torch._C._dispatch_get_all_op_names()) - self.ops):
+            namespace = qualified.split("::", 1)[0]
+            where = self.where(qualified)
+            theirs = namespace in libraries or (_installed(where) and where != own_file)
+            if namespace in BUILTIN_NAMESPACES or theirs:
+                continue
+            overload = _overload(qualified)
+            if overload is not None:
+                found[op_name(overload)] = overload
+        return found
+
+    @staticmethod
+    def where(qualified: str) -> str | None:
+        """The file the operator's schema was registered from (the ``Library`` call, or C++ source)."""
+        name, _, overload = qualified.partition(".")
+        try:
+            debug = torch._C._dispatch_find_schema_or_throw(name, "" if overload == "default" else overload).debug()
+        except RuntimeError:
+            return None
+        match = _REGISTERED_AT.search(debug)
+        return match.group(1) if match else None
+
+    def _imported_libraries(self) -> set[str]:
+        """Top-level packages imported since, from site-packages: their namespaces are theirs."""
+        names = set()
+        for name in set(sys.modules) - self.modules:
+            if "." not in name and _installed(getattr(sys.modules.get(name), "__file__", None)):
+                names.add(name)
+        return names
+
+
+_TORCH = Path(torch.__file__).parent
+
+
+def _installed(path: str | None) -> bool:
+    """A file of PyTorch's or of an installed library's."""
+    if path is None:
+        return False
+    parts = Path(path).parts
+    return any(part in _INSTALLED for part in parts) or parts[: len(_TORCH.parts)] == _TORCH.parts
+
+
+def _overload(qualified: str) -> torch._ops.OpOverload | None:
+    """``torch.ops.ns.name.overload`` for ``ns::name.overload`` (``.default`` without one)."""
+    namespace, _, rest = qualified.partition("::")
+    name, _, overload = rest.partition(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def global_name(op: Any) -> tuple[str, str] | None:

@@ -27,7 +27,8 @@ import torch.autograd.forward_ad as fwAD
 from gradviz.core.check_run import CheckRun
 from gradviz.core.compare import compare_block
 from gradviz.core.jacobian import BlockKey, Jacobian, Progress, call_apply
-from gradviz.schema.errors import Cancelled
+from gradviz.core.user_code import CodeFiles
+from gradviz.schema.errors import Cancelled, ErrorKind, UserCodeError, user_frames
 from gradviz.schema.results import FAILED, PASSED, BlockComparison, CheckOutcome
 from gradviz.schema.settings import CheckSettings
 
@@ -73,8 +74,7 @@ def forward_jacobian(
                 index = tuple(int(k) for k in np.unravel_index(c, shape)) if shape else ()
                 tangent[index] = 1.0
                 outputs = call_apply(apply, dual_args, clone=clone_inputs)
-                tangent[index] = 0.0
-                for i in out_indices:
+                for i in out_indices:  # read before the tangent is reset: a jvp may return it as it is
                     column = _output_tangent(outputs[i])
                     block = blocks.get((i, j))
                     if block is None:
@@ -82,6 +82,7 @@ def forward_jacobian(
                     if column is not None:
                         tracked.add((i, j))
                         block[:, c] = column
+                tangent[index] = 0.0
                 if progress is not None:
                     progress.advance(1)
     return ForwardJacobian(blocks, set(blocks) - tracked)  # an input with no elements: compare_forward fills in
@@ -176,8 +177,10 @@ def check_forward_mode(
         )
     except Cancelled:
         raise
-    except (Exception, SystemExit) as exc:  # gradcheck raises here: a failed check, said by name
-        return ForwardFindings(checks=[no_forward_mode(fn.__name__, exc)])
+    except (Exception, SystemExit) as exc:  # gradcheck raises here too
+        if raised_in_user_code(exc, run.code):
+            raise jvp_error(fn.__name__, exc, run.code) from None
+        return ForwardFindings(checks=[no_forward_mode(fn.__name__, exc)])  # no jvp: a failed check, by name
     found = ForwardFindings(compare_forward(forward, numerical, outputs, args, settings))
     found.warnings = zero_tangent_warnings(fn.__name__, found.blocks, forward, names)
     jvp_wrong_hints(found.blocks, backward_blocks)
@@ -198,6 +201,25 @@ def jvp_wrong_hints(blocks: Sequence[BlockComparison], backward_blocks: Sequence
                 "the backward matches finite differences in this block and the jvp does not: the forward-mode "
                 "formula (jvp) is wrong here."
             ]
+
+
+def raised_in_user_code(exc: BaseException, code: CodeFiles) -> bool:
+    """Whether the user's code raised ``exc`` (their jvp, or their forward on dual inputs), rather
+    than PyTorch saying the Function has no jvp at all."""
+    if isinstance(exc, SystemExit):
+        return True
+    if isinstance(exc, NotImplementedError) and "jvp" in str(exc):
+        return False  # the base class's jvp: there is no user code to point at
+    return bool(user_frames(exc.__traceback__, {code.main, *code.also}))
+
+
+def jvp_error(name: str, exc: BaseException, code: CodeFiles) -> UserCodeError:
+    """The user's error at its line, as for an exception in backward: the jvp (or the forward it
+    was called after) raised, so there is no forward Jacobian to compare."""
+    frames = user_frames(exc.__traceback__, {code.main, *code.also})
+    in_jvp = any(f.name == "jvp" for f in frames)
+    context = f"{name}.jvp" if in_jvp else f"{name}.forward (on dual inputs, for forward-mode AD)"
+    return code.error(ErrorKind.FORWARD, exc, context)
 
 
 def no_forward_mode(name: str, exc: BaseException) -> CheckOutcome:

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from gradviz.core.callables import Checkable, CustomOpFunction, as_checkable, describe_not_checkable
-from gradviz.core.custom_ops import find_custom_ops
+from gradviz.core.custom_ops import Registrations, find_custom_ops
 from gradviz.schema.errors import ErrorKind, Frame, GradvizError, SettingsError, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
 from gradviz.schema.targets import Target, check_inputs_path, locate_module, parse_target
@@ -42,6 +42,7 @@ class LoadedSource:
     example_inputs: Callable | None
     default_function: str | None = None
     notes: list[str] = field(default_factory=list)
+    inputs_path: str | None = None  # --inputs FILE: example_inputs gives that file's arguments
 
     @property
     def docstring(self) -> str | None:
@@ -98,12 +99,13 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
     module = types.ModuleType(f"usercode_{uuid.uuid4().hex[:12]}")  # not "gradviz...": our warning filters
     module.__file__ = filename
     sys.modules[module.__name__] = module  # dataclasses, pickle and typing look modules up here
+    registered = Registrations()
     try:
         exec(code, module.__dict__)
     except (Exception, SystemExit) as exc:
         raise from_exception(ErrorKind.IMPORT, exc, filename, "Running the file") from None
 
-    functions = find_functions(module)
+    functions = find_functions(module, registered)
     if not functions:
         raise UserCodeError(
             ErrorKind.NO_FUNCTION,
@@ -125,9 +127,10 @@ def load_source(source: str, filename: str = "<editor>") -> LoadedSource:
 _BASES = (torch.autograd.Function, torch.autograd.function.InplaceFunction, torch.autograd.function.NestedIOFunction)
 
 
-def find_functions(module: types.ModuleType) -> dict[str, Checkable]:
+def find_functions(module: types.ModuleType, registered: Registrations | None = None) -> dict[str, Checkable]:
     """Every concrete Function the module defines or imports: its own first, then imported ones;
-    then its custom ops (``torch.library.custom_op``), by ``ns::name``, the same way.
+    then its custom ops, by ``ns::name``, the same way: those among its globals, and with
+    ``registered`` (taken before it ran) every operator it registered however it did.
 
     A user's Function usually lives in their package; a file that imports it and defines
     ``example_inputs`` is the normal case, so imported Functions count too.
@@ -141,7 +144,7 @@ def find_functions(module: types.ModuleType) -> dict[str, Checkable]:
         and obj.forward is not torch.autograd.Function.forward
     }
     own = {n: f for n, f in found.items() if f.__module__ == module.__name__}
-    ops: dict[str, Checkable] = {n: CustomOpFunction(op) for n, op in find_custom_ops(module).items()}
+    ops: dict[str, Checkable] = {n: CustomOpFunction(op) for n, op in find_custom_ops(module, registered).items()}
     return {**own, **{n: f for n, f in found.items() if n not in own}, **ops}
 
 
@@ -179,12 +182,12 @@ def choose_function(loaded: LoadedSource, name: str | None = None) -> Checkable:
     return loaded.functions[name]
 
 
-def uses_setup_context(fn: type[torch.autograd.Function]) -> bool:
+def uses_setup_context(fn: Checkable) -> bool:
     """PyTorch >= 2.0 style: ``forward(x, ...)`` without ctx, plus ``setup_context(ctx, inputs, output)``."""
     return getattr(fn, "setup_context", None) is not torch.autograd.Function.setup_context
 
 
-def forward_parameters(fn: type[torch.autograd.Function]) -> list[inspect.Parameter]:
+def forward_parameters(fn: Checkable) -> list[inspect.Parameter]:
     """forward's parameters that ``apply`` fills: all of them, less ctx in the classic style."""
     try:
         params = list(inspect.signature(fn.forward).parameters.values())
@@ -193,7 +196,7 @@ def forward_parameters(fn: type[torch.autograd.Function]) -> list[inspect.Parame
     return params if uses_setup_context(fn) else params[1:]
 
 
-def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
+def argument_names(fn: Checkable, count: int) -> list[str]:
     """Names of the arguments of ``apply``, for labels such as ``weight[2,0]``: the callable's own
     own ``argument_names_for`` when it has one (a module checked with its parameters: ``layer.weight``)."""
     given = getattr(fn, "argument_names_for", None)
@@ -209,7 +212,7 @@ def argument_names(fn: type[torch.autograd.Function], count: int) -> list[str]:
     return names
 
 
-def required_arguments(fn: type[torch.autograd.Function]) -> list[str]:
+def required_arguments(fn: Checkable) -> list[str]:
     """forward's positional parameters without defaults (after ctx, in the classic style)."""
     return [
         p.name
@@ -269,23 +272,26 @@ def load_target(target: str | Target, *, inputs_path: str | Path | None = None) 
     if target.module:
         loaded = _load_module_target(target.module, target.attribute)
     else:
-        loaded = load_file(target.path)
+        loaded = load_file(target.path or "")
         if target.attribute:
             _pick_attribute(loaded, target.attribute, str(target))
     if inputs_path is not None:
         args = load_inputs_file(inputs_path)
         loaded.example_inputs = lambda device, dtype: args  # prepare_inputs copies them each time
+        loaded.inputs_path = str(inputs_path)
     return loaded
 
 
 def _load_module_target(name: str, attribute: str | None) -> LoadedSource:
+    registered = Registrations()
     module = import_target_module(name)
-    filename = str(Path(module.__file__).resolve()) if getattr(module, "__file__", None) else f"<module {name}>"
+    file = getattr(module, "__file__", None)
+    filename = str(Path(file).resolve()) if file else f"<module {name}>"
     try:
         source = read_source(filename)
     except GradvizError:  # a compiled or huge module: only line numbers are lost
         source = ""
-    functions = find_functions(module)
+    functions = find_functions(module, registered)
     example_inputs = module.__dict__.get("example_inputs")
     loaded = LoadedSource(filename, source, module, functions, example_inputs if callable(example_inputs) else None)
     if attribute:
@@ -323,7 +329,17 @@ def import_target_module(name: str) -> types.ModuleType:
 
 
 def _pick_attribute(loaded: LoadedSource, attribute: str, target: str) -> None:
-    """Make ``attribute`` (dotted for nested names) the one to check: a Function or a callable on one."""
+    """Make ``attribute`` (dotted for nested names) the one to check: a Function or a callable on one;
+    an operator's ``ns::name`` is looked up among the operators found."""
+    if "::" in attribute:
+        if attribute not in loaded.functions:
+            offered = ", ".join(loaded.functions) or "none"
+            raise TargetError(
+                ErrorKind.UNKNOWN_FUNCTION, f"{target}: {loaded.filename} registers no operator {attribute} (found: {offered})."
+            )
+        loaded.functions = {attribute: loaded.functions[attribute], **loaded.functions}
+        loaded.default_function = attribute
+        return
     obj: object = loaded.module
     for part in attribute.split("."):
         if not hasattr(obj, part):

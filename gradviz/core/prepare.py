@@ -16,8 +16,8 @@ import torch
 from gradviz.core.callables import Checkable
 from gradviz.core.inputs import PreparedInputs, prepare_inputs, resolve_device, resolve_dtype
 from gradviz.core.kinks import jitter_inputs
-from gradviz.core.loader import LoadedSource, argument_names, choose_function, required_arguments
-from gradviz.schema.errors import ErrorKind, from_exception
+from gradviz.core.loader import LoadedSource, argument_names, choose_function
+from gradviz.core.target_inputs import target_arguments
 from gradviz.schema.settings import CheckSettings
 
 
@@ -58,16 +58,4 @@ def _example_inputs(
 ) -> Any:
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)
-        if loaded.example_inputs is None:
-            names = required_arguments(fn)
-            loaded.notes.append(
-                f"No example_inputs() defined: using random 4×4 tensors for {', '.join(names) or 'no arguments'}. "
-                "Define example_inputs(device, dtype) to choose the inputs."
-            )
-            return tuple(torch.randn(4, 4, device=device, dtype=dtype, requires_grad=True) for _ in names)
-        try:
-            return loaded.example_inputs(device, dtype)
-        except (Exception, SystemExit) as exc:
-            raise from_exception(
-                ErrorKind.EXAMPLE_INPUTS, exc, loaded.filename, "example_inputs(device, dtype)"
-            ) from None
+        return target_arguments(loaded, fn, device, dtype)

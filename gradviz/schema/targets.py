@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_ATTRIBUTE = _MODULE
+# a name in the module (dotted for nested ones), or an operator's qualified name (ns::name[.overload])
+_ATTRIBUTE = re.compile(r"^([A-Za-z_]\w*(\.[A-Za-z_]\w*)*|[A-Za-z_]\w*::[A-Za-z_]\w*(\.\w+)?)$")
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,9 @@ def parse_target(text: str) -> Target:
     if names_a_module(text):
         module, _, attribute = text.partition(":")
         return Target(module=module, attribute=attribute)
-    path, colon, attribute = text.rpartition(":")
-    if colon and path.endswith(".py") and _ATTRIBUTE.match(attribute):
-        return Target(path=path, attribute=attribute)
+    at = text.rfind(".py:")  # not the last colon: an operator's name has two (file.py:ns::name)
+    if at >= 0 and _ATTRIBUTE.match(text[at + 4 :]):
+        return Target(path=text[: at + 3], attribute=text[at + 4 :])
     return Target(path=text)
 
 

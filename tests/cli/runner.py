@@ -28,7 +28,10 @@ def gradviz(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         timeout=300,
     )
     if "--json" in args and args[0] in JSON_COMMANDS and out.stdout.strip():
-        check_document(args[0], json.loads(out.stdout))
+        several = "--all" in args  # JSON Lines: one document a target
+        for text in out.stdout.splitlines() if several else [out.stdout]:
+            if text.strip():
+                check_document(args[0], json.loads(text))
     return out
 
 
