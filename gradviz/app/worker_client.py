@@ -39,9 +39,10 @@ class WorkerClient(QObject):
         super().__init__(parent)
         self.warm = warm
         self._process: QProcess | None = None
-        self._decoder = messages.LineDecoder()
+        self._session = messages.ClientSession()
         self._next_id = 1
         self._running: int = 0  # id of the request in flight, 0 if none
+        self._last_answered = 0  # id of the request answered last
         self.is_ready = False
         self.info: dict[str, Any] = {}
         self.output_text = ""
@@ -57,7 +58,7 @@ class WorkerClient(QObject):
     def start(self) -> None:
         """Start a worker in the background; ``ready`` fires once torch is imported there."""
         self.is_ready = False
-        self._decoder = messages.LineDecoder()
+        self._session = messages.ClientSession()  # a fresh secret for every worker
         process = QProcess(self)
         env = QProcessEnvironment()
         for key, value in worker_environment(warm=self.warm).items():
@@ -70,6 +71,7 @@ class WorkerClient(QObject):
         self._process = process
         program, *arguments = worker_command()
         process.start(program, arguments)
+        process.write(self._session.hello())  # the first thing the worker reads
 
     def shutdown(self) -> None:
         """Stop the worker (it stops any run first) and remove the result files (window closing).
@@ -77,7 +79,7 @@ class WorkerClient(QObject):
         process, self._process = self._process, None
         self._deadline.stop()
         if process is not None:
-            process.write(messages.encode({"op": "quit"}))
+            process.write(self._session.encode({"op": "quit"}))
             process.closeWriteChannel()
             unresponsive.wake(int(process.processId()))  # a stopped worker reads nothing until continued
             if not process.waitForFinished(2000):
@@ -93,7 +95,7 @@ class WorkerClient(QObject):
         """Stop the run in flight; its ``failed`` (kind cancelled, with the line) follows, from the
         worker, or from here after ``grace`` s if the worker does not answer."""
         if self._running and self._process is not None:
-            self._process.write(messages.encode({"op": "cancel", "id": self._running}))
+            self._process.write(self._session.encode({"op": "cancel", "id": self._running}))
             self._cancel_sent = True
             if self.is_ready:  # a worker still importing torch answers the cancel once it is ready
                 self._arm(self.grace)
@@ -127,7 +129,7 @@ class WorkerClient(QObject):
         if self.is_ready:  # else from the ready message on: the worker runs nothing before
             self._arm(unresponsive.answer_deadline(0.0, self._timeout, self.grace))
         self.output_text = ""
-        self._process.write(messages.encode(message))
+        self._process.write(self._session.encode(message))
         return request_id
 
     def discard_results_before(self, request_id: int) -> None:
@@ -141,14 +143,23 @@ class WorkerClient(QObject):
         data = bytes(process.readAllStandardOutput())
         if process is not self._process:
             return
-        for message in self._decoder.feed(data):
-            if isinstance(message, messages.BadLine):  # fail the run now, not at its timeout
+        unsealed = len(self._session.unsealed)
+        found = self._session.feed(data)
+        if len(self._session.unsealed) > unsealed:  # not the worker's: ignored, and said; ask again
+            lines = self._session.unsealed[unsealed:]
+            self.output.emit(f"gradviz: ignored {len(lines)} line(s) the worker did not seal: {lines[0].text[:120]!r}\n")
+            if self._running:  # they may have been written into the middle of its answer
+                self._process.write(self._session.encode({"op": "repeat", "id": self._running}))
+        for message in found:
+            if isinstance(message, messages.BadLine):  # a broken worker: fail the run now, not at its timeout
                 detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker sent {message.describe()}"}
                 message = messages.error(self._running or None, None, detail)
             self._on_message(message)
 
     def _on_message(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
+        if messages.is_final(message) and message.get("id") and message.get("id") == self._last_answered:
+            return  # an answer repeated on our asking (``repeat``) that had arrived whole already
         if kind == "ready":
             self.is_ready = True
             self.info = message
@@ -167,7 +178,7 @@ class WorkerClient(QObject):
             self.failed.emit(request or 0, message["error"])
 
     def _answered(self) -> None:
-        self._running = 0
+        self._last_answered, self._running = self._running, 0
         self._deadline.stop()
 
     def _arm(self, seconds: float | None) -> None:

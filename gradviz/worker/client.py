@@ -66,6 +66,7 @@ class Reply:
     error: dict[str, Any] | None = None
     seconds: float = 0.0
     output_chars: int = 0  # how much the user's code printed during the request
+    unsealed: list[str] = field(default_factory=list)  # lines not sealed by the worker, ignored
     progress: list[tuple[int, int]] = field(default_factory=list)
 
     @property
@@ -105,6 +106,11 @@ class _Output:
             self._write((note if hidden > 0 else "") + self._kept)
         self.total, self._kept = 0, ""
 
+    def note(self, text: str) -> None:
+        """A line of gradviz's own among the user's output (not counted as theirs)."""
+        if self.sink is not None:
+            self._write(text)
+
     def _write(self, text: str) -> None:
         try:
             self.sink.write(text)
@@ -133,8 +139,10 @@ class WorkerClient:
         self._output = _Output(output, output_head, output_tail)
         self._process: subprocess.Popen | None = None
         self._selector: selectors.BaseSelector | None = None
-        self._decoder = messages.LineDecoder()
+        self._session = messages.ClientSession()
         self._messages: list[dict[str, Any] | messages.BadLine] = []
+        self._in_flight = 0  # the request waiting for its answer
+        self._unsealed_seen = 0  # lines of the session not sealed by the worker, already acted on
         self._next_id = 1
         self._stdout_closed = False
         self._ready_at = 0.0  # when the worker said it was ready (time.monotonic)
@@ -176,7 +184,9 @@ class WorkerClient:
             )
         except OSError as exc:
             raise WorkerStartError(f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}") from None
-        self._decoder, self._messages, self._stdout_closed = messages.LineDecoder(), [], False
+        self._session, self._messages, self._stdout_closed = messages.ClientSession(), [], False
+        self._unsealed_seen = 0
+        self._write(self._session.hello())  # before anything else: the worker reads it first
         self.info = {}
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._process.stdout, selectors.EVENT_READ, "stdout")
@@ -205,7 +215,7 @@ class WorkerClient:
             if process is not None and process.poll() is None:
                 if polite:
                     with contextlib.suppress(OSError):
-                        process.stdin.write(messages.encode({"op": "quit"}))
+                        process.stdin.write(self._session.encode({"op": "quit"}))
                         process.stdin.close()
                 else:  # SIGTERM: the worker stops its run's whole process tree before it exits
                     with contextlib.suppress(OSError):
@@ -255,10 +265,8 @@ class WorkerClient:
         start = time.monotonic()
         if self.info:
             self._ready_at = start
-        try:
-            self._process.stdin.write(messages.encode(message))
-        except OSError:  # the worker died before reading it: the branch below says so
-            pass
+        self._write(self._session.encode(message))  # failing, the worker died: the branch below says so
+        self._in_flight, unsealed_before = request_id, len(self._session.unsealed)
 
         def answer(m: dict[str, Any] | messages.BadLine) -> bool:
             if isinstance(m, messages.BadLine):
@@ -278,7 +286,11 @@ class WorkerClient:
                 return start + self.startup_timeout
             return unresponsive.answer_deadline(max(start, self._ready_at), timeout, self.grace)
 
-        found = self._wait_for(answer, deadline)
+        try:
+            found = self._wait_for(answer, deadline)
+        finally:
+            self._in_flight = 0
+        self._say_unsealed(unsealed_before)
         unanswered = found is None and self.alive and not self._stdout_closed  # a deadline passed
         if unanswered and not self.info:
             reply.error = {"kind": ErrorKind.WORKER.value, "message": "The gradviz worker did not get ready in time."}
@@ -300,9 +312,27 @@ class WorkerClient:
             }
             self.close(polite=False)
         reply.seconds = time.monotonic() - start
+        reply.unsealed = [line.text for line in self._session.unsealed[unsealed_before:]]
         reply.output_chars = self._output.total
         self._output.finish()
         return reply
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._process.stdin.write(data)
+        except (OSError, AttributeError):  # gone: the caller finds out from its output
+            pass
+
+    def _say_unsealed(self, before: int) -> None:
+        """Lines the worker did not seal (something else wrote them into its channel, or the
+        interpreter printed them) were ignored: say so beside what the user's code printed."""
+        lines = self._session.unsealed[before:]
+        if lines:
+            shown = lines[0].text if len(lines[0].text) <= 120 else lines[0].text[:120] + "…"
+            self._output.note(
+                f"gradviz: ignored {len(lines)} line(s) in the worker's answer channel that the worker did not "
+                f"seal (written there by something else, first {shown!r}); the answer below is the worker's own.\n"
+            )
 
     def _end_unresponsive(self) -> None:
         """Kill the worker that stopped answering, with its whole tree, before anything else: the
@@ -334,11 +364,24 @@ class WorkerClient:
             if data and key.data == "stderr":
                 self._output.feed(data)
             elif data:
-                self._messages.extend(self._decoder.feed(data))
+                self._messages.extend(self._session.feed(data))
+                self._repeat_if_lost()
             else:
                 self._selector.unregister(key.fileobj)
                 if key.data == "stdout":
                     self._stdout_closed = True
+
+
+    MAX_REPEATS = 16
+
+    def _repeat_if_lost(self) -> None:
+        """A line we did not trust arrived while a request waits: it may have been written into
+        the middle of the worker's answer, so ask for that answer again (the worker repeats it
+        if it was sent; if not, it comes when ready). A few times at most per session."""
+        count = len(self._session.unsealed)
+        if count > self._unsealed_seen and self._in_flight and self._unsealed_seen < self.MAX_REPEATS:
+            self._write(self._session.encode({"op": "repeat", "id": self._in_flight}))
+        self._unsealed_seen = count
 
 
 def run_request(

@@ -11,7 +11,11 @@ and serves on, in the same clean state as before.
 Every process a run started ends with the run, wherever it went (``containment``: the worker is
 a subreaper, and kills its whole tree at the end of every run), and memory is counted over that
 whole tree. Only lines sealed with the run's secret are relayed (``messages.SealedDecoder``):
-what user code writes into the pipe becomes an error, never a verdict. When the client that
+what user code writes into the pipe becomes an error, never a verdict. The client's hop is
+sealed the same way under the session's secret, the first line on stdin (``messages.
+ClientSession``): the worker reads only requests sealed with it, seals every line it sends, and
+wipes it from each forked run's copy of its memory. It is also not dumpable, so no process of
+another (or, short of root, the same) user opens its pipes or memory through /proc. When the client that
 started the worker dies (even by ``kill -9``), the worker is told (Linux's parent-death signal,
 and a poll of its parent's pid), stops everything below it and exits.
 """
@@ -82,18 +86,27 @@ class Run:
 
 class Supervisor:
     def __init__(
-        self, out: IO[bytes], requests_fd: int, *, threads: int, memory_limit: int, starter: RunStarter | None = None
+        self,
+        out: IO[bytes],
+        requests_fd: int,
+        *,
+        key: bytearray,
+        threads: int,
+        memory_limit: int,
+        starter: RunStarter | None = None,
     ) -> None:
-        self.out, self.requests_fd = out, requests_fd
+        self.out, self.requests_fd, self.key = out, requests_fd, key
         self.threads, self.memory_limit = threads, memory_limit
         self.run: Run | None = None
         self.pending: deque[dict[str, Any]] = deque()  # requests waiting for the run in progress
-        self.decoder = messages.LineDecoder()
+        self.decoder = messages.SealedDecoder(key, signer="the gradviz client")
+        self.last_final: dict[str, Any] | None = None  # sent again when the client asks (``repeat``)
         self.parent = os.getppid()
         self.meter = process_tree.TreeMeter(os.getpid())  # memory of everything below us
         self.quitting = False
         self.starter = starter or RunStarter(threads)
         self.starter.threads = threads
+        self.starter.wipe_in_child = (key,)  # a forked run's copy of our memory must not hold it
 
     # --- the loop ------------------------------------------------------------------------
     def serve(self) -> None:
@@ -131,20 +144,27 @@ class Supervisor:
             self.quitting = True
 
     def send(self, message: dict[str, Any]) -> None:
+        if messages.is_final(message):
+            self.last_final = message
         try:
-            self.out.write(messages.encode(message))
+            self.out.write(messages.seal(message, self.key))
             self.out.flush()
         except OSError:  # the client is gone
             self.quitting = True
 
     # --- requests --------------------------------------------------------------------------
     def _on_request(self, message: dict[str, Any] | messages.BadLine) -> None:
-        """Cancel acts at once; everything else waits its turn behind the run in progress."""
-        if isinstance(message, messages.BadLine):
+        """Cancel and repeat act at once; everything else waits its turn behind the run in progress."""
+        if isinstance(message, messages.BadLine) and message.unsealed:  # not the client's: never a request
+            print(f"gradviz worker: ignored {message.describe()}", file=sys.stderr)
+        elif isinstance(message, messages.BadLine):
             detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker received {message.describe()}"}
             self.send(messages.error(None, None, detail))
         elif message.get("op") == "cancel":
             self._cancel(message.get("id"))
+        elif message.get("op") == "repeat":  # the client lost our answer among lines it did not trust
+            if self.last_final is not None and self.last_final.get("id") == message.get("id"):
+                self.send(self.last_final)
         else:
             self.pending.append(message)
 
@@ -360,16 +380,23 @@ def main() -> int:
     global _SUPERVISOR
     watch_parent(os.environ.get(PARENT_PID_ENV))
     containment.hold_orphans()  # what runs start and abandon is reparented to us, not to init
+    containment.hide_self()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the client's to handle
     out = take_stdout()
     requests_fd = take_stdin()
+    key = messages.read_hello(requests_fd)
+    if key is None:
+        print("gradviz worker: the client did not send the session's secret first; exiting", file=sys.stderr)
+        return 2
     from gradviz.worker.startup import STARTUP_WAIT_S, prepare_torch
 
     starter = RunStarter(threads=1)
     starter.prepare()  # spawn: the first run imports torch while we do
     threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
     starter.wait_spare(STARTUP_WAIT_S)
-    _SUPERVISOR = Supervisor(out, requests_fd, threads=threads, memory_limit=default_memory_limit(), starter=starter)
+    _SUPERVISOR = Supervisor(
+        out, requests_fd, key=key, threads=threads, memory_limit=default_memory_limit(), starter=starter
+    )
     _SUPERVISOR.send(messages.ready(os.getpid(), version, devices))
     _SUPERVISOR.serve()
     out.flush()

@@ -117,6 +117,7 @@ def _take_handed_on_worker():
     process.readyReadStandardError.connect(lambda: client._on_stderr(process))
     process.finished.connect(lambda code, status: client._on_finished(process, code, status))
     client._process = process
+    client._session = _handed_on.pop("session")  # the worker's session secret goes with it
     client.is_ready, client.info = True, _handed_on.pop("info")
     return client
 
@@ -143,7 +144,7 @@ def _hand_on(worker, qtbot) -> bool:
         signal.disconnect()
     worker._process = None  # the window's close now ends nothing
     process.setParent(None)
-    _handed_on.update(process=process, info=dict(worker.info), env=_worker_env_key())
+    _handed_on.update(process=process, info=dict(worker.info), env=_worker_env_key(), session=worker._session)
     return True
 
 
@@ -156,10 +157,7 @@ def _end_handed_on_worker() -> None:
 
 def _end_worker(process) -> None:
     """Quit an idle worker as WorkerClient.shutdown does; fail if it outlives that."""
-    from gradviz.protocol import messages
-
-    process.write(messages.encode({"op": "quit"}))
-    process.closeWriteChannel()
+    process.closeWriteChannel()  # its stdin ends: the worker quits
     if not process.waitForFinished(5000):
         process.kill()
         process.waitForFinished(1000)

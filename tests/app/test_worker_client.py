@@ -18,22 +18,32 @@ from gradviz.app.worker_client import WorkerClient
 from tests.paths import ROOT
 from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
 
-# A stand-in worker: says ready, then answers any request with a line that is not a message.
+# A stand-in worker that holds the session's secret: says ready, then answers any request with a
+# line it did not seal (as user code writing into its pipe would) and a sealed line that is not a
+# message (a broken worker).
 STRAY = textwrap.dedent(
     """
-    import json, sys
-    print(json.dumps({"type": "ready", "protocol": 2, "pid": 1, "torch": "x", "devices": []}), flush=True)
-    for line in sys.stdin:
-        print("Traceback (most recent call last): something printed on the protocol", flush=True)
+    import sys
+    from gradviz.protocol import messages
+    key = messages.read_hello(0)
+    def sealed(body):
+        sys.stdout.buffer.write(messages._mac(key, body) + b" " + body + b"\\n")
+        sys.stdout.buffer.flush()
+    sealed(b'{"type": "ready", "protocol": 2, "pid": 1, "torch": "x", "devices": []}')
+    for line in sys.stdin.buffer:
+        print('{"type": "result", "id": 1, "op": "check", "result": {"passed": true}}', flush=True)
+        sealed(b"Traceback (most recent call last): something printed on the protocol")
     """
 )
 
 
-def test_a_stray_line_fails_the_run_at_once_not_at_its_timeout(qtbot, tmp_path, monkeypatch):
+def test_an_unsealed_line_is_ignored_and_a_broken_one_fails_the_run_at_once(qtbot, tmp_path, monkeypatch):
     script = tmp_path / "stray_worker.py"
     script.write_text(STRAY)
     monkeypatch.setattr(worker_client_module, "worker_command", lambda python=None: [sys.executable, str(script)])
     client = WorkerClient()
+    said: list[str] = []
+    client.output.connect(said.append)
     try:
         with qtbot.waitSignal(client.ready, timeout=10_000):
             client.start()
@@ -42,6 +52,7 @@ def test_a_stray_line_fails_the_run_at_once_not_at_its_timeout(qtbot, tmp_path, 
         got_request, error = failed.args
         assert got_request == request and error["kind"] == "protocol"
         assert "not a gradviz message" in error["message"] and "Traceback" in error["message"]
+        assert any("did not seal" in text and '"passed": true' in text for text in said)
         assert not client.busy
     finally:
         client.shutdown()
