@@ -6,6 +6,11 @@ as an error naming the line, and serves on. What the user's code prints arrives 
 worker's stderr and is passed through to ``output`` (the first part and the end of megabytes).
 Should the worker itself stop answering (user code stopped it with SIGSTOP), the client's own
 deadline, the timeout plus a grace, ends it and its whole process tree (``protocol.unresponsive``).
+Containment does not rest on the worker: a small keeper process started first
+(``protocol.keeper``) ends every process of the worker's tree when the worker dies, is
+replaced, or the client itself is killed, members that left the session or were stopped too.
+Every hop is sealed under the session's secret (``messages.ClientSession``): a line the worker
+did not seal is ignored and reported, never read as a verdict.
 
     with WorkerClient() as worker:
         reply = worker.request("check", {"path": "f.py", "arrays": False}, timeout=20)
@@ -28,9 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gradviz.protocol import messages, unresponsive
+from gradviz.protocol import messages, process_tree, unresponsive
 from gradviz.protocol.launch import (
+    TREE_ENV,
     WorkerUnsupported,
+    keeper_command,
+    keeper_environment,
     make_run_root,
     remove_run_root,
     worker_command,
@@ -42,6 +50,7 @@ OUTPUT_HEAD = 256 * 1024  # characters of user output passed through as they com
 OUTPUT_TAIL = 16 * 1024  # ... and the last ones, shown at the end when there was more
 STARTUP_TIMEOUT_S = 180.0  # importing torch on a cold disk can be slow; a hung start is not
 STOP_WAIT_S = 2.0  # how long the worker gets to stop its run and exit before it is killed
+KEEPER_WAIT_S = 10.0  # how long the keeper gets to end what is left of the worker's tree
 
 
 class WorkerStartError(GradvizError):
@@ -148,6 +157,8 @@ class WorkerClient:
         self._ready_at = 0.0  # when the worker said it was ready (time.monotonic)
         self.grace = unresponsive.GRACE_S  # past a request's timeout, how long the worker gets to answer
         self.run_root: Path | None = None
+        self._keeper: subprocess.Popen | None = None  # ends the worker's tree if we cannot (``protocol.keeper``)
+        self._tree = ""  # the token every process below the worker carries
 
     # --- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> WorkerClient:
@@ -172,18 +183,24 @@ class WorkerClient:
         except WorkerUnsupported as exc:
             raise WorkerStartError(exc.message) from None
         self.run_root = make_run_root()
+        self._tree = os.urandom(8).hex()
+        env = worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb)
+        env[TREE_ENV] = self._tree
+        self._start_keeper()
         try:
             self._process = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb),
+                env=env,
                 bufsize=0,
                 start_new_session=True,  # Ctrl+C reaches us, and we stop the worker
             )
         except OSError as exc:
+            self._release_keeper(clean=True)
             raise WorkerStartError(f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}") from None
+        _tell(self._keeper, f"{self._process.pid} {process_tree.start_time(self._process.pid) or 0}\n")
         self._session, self._messages, self._stdout_closed = messages.ClientSession(), [], False
         self._unsealed_seen = 0
         self._write(self._session.hello())  # before anything else: the worker reads it first
@@ -212,6 +229,7 @@ class WorkerClient:
         this is done: cut short, it would leave the worker's tree behind."""
         with _signals_held():
             process, self._process = self._process, None
+            clean = polite and process is not None and process.poll() is None
             if process is not None and process.poll() is None:
                 if polite:
                     with contextlib.suppress(OSError):
@@ -224,10 +242,12 @@ class WorkerClient:
                 try:
                     process.wait(STOP_WAIT_S)
                 except subprocess.TimeoutExpired:  # stopped again, or wedged: not waited for any longer
+                    clean = False
                     unresponsive.end_worker(process.pid)
                 with contextlib.suppress(OSError):
                     os.killpg(process.pid, signal.SIGKILL)  # what is left of its session's group
                 process.wait()
+            self._release_keeper(clean=clean and process is not None and process.returncode == 0)
             if process is not None:
                 for stream in (process.stdin, process.stdout, process.stderr):
                     with contextlib.suppress(OSError):
@@ -317,6 +337,44 @@ class WorkerClient:
         self._output.finish()
         return reply
 
+    def _start_keeper(self) -> None:
+        self._release_keeper(clean=True)
+        try:
+            self._keeper = subprocess.Popen(
+                keeper_command(self._tree),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                env=keeper_environment(),
+                start_new_session=True,  # Ctrl+C and a closed terminal end the client, never the keeper
+            )
+        except OSError:  # then the client alone ends the tree, while it lives
+            self._keeper = None
+
+    def _release_keeper(self, *, clean: bool) -> None:
+        """The worker is gone: unless it ended cleanly (it then ended its own tree), the keeper
+        kills what is left of the tree, even members that left its session or were stopped; we
+        wait for that. Without a keeper (it could not start, or something killed it), we do it."""
+        keeper, self._keeper = self._keeper, None
+        if (keeper is None and clean) or not self._tree:
+            return
+        if keeper is not None and keeper.poll() is None:
+            if clean:
+                _tell(keeper, "ok\n")
+            with contextlib.suppress(OSError):
+                keeper.stdin.close()
+            try:
+                keeper.wait(KEEPER_WAIT_S)
+                return
+            except subprocess.TimeoutExpired:
+                keeper.kill()
+                keeper.wait()
+        elif keeper is not None:
+            keeper.wait()
+            with contextlib.suppress(OSError):
+                keeper.stdin.close()
+        if not clean:
+            process_tree.kill_marked(TREE_ENV, self._tree)
+
     def _write(self, data: bytes) -> None:
         try:
             self._process.stdin.write(data)
@@ -382,6 +440,13 @@ class WorkerClient:
         if count > self._unsealed_seen and self._in_flight and self._unsealed_seen < self.MAX_REPEATS:
             self._write(self._session.encode({"op": "repeat", "id": self._in_flight}))
         self._unsealed_seen = count
+
+
+def _tell(keeper: subprocess.Popen | None, line: str) -> None:
+    if keeper is not None and keeper.stdin is not None:
+        with contextlib.suppress(OSError):
+            keeper.stdin.write(line.encode("ascii"))
+            keeper.stdin.flush()
 
 
 def run_request(
