@@ -81,6 +81,17 @@ def keeper_environment() -> dict[str, str]:
     return env
 
 
+def usable_cwd() -> str | None:
+    """The folder to start the worker in: ours (None: inherited), or ``/`` when ours was deleted or
+    is too deep to name (longer than PATH_MAX): torch's libraries do not load from there. Every
+    path the worker is given is absolute already."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return os.sep
+    return None if os.path.isdir(here) else os.sep
+
+
 SAFE_PATH = ("-P",)  # Python 3.11+: no current folder (nor script folder) first on sys.path
 
 

@@ -41,6 +41,7 @@ from gradviz.protocol.launch import (
     keeper_environment,
     make_run_root,
     remove_run_root,
+    usable_cwd,
     worker_command,
     worker_environment,
 )
@@ -194,6 +195,7 @@ class WorkerClient:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
+                cwd=usable_cwd(),
                 bufsize=0,
                 start_new_session=True,  # Ctrl+C reaches us, and we stop the worker
             )
@@ -213,8 +215,11 @@ class WorkerClient:
         """Block until the worker has imported torch; its ``ready`` message."""
         if not self.info:
             end = time.monotonic() + self.startup_timeout
-            ready = self._wait_for(lambda m: m.get("type") == "ready", lambda: end)
+            ready = self._wait_for(lambda m: m.get("type") == "ready" or _start_failed(m), lambda: end)
             self._output.finish()
+            if ready is not None and _start_failed(ready):
+                self.close(polite=False)
+                raise WorkerStartError(ready["error"]["message"])
             if ready is None:
                 code = self._process.poll() if self._process else None
                 self.close(polite=False)
@@ -297,7 +302,7 @@ class WorkerClient:
                 reply.progress.append((m["done"], m["total"]))
                 if progress is not None:
                     progress(m["done"], m["total"])
-            return m.get("id") == request_id and messages.is_final(m)
+            return (m.get("id") == request_id and messages.is_final(m)) or (not self.info and _start_failed(m))
 
         def deadline() -> float | None:
             """Until ready: the start-up limit. Then: the timeout (counted from the ready worker's
@@ -324,8 +329,10 @@ class WorkerClient:
         elif found is not None:
             reply.status = found["type"]
             reply.result, reply.error = found.get("result"), found.get("error")
+            if _start_failed(found):  # it exits: the next request starts a fresh one
+                self.close(polite=False)
         else:
-            code = self._process.poll() if self._process else None
+            code = self._exit_status()
             reply.error = {
                 "kind": ErrorKind.WORKER.value,
                 "message": f"The gradviz worker process ended unexpectedly (exit status {code}); nothing was checked.",
@@ -345,6 +352,7 @@ class WorkerClient:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 env=keeper_environment(),
+                cwd=usable_cwd(),
                 start_new_session=True,  # Ctrl+C and a closed terminal end the client, never the keeper
             )
         except OSError:  # then the client alone ends the tree, while it lives
@@ -374,6 +382,15 @@ class WorkerClient:
                 keeper.stdin.close()
         if not clean:
             process_tree.kill_marked(TREE_ENV, self._tree)
+
+    def _exit_status(self) -> int | None:
+        """How the worker ended; it closed its output first, so give it a moment to be gone."""
+        if self._process is None:
+            return None
+        try:
+            return self._process.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
 
     def _write(self, data: bytes) -> None:
         try:
@@ -440,6 +457,13 @@ class WorkerClient:
         if count > self._unsealed_seen and self._in_flight and self._unsealed_seen < self.MAX_REPEATS:
             self._write(self._session.encode({"op": "repeat", "id": self._in_flight}))
         self._unsealed_seen = count
+
+
+def _start_failed(message: dict[str, Any] | messages.BadLine) -> bool:
+    """The worker's one line on why it could not start (it exits after it)."""
+    return isinstance(message, dict) and message.get("type") == "error" and message.get("id") is None and (
+        (message.get("error") or {}).get("kind") == ErrorKind.WORKER.value
+    )
 
 
 def _tell(keeper: subprocess.Popen | None, line: str) -> None:

@@ -22,6 +22,7 @@ and a poll of its parent's pid), stops everything below it and exits.
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -107,6 +108,7 @@ class Supervisor:
         self.starter = starter or RunStarter(threads)
         self.starter.threads = threads
         self.starter.wipe_in_child = (key,)  # a forked run's copy of our memory must not hold it
+        self.version, self.devices = "", list[dict[str, Any]]()  # torch's, for the ready message
 
     # --- the loop ------------------------------------------------------------------------
     def serve(self) -> None:
@@ -193,7 +195,13 @@ class Supervisor:
     def _start_run(self, request: dict[str, Any]) -> None:
         key = os.urandom(KEY_BYTES)  # the run seals its lines with it; user code never gets it handed
         self.starter.close_in_child = tuple(fd for fd in (self.requests_fd, self.out.fileno()) if fd >= 0)
-        started = self.starter.start(request, key)
+        try:
+            started = self.starter.start(request, key)
+        except OSError as exc:  # fork or exec refused (the process limit, memory): say so, serve on
+            detail = start_failure(exc)
+            detail["message"] = detail["message"].replace("The gradviz worker could not start", "No process for the run")
+            self.send(messages.error(request.get("id"), request.get("op"), detail))
+            return
         self.run = Run(request, started, time.monotonic(), messages.SealedDecoder(key))
 
     # --- a run in progress -------------------------------------------------------------------
@@ -388,16 +396,43 @@ def main() -> int:
     if key is None:
         print("gradviz worker: the client did not send the session's secret first; exiting", file=sys.stderr)
         return 2
+    try:
+        _SUPERVISOR = _start(out, requests_fd, key)
+    except Exception as exc:  # one line that names the cause, for the client to show
+        out.write(messages.seal(messages.error(None, None, start_failure(exc)), key))
+        out.flush()
+        os._exit(2)
+    _SUPERVISOR.send(messages.ready(os.getpid(), _SUPERVISOR.version, _SUPERVISOR.devices))
+    _SUPERVISOR.serve()
+    out.flush()
+    os._exit(0)  # no interpreter teardown: it would cost half a second and change nothing
+
+
+def _start(out: IO[bytes], requests_fd: int, key: bytearray) -> Supervisor:
     from gradviz.worker.startup import STARTUP_WAIT_S, prepare_torch
 
+    memory_limit = default_memory_limit()  # a bad GRADVIZ_WORKER_MEMORY_MB stops us here, not mid-run
     starter = RunStarter(threads=1)
     starter.prepare()  # spawn: the first run imports torch while we do
     threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
     starter.wait_spare(STARTUP_WAIT_S)
-    _SUPERVISOR = Supervisor(
-        out, requests_fd, key=key, threads=threads, memory_limit=default_memory_limit(), starter=starter
-    )
-    _SUPERVISOR.send(messages.ready(os.getpid(), version, devices))
-    _SUPERVISOR.serve()
-    out.flush()
-    os._exit(0)  # no interpreter teardown: it would cost half a second and change nothing
+    supervisor = Supervisor(out, requests_fd, key=key, threads=threads, memory_limit=memory_limit, starter=starter)
+    supervisor.version, supervisor.devices = version, devices
+    return supervisor
+
+
+def start_failure(exc: BaseException) -> dict[str, Any]:
+    """Why the worker (or a run) could not start, as an error of kind ``worker``: one line."""
+    from gradviz.schema.errors import GradvizError
+
+    if isinstance(exc, GradvizError):
+        return {"kind": ErrorKind.WORKER.value, "message": exc.message}
+    first = " ".join(str(exc).strip().split("\n\n")[0].split())  # its first paragraph, on one line
+    first = first if len(first) <= 300 else first[:300] + "…"
+    what = f"{type(exc).__name__}: {first}".rstrip(": ")
+    if isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        what += " (a process could not be started: the limit on processes, ulimit -u, or memory is reached)"
+    torch_vars = sorted(name for name in os.environ if name.startswith(("TORCH_", "PYTORCH_")))
+    if isinstance(exc, (ImportError, ValueError, RuntimeError)) and torch_vars:
+        what += f" (check the torch settings in the environment: {', '.join(torch_vars)})"
+    return {"kind": ErrorKind.WORKER.value, "message": f"The gradviz worker could not start: {what}."}
