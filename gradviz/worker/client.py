@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import os
 import selectors
 import signal
@@ -201,7 +202,10 @@ class WorkerClient:
             )
         except OSError as exc:
             self._release_keeper(clean=True)
-            raise WorkerStartError(f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}") from None
+            hint = " (the limit on processes, ulimit -u, is reached?)" if exc.errno == errno.EAGAIN else ""
+            raise WorkerStartError(
+                f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}{hint}"
+            ) from None
         _tell(self._keeper, f"{self._process.pid} {process_tree.start_time(self._process.pid) or 0}\n")
         self._session, self._messages, self._stdout_closed = messages.ClientSession(), [], False
         self._unsealed_seen = 0

@@ -11,6 +11,8 @@ import os
 import resource
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +114,36 @@ def test_a_working_folder_deeper_than_path_max_still_gives_the_verdict(write_sou
 
     out = gradviz_check(path, preexec_fn=enter_deep)
     assert out.returncode == 0 and "PASSED" in out.stdout, out.stderr
+
+
+PIDS = Path("/sys/fs/cgroup/pids")  # cgroup v1's process-count controller (root may make a group)
+
+
+@pytest.fixture
+def pids_group(tmp_path):
+    """A fresh pids cgroup, removed afterwards: the kernel refuses a fork past its ``pids.max``
+    exactly as at RLIMIT_NPROC (EAGAIN), which root itself is not held to."""
+    group = PIDS / f"gradviz-test-{os.getpid()}-{tmp_path.name}"
+    try:
+        group.mkdir()
+    except OSError:
+        pytest.skip("no writable pids cgroup here")
+    yield group
+    end = time.monotonic() + 10
+    while (group / "cgroup.procs").read_text().strip() and time.monotonic() < end:
+        time.sleep(0.05)
+    group.rmdir()
+
+
+@pytest.mark.parametrize("most", [1, 3], ids=["no-worker", "no-run"])
+def test_a_refused_fork_is_one_line_naming_the_process_limit(write_source, pids_group, most):
+    """1: the worker itself cannot start; 3 (the CLI, the keeper, the worker): no run can."""
+    (pids_group / "pids.max").write_text(str(most))
+    procs = str(pids_group / "cgroup.procs")
+
+    def join_group() -> None:
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+
+    out = gradviz_check(write_source(SQUARE), preexec_fn=join_group)
+    assert_one_clear_line(out, "Resource temporarily unavailable", "limit on processes")
