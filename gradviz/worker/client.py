@@ -349,7 +349,6 @@ class WorkerClient:
         return reply
 
     def _start_keeper(self) -> None:
-        self._release_keeper(clean=True)
         try:
             self._keeper = subprocess.Popen(
                 keeper_command(self._tree),
@@ -367,7 +366,8 @@ class WorkerClient:
         kills what is left of the tree, even members that left its session or were stopped; we
         wait for that. Without a keeper (it could not start, or something killed it), we do it."""
         keeper, self._keeper = self._keeper, None
-        if (keeper is None and clean) or not self._tree:
+        tree, self._tree = self._tree, ""
+        if (keeper is None and clean) or not tree:
             return
         if keeper is not None and keeper.poll() is None:
             if clean:
@@ -385,7 +385,7 @@ class WorkerClient:
             with contextlib.suppress(OSError):
                 keeper.stdin.close()
         if not clean:
-            process_tree.kill_marked(TREE_ENV, self._tree)
+            process_tree.kill_marked(TREE_ENV, tree)
 
     def _exit_status(self) -> int | None:
         """How the worker ended; it closed its output first, so give it a moment to be gone."""
