@@ -13,11 +13,88 @@ ones included, and then we exit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from gradviz.protocol import process_tree
+
+if TYPE_CHECKING:
+    import subprocess
+
+WAIT_S = 10.0  # how long the keeper gets to end what is left of the worker's tree
+
+
+class TreeKeeper:
+    """A client's handle on its keeper: one per worker, started before it (``start``), told the
+    worker's pid (``watch``), let go when the worker is gone (``release``)."""
+
+    def __init__(self) -> None:
+        self.token = ""  # every process below the worker carries TREE_ENV=token
+        self._process: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        """Start a keeper for a new tree; the token to put in the worker's environment. Without
+        a keeper (it could not start), ``release`` ends the tree itself, while the client lives."""
+        import subprocess
+
+        from gradviz.protocol.launch import keeper_command, keeper_environment, usable_cwd
+
+        self.token = os.urandom(8).hex()
+        try:
+            self._process = subprocess.Popen(
+                keeper_command(self.token),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                env=keeper_environment(),
+                cwd=usable_cwd(),
+                start_new_session=True,  # Ctrl+C and a closed terminal end the client, never the keeper
+            )
+        except OSError:
+            self._process = None
+        return self.token
+
+    def watch(self, pid: int) -> None:
+        """The worker is ``pid``: the keeper ends it too (its environment may be unreadable)."""
+        self._tell(f"{pid} {process_tree.start_time(pid) or 0}\n")
+
+    def release(self, *, clean: bool) -> None:
+        """The worker is gone: unless it ended cleanly (it then ended its own tree), the keeper
+        kills what is left of the tree, members that left its session or were stopped included,
+        and we wait for that. Without a live keeper (it could not start, or something killed
+        it), we do it here."""
+        from gradviz.protocol.launch import TREE_ENV
+
+        keeper, self._process = self._process, None
+        token, self.token = self.token, ""
+        if (keeper is None and clean) or not token:
+            return
+        if keeper is not None and keeper.poll() is None:
+            if clean:
+                self._tell("ok\n", keeper)
+            with contextlib.suppress(OSError):
+                keeper.stdin.close()
+            try:
+                keeper.wait(WAIT_S)
+                return
+            except Exception:  # subprocess.TimeoutExpired: wedged itself
+                keeper.kill()
+                keeper.wait()
+        elif keeper is not None:
+            keeper.wait()
+            with contextlib.suppress(OSError):
+                keeper.stdin.close()
+        if not clean:
+            process_tree.kill_marked(TREE_ENV, token)
+
+    def _tell(self, line: str, keeper: subprocess.Popen | None = None) -> None:
+        keeper = keeper or self._process
+        if keeper is not None and keeper.stdin is not None:
+            with contextlib.suppress(OSError):
+                keeper.stdin.write(line.encode("ascii"))
+                keeper.stdin.flush()
 
 
 def _read_all(fd: int) -> bytes:

@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gradviz.protocol import messages, process_tree, unresponsive
+from gradviz.protocol import messages, unresponsive
+from gradviz.protocol.keeper import TreeKeeper
 from gradviz.protocol.launch import (
     TREE_ENV,
     WorkerUnsupported,
-    keeper_command,
-    keeper_environment,
     make_run_root,
     remove_run_root,
     usable_cwd,
@@ -52,7 +51,6 @@ OUTPUT_HEAD = 256 * 1024  # characters of user output passed through as they com
 OUTPUT_TAIL = 16 * 1024  # ... and the last ones, shown at the end when there was more
 STARTUP_TIMEOUT_S = 180.0  # importing torch on a cold disk can be slow; a hung start is not
 STOP_WAIT_S = 2.0  # how long the worker gets to stop its run and exit before it is killed
-KEEPER_WAIT_S = 10.0  # how long the keeper gets to end what is left of the worker's tree
 
 
 class WorkerStartError(GradvizError):
@@ -159,8 +157,7 @@ class WorkerClient:
         self._ready_at = 0.0  # when the worker said it was ready (time.monotonic)
         self.grace = unresponsive.GRACE_S  # past a request's timeout, how long the worker gets to answer
         self.run_root: Path | None = None
-        self._keeper: subprocess.Popen | None = None  # ends the worker's tree if we cannot (``protocol.keeper``)
-        self._tree = ""  # the token every process below the worker carries
+        self._keeper = TreeKeeper()  # ends the worker's tree if the worker, or we, cannot
 
     # --- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> WorkerClient:
@@ -185,10 +182,8 @@ class WorkerClient:
         except WorkerUnsupported as exc:
             raise WorkerStartError(exc.message) from None
         self.run_root = make_run_root()
-        self._tree = os.urandom(8).hex()
         env = worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb)
-        env[TREE_ENV] = self._tree
-        self._start_keeper()
+        env[TREE_ENV] = self._keeper.start()
         try:
             self._process = subprocess.Popen(
                 command,
@@ -201,12 +196,12 @@ class WorkerClient:
                 start_new_session=True,  # Ctrl+C reaches us, and we stop the worker
             )
         except OSError as exc:
-            self._release_keeper(clean=True)
+            self._keeper.release(clean=True)
             hint = " (the limit on processes, ulimit -u, is reached?)" if exc.errno == errno.EAGAIN else ""
             raise WorkerStartError(
                 f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}{hint}"
             ) from None
-        _tell(self._keeper, f"{self._process.pid} {process_tree.start_time(self._process.pid) or 0}\n")
+        self._keeper.watch(self._process.pid)
         self._session, self._messages, self._stdout_closed = messages.ClientSession(), [], False
         self._unsealed_seen = 0
         self._write(self._session.hello())  # before anything else: the worker reads it first
@@ -256,7 +251,7 @@ class WorkerClient:
                 with contextlib.suppress(OSError):
                     os.killpg(process.pid, signal.SIGKILL)  # what is left of its session's group
                 process.wait()
-            self._release_keeper(clean=clean and process is not None and process.returncode == 0)
+            self._keeper.release(clean=clean and process is not None and process.returncode == 0)
             if process is not None:
                 for stream in (process.stdin, process.stdout, process.stderr):
                     with contextlib.suppress(OSError):
@@ -348,45 +343,6 @@ class WorkerClient:
         self._output.finish()
         return reply
 
-    def _start_keeper(self) -> None:
-        try:
-            self._keeper = subprocess.Popen(
-                keeper_command(self._tree),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                env=keeper_environment(),
-                cwd=usable_cwd(),
-                start_new_session=True,  # Ctrl+C and a closed terminal end the client, never the keeper
-            )
-        except OSError:  # then the client alone ends the tree, while it lives
-            self._keeper = None
-
-    def _release_keeper(self, *, clean: bool) -> None:
-        """The worker is gone: unless it ended cleanly (it then ended its own tree), the keeper
-        kills what is left of the tree, even members that left its session or were stopped; we
-        wait for that. Without a keeper (it could not start, or something killed it), we do it."""
-        keeper, self._keeper = self._keeper, None
-        tree, self._tree = self._tree, ""
-        if (keeper is None and clean) or not tree:
-            return
-        if keeper is not None and keeper.poll() is None:
-            if clean:
-                _tell(keeper, "ok\n")
-            with contextlib.suppress(OSError):
-                keeper.stdin.close()
-            try:
-                keeper.wait(KEEPER_WAIT_S)
-                return
-            except subprocess.TimeoutExpired:
-                keeper.kill()
-                keeper.wait()
-        elif keeper is not None:
-            keeper.wait()
-            with contextlib.suppress(OSError):
-                keeper.stdin.close()
-        if not clean:
-            process_tree.kill_marked(TREE_ENV, tree)
-
     def _exit_status(self) -> int | None:
         """How the worker ended; it closed its output first, so give it a moment to be gone."""
         if self._process is None:
@@ -468,13 +424,6 @@ def _start_failed(message: dict[str, Any] | messages.BadLine) -> bool:
     return isinstance(message, dict) and message.get("type") == "error" and message.get("id") is None and (
         (message.get("error") or {}).get("kind") == ErrorKind.WORKER.value
     )
-
-
-def _tell(keeper: subprocess.Popen | None, line: str) -> None:
-    if keeper is not None and keeper.stdin is not None:
-        with contextlib.suppress(OSError):
-            keeper.stdin.write(line.encode("ascii"))
-            keeper.stdin.flush()
 
 
 def run_request(
