@@ -21,7 +21,14 @@ from typing import Any
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
 from gradviz.protocol import messages, unresponsive
-from gradviz.protocol.launch import make_run_root, remove_run_root, worker_command, worker_environment
+from gradviz.protocol.keeper import TreeKeeper
+from gradviz.protocol.launch import (
+    TREE_ENV,
+    make_run_root,
+    remove_run_root,
+    worker_command,
+    worker_environment,
+)
 from gradviz.schema.errors import ErrorKind
 
 OUTPUT_LIMIT = 64 * 1024  # characters of user output kept per run: megabytes of print stay cheap
@@ -40,6 +47,7 @@ class WorkerClient(QObject):
         self.warm = warm
         self._process: QProcess | None = None
         self._session = messages.ClientSession()
+        self._keeper = TreeKeeper()  # ends the worker's tree should the worker, or this process, die
         self._next_id = 1
         self._running: int = 0  # id of the request in flight, 0 if none
         self._last_answered = 0  # id of the request answered last
@@ -63,11 +71,14 @@ class WorkerClient(QObject):
         env = QProcessEnvironment()
         for key, value in worker_environment(warm=self.warm).items():
             env.insert(key, value)
+        env.insert(TREE_ENV, self._keeper.start())
         process.setProcessEnvironment(env)
         # each slot is told which process spoke: a stopped worker's last words are dropped
         process.readyReadStandardOutput.connect(lambda: self._on_stdout(process))
         process.readyReadStandardError.connect(lambda: self._on_stderr(process))
         process.finished.connect(lambda code, status: self._on_finished(process, code, status))
+        keeper = self._keeper
+        process.started.connect(lambda: keeper.watch(int(process.processId())))
         self._process = process
         program, *arguments = worker_command()
         process.start(program, arguments)
@@ -82,11 +93,14 @@ class WorkerClient(QObject):
             process.write(self._session.encode({"op": "quit"}))
             process.closeWriteChannel()
             unresponsive.wake(int(process.processId()))  # a stopped worker reads nothing until continued
-            if not process.waitForFinished(2000):
+            clean = process.waitForFinished(2000)
+            if not clean:
                 unresponsive.end_worker(int(process.processId()))
                 if not process.waitForFinished(1000):
                     process.kill()
                     process.waitForFinished(1000)
+            clean = clean and process.exitStatus() == QProcess.ExitStatus.NormalExit and process.exitCode() == 0
+            self._keeper.release(clean=clean)
             _let_go(process)
         self._running = 0
         remove_run_root(self.tmp_root)
@@ -204,6 +218,7 @@ class WorkerClient(QObject):
         if not process.waitForFinished(1000):
             process.kill()
             process.waitForFinished(1000)
+        self._keeper.release(clean=False)
         _let_go(process)
         self._answered()
         self.start()
@@ -228,6 +243,7 @@ class WorkerClient(QObject):
         )
         _let_go(process)
         self._process = None
+        self._keeper.release(clean=False)  # what the dead worker's runs started is left: ended now
         self.start()
         self.crashed.emit(request, message)
 

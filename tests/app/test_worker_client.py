@@ -91,3 +91,24 @@ def test_killing_the_window_ends_its_worker_and_the_users_processes(write_source
     finally:
         window.kill()
         window.wait()
+
+
+def test_killing_the_window_while_user_code_stopped_the_worker_leaves_nothing(write_source, tmp_path):
+    """User code starts a helper in a session of its own and stops the worker (SIGSTOP): a stopped
+    worker acts on no parent-death signal, so only the keeper can end the tree after a kill -9."""
+    from tests.worker.test_outlive import HELPER_SOURCE, MARK, THEN, kill_leftovers, marked, wait_none_marked
+
+    pid_file = tmp_path / "pids"
+    path = write_source(HELPER_SOURCE.format(pid_file=str(pid_file), then=THEN["stops_worker"]))
+    token = os.urandom(8).hex()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen", MARK: token}
+    window = subprocess.Popen([sys.executable, "-c", WINDOW, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        helper, worker = map(int, wait_for_file(pid_file, 60).split())
+        assert {helper, worker} <= set(marked(token))
+        window.send_signal(signal.SIGKILL)
+        window.wait(10)
+        assert wait_none_marked(token, 5.0) == [], "a process of the worker's tree outlived the window"
+    finally:
+        kill_leftovers(token)
+        window.stdout.close()
