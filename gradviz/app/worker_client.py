@@ -21,7 +21,14 @@ from typing import Any
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
 from gradviz.protocol import messages, unresponsive
-from gradviz.protocol.launch import make_run_root, remove_run_root, worker_command, worker_environment
+from gradviz.protocol.keeper import TreeKeeper
+from gradviz.protocol.launch import (
+    TREE_ENV,
+    make_run_root,
+    remove_run_root,
+    worker_command,
+    worker_environment,
+)
 from gradviz.schema.errors import ErrorKind
 
 OUTPUT_LIMIT = 64 * 1024  # characters of user output kept per run: megabytes of print stay cheap
@@ -39,9 +46,11 @@ class WorkerClient(QObject):
         super().__init__(parent)
         self.warm = warm
         self._process: QProcess | None = None
-        self._decoder = messages.LineDecoder()
+        self._session = messages.ClientSession()
+        self._keeper = TreeKeeper()  # ends the worker's tree should the worker, or this process, die
         self._next_id = 1
         self._running: int = 0  # id of the request in flight, 0 if none
+        self._last_answered = 0  # id of the request answered last
         self.is_ready = False
         self.info: dict[str, Any] = {}
         self.output_text = ""
@@ -57,19 +66,23 @@ class WorkerClient(QObject):
     def start(self) -> None:
         """Start a worker in the background; ``ready`` fires once torch is imported there."""
         self.is_ready = False
-        self._decoder = messages.LineDecoder()
+        self._session = messages.ClientSession()  # a fresh secret for every worker
         process = QProcess(self)
         env = QProcessEnvironment()
         for key, value in worker_environment(warm=self.warm).items():
             env.insert(key, value)
+        env.insert(TREE_ENV, self._keeper.start())
         process.setProcessEnvironment(env)
         # each slot is told which process spoke: a stopped worker's last words are dropped
         process.readyReadStandardOutput.connect(lambda: self._on_stdout(process))
         process.readyReadStandardError.connect(lambda: self._on_stderr(process))
         process.finished.connect(lambda code, status: self._on_finished(process, code, status))
+        keeper = self._keeper
+        process.started.connect(lambda: keeper.watch(int(process.processId())))
         self._process = process
         program, *arguments = worker_command()
         process.start(program, arguments)
+        process.write(self._session.hello())  # the first thing the worker reads
 
     def shutdown(self) -> None:
         """Stop the worker (it stops any run first) and remove the result files (window closing).
@@ -77,14 +90,17 @@ class WorkerClient(QObject):
         process, self._process = self._process, None
         self._deadline.stop()
         if process is not None:
-            process.write(messages.encode({"op": "quit"}))
+            process.write(self._session.encode({"op": "quit"}))
             process.closeWriteChannel()
             unresponsive.wake(int(process.processId()))  # a stopped worker reads nothing until continued
-            if not process.waitForFinished(2000):
+            clean = process.waitForFinished(2000)
+            if not clean:
                 unresponsive.end_worker(int(process.processId()))
                 if not process.waitForFinished(1000):
                     process.kill()
                     process.waitForFinished(1000)
+            clean = clean and process.exitStatus() == QProcess.ExitStatus.NormalExit and process.exitCode() == 0
+            self._keeper.release(clean=clean)
             _let_go(process)
         self._running = 0
         remove_run_root(self.tmp_root)
@@ -93,7 +109,7 @@ class WorkerClient(QObject):
         """Stop the run in flight; its ``failed`` (kind cancelled, with the line) follows, from the
         worker, or from here after ``grace`` s if the worker does not answer."""
         if self._running and self._process is not None:
-            self._process.write(messages.encode({"op": "cancel", "id": self._running}))
+            self._process.write(self._session.encode({"op": "cancel", "id": self._running}))
             self._cancel_sent = True
             if self.is_ready:  # a worker still importing torch answers the cancel once it is ready
                 self._arm(self.grace)
@@ -127,7 +143,7 @@ class WorkerClient(QObject):
         if self.is_ready:  # else from the ready message on: the worker runs nothing before
             self._arm(unresponsive.answer_deadline(0.0, self._timeout, self.grace))
         self.output_text = ""
-        self._process.write(messages.encode(message))
+        self._process.write(self._session.encode(message))
         return request_id
 
     def discard_results_before(self, request_id: int) -> None:
@@ -141,14 +157,23 @@ class WorkerClient(QObject):
         data = bytes(process.readAllStandardOutput())
         if process is not self._process:
             return
-        for message in self._decoder.feed(data):
-            if isinstance(message, messages.BadLine):  # fail the run now, not at its timeout
+        unsealed = len(self._session.unsealed)
+        found = self._session.feed(data)
+        if len(self._session.unsealed) > unsealed:  # not the worker's: ignored, and said; ask again
+            lines = self._session.unsealed[unsealed:]
+            self.output.emit(f"gradviz: ignored {len(lines)} line(s) the worker did not seal: {lines[0].text[:120]!r}\n")
+            if self._running:  # they may have been written into the middle of its answer
+                self._process.write(self._session.encode({"op": "repeat", "id": self._running}))
+        for message in found:
+            if isinstance(message, messages.BadLine):  # a broken worker: fail the run now, not at its timeout
                 detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker sent {message.describe()}"}
                 message = messages.error(self._running or None, None, detail)
             self._on_message(message)
 
     def _on_message(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
+        if messages.is_final(message) and message.get("id") and message.get("id") == self._last_answered:
+            return  # an answer repeated on our asking (``repeat``) that had arrived whole already
         if kind == "ready":
             self.is_ready = True
             self.info = message
@@ -167,7 +192,7 @@ class WorkerClient(QObject):
             self.failed.emit(request or 0, message["error"])
 
     def _answered(self) -> None:
-        self._running = 0
+        self._last_answered, self._running = self._running, 0
         self._deadline.stop()
 
     def _arm(self, seconds: float | None) -> None:
@@ -193,6 +218,7 @@ class WorkerClient(QObject):
         if not process.waitForFinished(1000):
             process.kill()
             process.waitForFinished(1000)
+        self._keeper.release(clean=False)
         _let_go(process)
         self._answered()
         self.start()
@@ -217,6 +243,7 @@ class WorkerClient(QObject):
         )
         _let_go(process)
         self._process = None
+        self._keeper.release(clean=False)  # what the dead worker's runs started is left: ended now
         self.start()
         self.crashed.emit(request, message)
 

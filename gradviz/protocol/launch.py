@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 PARENT_PID_ENV = "GRADVIZ_PARENT_PID"  # the worker dies with this process (Linux)
 WARM_ENV = "GRADVIZ_WORKER_WARM"  # "1": pay torch's first-call costs before the first request
 MEMORY_ENV = "GRADVIZ_WORKER_MEMORY_MB"  # the most a run may use before it is stopped
+TREE_ENV = "GRADVIZ_WORKER_TREE"  # a token every process below one worker inherits (``keeper``)
 RUN_ROOT_PREFIX = "gradviz-runs-"
 LOCK_NAME = ".owner.lock"
 MAKING_GRACE_S = 60.0  # a folder younger than this may be one a client is still making
@@ -65,6 +66,30 @@ def worker_command(python: str | None = None) -> list[str]:
     if problem:
         raise WorkerUnsupported(problem)
     return [python or sys.executable, *SAFE_PATH, "-m", "gradviz.worker"]
+
+
+def keeper_command(token: str) -> list[str]:
+    """How a client starts the keeper that ends its worker's tree (``gradviz.protocol.keeper``):
+    no site-packages (it needs only the standard library and gradviz), so it starts in ~20 ms."""
+    return [sys.executable, *SAFE_PATH, "-S", "-m", "gradviz.protocol.keeper", TREE_ENV, token]
+
+
+def keeper_environment() -> dict[str, str]:
+    """Ours, with gradviz on the path and without any tree token (the keeper is not in the tree)."""
+    env = {name: value for name, value in os.environ.items() if name != TREE_ENV}
+    env["PYTHONPATH"] = safe_pythonpath(package_root(), env.get("PYTHONPATH"))
+    return env
+
+
+def usable_cwd() -> str | None:
+    """The folder to start the worker in: ours (None: inherited), or ``/`` when ours was deleted or
+    is too deep to name (longer than PATH_MAX): torch's libraries do not load from there. Every
+    path the worker is given is absolute already."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return os.sep
+    return None if os.path.isdir(here) else os.sep
 
 
 SAFE_PATH = ("-P",)  # Python 3.11+: no current folder (nor script folder) first on sys.path

@@ -8,10 +8,13 @@ Worker -> client: ``ready`` once, then for each request any number of ``progress
 exactly one ``result`` or ``error``. What the user's code prints never travels here: it goes to
 the worker's stderr.
 
-Run process -> worker: the same messages, each line *sealed* with an HMAC under a secret the
-worker draws for that run (``seal`` / ``SealedDecoder``), so a line that user code writes into
-the pipe (found in /proc/self/fd, or inherited by a forked child) is told apart from gradviz's
-own and can never read as a verdict.
+Every hop is *sealed*: each line carries an HMAC (``seal`` / ``SealedDecoder``). Run process ->
+worker under a secret the worker draws for that run; client <-> worker, both ways, under a
+secret the client draws for the session (``ClientSession``) and hands the worker as the first
+line on its stdin, a pipe only the two hold, before any user code runs (never in argv or the
+environment). A line that user code writes into any of these pipes (found in /proc/self/fd, in
+/proc/<worker or client pid>/fd, or inherited by a forked child) is told apart from gradviz's
+own: it can never read as a verdict nor as a request.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +32,9 @@ from gradviz.schema.strict_json import dumps
 
 PROTOCOL_VERSION = 2
 RUN_OPS = ("check", "sweep", "graph", "memory", "region", "audit")  # requests that run user code (or torch) in a fresh process
-CONTROL_OPS = ("cancel", "quit")
+CONTROL_OPS = ("cancel", "quit", "repeat")  # repeat: send the final answer to request ``id`` again
 MAX_LINE_BYTES = 64 * 2**20  # a bigger line is a broken peer, not a message
+KEY_BYTES = 32  # of each secret (a run's, a session's)
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -66,13 +72,13 @@ def is_final(message: dict[str, Any]) -> bool:
     return message.get("type") in ("result", "error")
 
 
-def seal(message: dict[str, Any], key: bytes) -> bytes:
+def seal(message: dict[str, Any], key: bytes | bytearray) -> bytes:
     """``message`` as a line that only a holder of ``key`` can have written: MAC, space, JSON."""
     body = dumps(message).encode("utf-8")
     return _mac(key, body) + b" " + body + b"\n"
 
 
-def _mac(key: bytes, body: bytes) -> bytes:
+def _mac(key: bytes | bytearray, body: bytes) -> bytes:
     return hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
 
 
@@ -85,6 +91,7 @@ class BadLine:
 
     text: str
     reason: str
+    unsealed: bool = False  # it does not carry the seal: something else than gradviz's peer wrote it
 
     def describe(self) -> str:
         shown = self.text if len(self.text) <= 200 else self.text[:200] + "…"
@@ -135,18 +142,97 @@ class LineDecoder:
 
 class SealedDecoder(LineDecoder):
     """A LineDecoder that accepts only lines sealed with ``key`` (see ``seal``); any other line,
-    well-formed JSON or not, is a BadLine that says it was not gradviz's."""
+    well-formed JSON or not, is a BadLine that says it was not gradviz's.
 
-    def __init__(self, key: bytes) -> None:
+    ``resync``: a line that fails but ends in a sealed line is that sealed line (bytes written
+    into the pipe without a newline land in front of the next genuine line); what came before it
+    is recorded in ``rejected``. The run's decoder does not resync: there any stray byte is
+    tampering, and the worker says so.
+    """
+
+    def __init__(self, key: bytes | bytearray, *, resync: bool = False, signer: str = "gradviz's run code") -> None:
         super().__init__()
         self._key = key
+        self.resync, self.signer = resync, signer
+        self.rejected: list[BadLine] = []
 
     def parse(self, line: bytes) -> dict[str, Any] | BadLine:
+        if self._verified(line):
+            return parse_line(line[MAC_BYTES + 1 :])
+        text = line[:200].decode("utf-8", "replace").strip()
+        bad = BadLine(text, f"not sealed by {self.signer}", unsealed=True)
+        if self.resync:
+            for found in _SEAL_START.finditer(line, 1):
+                if self._verified(line[found.start() :]):
+                    self.rejected.append(BadLine(text[: found.start()], bad.reason, unsealed=True))
+                    return parse_line(line[found.start() + MAC_BYTES + 1 :])
+        return bad
+
+    def _verified(self, line: bytes) -> bool:
         mac, body = line[:MAC_BYTES], line[MAC_BYTES + 1 :]
-        if line[MAC_BYTES : MAC_BYTES + 1] != b" " or not hmac.compare_digest(mac, _mac(self._key, body)):
-            text = line[:200].decode("utf-8", "replace").strip()
-            return BadLine(text, "not sealed by gradviz's run code")
-        return parse_line(body)
+        return line[MAC_BYTES : MAC_BYTES + 1] == b" " and hmac.compare_digest(mac, _mac(self._key, body))
+
+
+_SEAL_START = re.compile(rb"[0-9a-f]{64} \{")
+
+
+class ClientSession:
+    """A client's end of one worker session: the session's secret, its requests sealed, the
+    worker's lines checked.
+
+    Lines the worker did not seal (written into the client's end of the pipe, or into the worker's,
+    through /proc) are never messages: ``feed`` drops them and keeps them in ``unsealed``, so the
+    client can say so, and the verdict the worker did send still counts.
+    """
+
+    def __init__(self) -> None:
+        self.key = os.urandom(KEY_BYTES)
+        self.decoder = SealedDecoder(self.key, resync=True, signer="the gradviz worker")
+        self.unsealed: list[BadLine] = []
+
+    def hello(self) -> bytes:
+        """The first line the worker reads on its stdin: the session's secret."""
+        return self.key.hex().encode("ascii") + b"\n"
+
+    def encode(self, message: dict[str, Any]) -> bytes:
+        return seal(message, self.key)
+
+    def feed(self, data: bytes) -> list[dict[str, Any] | BadLine]:
+        """The worker's messages in ``data``; a BadLine only for a sealed line that is not a
+        message (a broken worker), never for a line that is not the worker's."""
+        found: list[dict[str, Any] | BadLine] = []
+        for message in self.decoder.feed(data):
+            if isinstance(message, BadLine) and message.unsealed:
+                self.unsealed.append(message)
+            else:
+                found.append(message)
+        self.unsealed.extend(self.decoder.rejected)
+        self.decoder.rejected.clear()
+        return found
+
+
+HELLO_BYTES = 2 * KEY_BYTES + 1
+
+
+def read_hello(fd: int) -> bytearray | None:
+    """The worker's side of ``ClientSession.hello``: the session's secret, read from ``fd`` byte
+    exact (the requests that follow stay in the pipe); None when the line is missing or wrong."""
+    data = b""
+    while len(data) < HELLO_BYTES:
+        chunk = os.read(fd, HELLO_BYTES - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return read_hello_from_bytes(data)
+
+
+def read_hello_from_bytes(data: bytes) -> bytearray | None:
+    """The secret in a hello line, or None when it is not one."""
+    try:
+        key = bytearray.fromhex(data[:-1].decode("ascii")) if data.endswith(b"\n") else None
+    except ValueError:
+        return None
+    return key if key is not None and len(key) == KEY_BYTES else None
 
 
 def parse_line(line: bytes) -> dict[str, Any] | BadLine:

@@ -236,3 +236,61 @@ def reap_exited(keep: int | None = None) -> list[int]:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(info.si_pid, 0)  # exited: does not block
             reaped.append(info.si_pid)
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot): with the pid, it names one process for good."""
+    stat = _stat_fields(pid)
+    try:
+        return int(stat[19]) if stat else None
+    except (ValueError, IndexError):
+        return None
+
+
+def marked(name: str, value: str) -> list[int]:
+    """Every living process whose environment (as it was when it started) holds ``name=value``.
+
+    Ancestry is lost once the worker is gone (its orphans go to init); what every process below
+    it carries is the environment it inherited, so that is what finds them. A process of another
+    user, or a hidden one, cannot be read: it is not counted.
+    """
+    needle = b"\0" + f"{name}={value}".encode() + b"\0"
+    found = []
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return found
+    me = os.getpid()
+    for entry in names:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"{_PROC}/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if needle in b"\0" + environ and not is_zombie(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def kill_marked(name: str, value: str, *, also: Iterable[int] = (), wait_s: float = 5.0) -> list[int]:
+    """Freeze and SIGKILL every process ``marked(name, value)`` and the pids in ``also``, stopped
+    ones included, until none is left (``wait_s`` at most); the pids killed."""
+    killed: set[int] = set()
+    extra = [pid for pid in also if pid]
+    end = time.monotonic() + wait_s
+    while True:
+        stopped: set[int] = set()
+        for _ in range(50):  # frozen first: nothing forks past the kill
+            new = [pid for pid in (*extra, *marked(name, value)) if pid not in stopped]
+            if not new:
+                break
+            _signal_all(new, signal.SIGSTOP)
+            stopped.update(new)
+        _signal_all(stopped, signal.SIGKILL)
+        killed.update(stopped)
+        extra = []
+        if not stopped or time.monotonic() > end:
+            return sorted(killed)
+        time.sleep(0.01)

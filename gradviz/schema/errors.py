@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -271,6 +272,14 @@ def from_exception(
     lineno = frames[-1].lineno if frames else None
     filename = frames[-1].filename if frames else filename
     memory = out_of_memory(exc)
+    if memory and not _raised_in_user_code(exc.__traceback__, {filename, *also}):
+        from gradviz.schema.machine import describe_limits
+
+        message = (
+            f"gradviz ran out of memory for its own arrays while {context} ran (not the Function's code): "
+            f"{memory} {describe_limits()} A smaller --max-memory-mb (max_memory_mb) checks one this large by random projections instead."
+        )
+        return UserCodeError(ErrorKind.OUT_OF_MEMORY, message, filename)
     if memory:
         return UserCodeError(kind, f"{context} ran out of memory: {memory}", filename, lineno, frames)
     if isinstance(exc, SystemExit):
@@ -282,6 +291,24 @@ def from_exception(
         detail = _short(f"{type(exc).__name__}: {_text_of(exc)}".strip().rstrip(":"), MAX_DETAIL_CHARS)
     message = f"{context} raised {detail}" + (f" ({note})" if note else "")
     return UserCodeError(kind, message, filename, lineno, frames)
+
+
+_GRADVIZ_DIR = str(Path(__file__).resolve().parents[1])
+
+
+def _raised_in_user_code(tb: TracebackType | None, files: Collection[str]) -> bool:
+    """Whether the innermost frame that is the user's or gradviz's own is the user's: an
+    allocation failing in gradviz's frames (its Jacobians, called from within a backward) is
+    not the user's, one failing in their code or in a library they called is."""
+    users = True  # nothing of gradviz's below: theirs
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name in files:
+            users = True
+        elif name.startswith(_GRADVIZ_DIR):
+            users = False
+        tb = tb.tb_next
+    return users
 
 
 def _text_of(exc: BaseException) -> str:

@@ -8,7 +8,6 @@ every value that arrives from outside (a flag, a session file, a request) goes t
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -223,11 +222,15 @@ def memory_limit_bytes(megabytes: object) -> int:
 
 
 def default_memory_limit() -> int:
-    """A quarter of physical RAM: room for both Jacobians and everything else."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
-    except (ValueError, OSError, AttributeError):
-        return 4 * 2**30
+    """A quarter of physical RAM, and at most half of what this process may still allocate
+    under RLIMIT_AS and its cgroup's limit (``machine.memory_headroom``): room for both
+    Jacobians and everything else."""
+    from gradviz.schema.machine import memory_headroom, physical_memory
+
+    ram = physical_memory()
+    limit = ram // 4 if ram else 4 * 2**30
+    headroom = memory_headroom()
+    return limit if headroom is None else max(1, min(limit, headroom // 2))
 
 
 def _half_decades(first: int, last: int) -> tuple[float, ...]:

@@ -6,6 +6,11 @@ as an error naming the line, and serves on. What the user's code prints arrives 
 worker's stderr and is passed through to ``output`` (the first part and the end of megabytes).
 Should the worker itself stop answering (user code stopped it with SIGSTOP), the client's own
 deadline, the timeout plus a grace, ends it and its whole process tree (``protocol.unresponsive``).
+Containment does not rest on the worker: a small keeper process started first
+(``protocol.keeper``) ends every process of the worker's tree when the worker dies, is
+replaced, or the client itself is killed, members that left the session or were stopped too.
+Every hop is sealed under the session's secret (``messages.ClientSession``): a line the worker
+did not seal is ignored and reported, never read as a verdict.
 
     with WorkerClient() as worker:
         reply = worker.request("check", {"path": "f.py", "arrays": False}, timeout=20)
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import os
 import selectors
 import signal
@@ -29,10 +35,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from gradviz.protocol import messages, unresponsive
+from gradviz.protocol.keeper import TreeKeeper
 from gradviz.protocol.launch import (
+    TREE_ENV,
     WorkerUnsupported,
     make_run_root,
     remove_run_root,
+    usable_cwd,
     worker_command,
     worker_environment,
 )
@@ -66,6 +75,7 @@ class Reply:
     error: dict[str, Any] | None = None
     seconds: float = 0.0
     output_chars: int = 0  # how much the user's code printed during the request
+    unsealed: list[str] = field(default_factory=list)  # lines not sealed by the worker, ignored
     progress: list[tuple[int, int]] = field(default_factory=list)
 
     @property
@@ -105,6 +115,11 @@ class _Output:
             self._write((note if hidden > 0 else "") + self._kept)
         self.total, self._kept = 0, ""
 
+    def note(self, text: str) -> None:
+        """A line of gradviz's own among the user's output (not counted as theirs)."""
+        if self.sink is not None:
+            self._write(text)
+
     def _write(self, text: str) -> None:
         try:
             self.sink.write(text)
@@ -133,13 +148,16 @@ class WorkerClient:
         self._output = _Output(output, output_head, output_tail)
         self._process: subprocess.Popen | None = None
         self._selector: selectors.BaseSelector | None = None
-        self._decoder = messages.LineDecoder()
+        self._session = messages.ClientSession()
         self._messages: list[dict[str, Any] | messages.BadLine] = []
+        self._in_flight = 0  # the request waiting for its answer
+        self._unsealed_seen = 0  # lines of the session not sealed by the worker, already acted on
         self._next_id = 1
         self._stdout_closed = False
         self._ready_at = 0.0  # when the worker said it was ready (time.monotonic)
         self.grace = unresponsive.GRACE_S  # past a request's timeout, how long the worker gets to answer
         self.run_root: Path | None = None
+        self._keeper = TreeKeeper()  # ends the worker's tree if the worker, or we, cannot
 
     # --- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> WorkerClient:
@@ -164,19 +182,29 @@ class WorkerClient:
         except WorkerUnsupported as exc:
             raise WorkerStartError(exc.message) from None
         self.run_root = make_run_root()
+        env = worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb)
+        env[TREE_ENV] = self._keeper.start()
         try:
             self._process = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb),
+                env=env,
+                cwd=usable_cwd(),
                 bufsize=0,
                 start_new_session=True,  # Ctrl+C reaches us, and we stop the worker
             )
         except OSError as exc:
-            raise WorkerStartError(f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}") from None
-        self._decoder, self._messages, self._stdout_closed = messages.LineDecoder(), [], False
+            self._keeper.release(clean=True)
+            hint = " (the limit on processes, ulimit -u, is reached?)" if exc.errno == errno.EAGAIN else ""
+            raise WorkerStartError(
+                f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}{hint}"
+            ) from None
+        self._keeper.watch(self._process.pid)
+        self._session, self._messages, self._stdout_closed = messages.ClientSession(), [], False
+        self._unsealed_seen = 0
+        self._write(self._session.hello())  # before anything else: the worker reads it first
         self.info = {}
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._process.stdout, selectors.EVENT_READ, "stdout")
@@ -186,8 +214,11 @@ class WorkerClient:
         """Block until the worker has imported torch; its ``ready`` message."""
         if not self.info:
             end = time.monotonic() + self.startup_timeout
-            ready = self._wait_for(lambda m: m.get("type") == "ready", lambda: end)
+            ready = self._wait_for(lambda m: m.get("type") == "ready" or _start_failed(m), lambda: end)
             self._output.finish()
+            if ready is not None and _start_failed(ready):
+                self.close(polite=False)
+                raise WorkerStartError(ready["error"]["message"])
             if ready is None:
                 code = self._process.poll() if self._process else None
                 self.close(polite=False)
@@ -202,10 +233,11 @@ class WorkerClient:
         this is done: cut short, it would leave the worker's tree behind."""
         with _signals_held():
             process, self._process = self._process, None
+            clean = polite and process is not None and process.poll() is None
             if process is not None and process.poll() is None:
                 if polite:
                     with contextlib.suppress(OSError):
-                        process.stdin.write(messages.encode({"op": "quit"}))
+                        process.stdin.write(self._session.encode({"op": "quit"}))
                         process.stdin.close()
                 else:  # SIGTERM: the worker stops its run's whole process tree before it exits
                     with contextlib.suppress(OSError):
@@ -214,10 +246,12 @@ class WorkerClient:
                 try:
                     process.wait(STOP_WAIT_S)
                 except subprocess.TimeoutExpired:  # stopped again, or wedged: not waited for any longer
+                    clean = False
                     unresponsive.end_worker(process.pid)
                 with contextlib.suppress(OSError):
                     os.killpg(process.pid, signal.SIGKILL)  # what is left of its session's group
                 process.wait()
+            self._keeper.release(clean=clean and process is not None and process.returncode == 0)
             if process is not None:
                 for stream in (process.stdin, process.stdout, process.stderr):
                     with contextlib.suppress(OSError):
@@ -255,10 +289,8 @@ class WorkerClient:
         start = time.monotonic()
         if self.info:
             self._ready_at = start
-        try:
-            self._process.stdin.write(messages.encode(message))
-        except OSError:  # the worker died before reading it: the branch below says so
-            pass
+        self._write(self._session.encode(message))  # failing, the worker died: the branch below says so
+        self._in_flight, unsealed_before = request_id, len(self._session.unsealed)
 
         def answer(m: dict[str, Any] | messages.BadLine) -> bool:
             if isinstance(m, messages.BadLine):
@@ -269,7 +301,7 @@ class WorkerClient:
                 reply.progress.append((m["done"], m["total"]))
                 if progress is not None:
                     progress(m["done"], m["total"])
-            return m.get("id") == request_id and messages.is_final(m)
+            return (m.get("id") == request_id and messages.is_final(m)) or (not self.info and _start_failed(m))
 
         def deadline() -> float | None:
             """Until ready: the start-up limit. Then: the timeout (counted from the ready worker's
@@ -278,7 +310,11 @@ class WorkerClient:
                 return start + self.startup_timeout
             return unresponsive.answer_deadline(max(start, self._ready_at), timeout, self.grace)
 
-        found = self._wait_for(answer, deadline)
+        try:
+            found = self._wait_for(answer, deadline)
+        finally:
+            self._in_flight = 0
+        self._say_unsealed(unsealed_before)
         unanswered = found is None and self.alive and not self._stdout_closed  # a deadline passed
         if unanswered and not self.info:
             reply.error = {"kind": ErrorKind.WORKER.value, "message": "The gradviz worker did not get ready in time."}
@@ -292,17 +328,46 @@ class WorkerClient:
         elif found is not None:
             reply.status = found["type"]
             reply.result, reply.error = found.get("result"), found.get("error")
+            if _start_failed(found):  # it exits: the next request starts a fresh one
+                self.close(polite=False)
         else:
-            code = self._process.poll() if self._process else None
+            code = self._exit_status()
             reply.error = {
                 "kind": ErrorKind.WORKER.value,
                 "message": f"The gradviz worker process ended unexpectedly (exit status {code}); nothing was checked.",
             }
             self.close(polite=False)
         reply.seconds = time.monotonic() - start
+        reply.unsealed = [line.text for line in self._session.unsealed[unsealed_before:]]
         reply.output_chars = self._output.total
         self._output.finish()
         return reply
+
+    def _exit_status(self) -> int | None:
+        """How the worker ended; it closed its output first, so give it a moment to be gone."""
+        if self._process is None:
+            return None
+        try:
+            return self._process.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._process.stdin.write(data)
+        except (OSError, AttributeError):  # gone: the caller finds out from its output
+            pass
+
+    def _say_unsealed(self, before: int) -> None:
+        """Lines the worker did not seal (something else wrote them into its channel, or the
+        interpreter printed them) were ignored: say so beside what the user's code printed."""
+        lines = self._session.unsealed[before:]
+        if lines:
+            shown = lines[0].text if len(lines[0].text) <= 120 else lines[0].text[:120] + "…"
+            self._output.note(
+                f"gradviz: ignored {len(lines)} line(s) in the worker's answer channel that the worker did not "
+                f"seal (written there by something else, first {shown!r}); the answer below is the worker's own.\n"
+            )
 
     def _end_unresponsive(self) -> None:
         """Kill the worker that stopped answering, with its whole tree, before anything else: the
@@ -334,11 +399,31 @@ class WorkerClient:
             if data and key.data == "stderr":
                 self._output.feed(data)
             elif data:
-                self._messages.extend(self._decoder.feed(data))
+                self._messages.extend(self._session.feed(data))
+                self._repeat_if_lost()
             else:
                 self._selector.unregister(key.fileobj)
                 if key.data == "stdout":
                     self._stdout_closed = True
+
+
+    MAX_REPEATS = 16
+
+    def _repeat_if_lost(self) -> None:
+        """A line we did not trust arrived while a request waits: it may have been written into
+        the middle of the worker's answer, so ask for that answer again (the worker repeats it
+        if it was sent; if not, it comes when ready). A few times at most per session."""
+        count = len(self._session.unsealed)
+        if count > self._unsealed_seen and self._in_flight and self._unsealed_seen < self.MAX_REPEATS:
+            self._write(self._session.encode({"op": "repeat", "id": self._in_flight}))
+        self._unsealed_seen = count
+
+
+def _start_failed(message: dict[str, Any] | messages.BadLine) -> bool:
+    """The worker's one line on why it could not start (it exits after it)."""
+    return isinstance(message, dict) and message.get("type") == "error" and message.get("id") is None and (
+        (message.get("error") or {}).get("kind") == ErrorKind.WORKER.value
+    )
 
 
 def run_request(

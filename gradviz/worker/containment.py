@@ -32,6 +32,32 @@ def hold_orphans() -> bool:
     return process_tree.become_subreaper()
 
 
+PR_SET_DUMPABLE = 4
+
+
+def hide_self() -> bool:
+    """Not dumpable (Linux): /proc/<our pid>/fd, mem and environ are then closed to every process
+    of the same user without CAP_SYS_PTRACE, user code in the runs included (a forked run makes
+    itself dumpable again, ``show_self``). Whether it took effect."""
+    return _set_dumpable(0)
+
+
+def show_self() -> bool:
+    """Dumpable again: the worker measures a run's memory in /proc/<run pid>/smaps_rollup."""
+    return _set_dumpable(1)
+
+
+def _set_dumpable(value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def kill_everything_below(run_pid: int | None = None) -> list[int]:
     """Freeze and SIGKILL every process below this one; the pids signalled.
 

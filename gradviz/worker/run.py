@@ -106,6 +106,7 @@ def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
 def become_run_process(fault_fd: int, threads: int) -> None:
     """A group of its own, death with the worker, default signals, stacks to the fault file, torch."""
     os.setpgid(0, 0)  # a group of our own: stopping the run stops whatever it started
+    containment.show_self()  # forked from the hidden worker: the worker reads our memory use
     _die_with_parent(signal.SIGKILL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -78,6 +78,7 @@ class RunStarter:
         self.method = method or start_method()
         self.threads = threads
         self.close_in_child = close_in_child  # the worker's own channels: a forked run must not hold them
+        self.wipe_in_child: tuple[bytearray, ...] = ()  # the worker's secrets: zeroed in a forked run's copy
         self.spare: Started | None = None
 
     def wait_spare(self, seconds: float) -> bool:
@@ -132,6 +133,8 @@ class RunStarter:
             for fd in self.close_in_child:  # the run talks to the worker only through its pipe
                 with contextlib.suppress(OSError):
                     os.close(fd)
+            for secret in self.wipe_in_child:
+                secret[:] = bytes(len(secret))
             serve_one(request, write_end, fault_fd, self.threads, key)
         os.close(write_end)
         return Started(pid, read_end, fault_fd)

@@ -11,13 +11,18 @@ and serves on, in the same clean state as before.
 Every process a run started ends with the run, wherever it went (``containment``: the worker is
 a subreaper, and kills its whole tree at the end of every run), and memory is counted over that
 whole tree. Only lines sealed with the run's secret are relayed (``messages.SealedDecoder``):
-what user code writes into the pipe becomes an error, never a verdict. When the client that
+what user code writes into the pipe becomes an error, never a verdict. The client's hop is
+sealed the same way under the session's secret, the first line on stdin (``messages.
+ClientSession``): the worker reads only requests sealed with it, seals every line it sends, and
+wipes it from each forked run's copy of its memory. It is also not dumpable, so no process of
+another (or, short of root, the same) user opens its pipes or memory through /proc. When the client that
 started the worker dies (even by ``kill -9``), the worker is told (Linux's parent-death signal,
 and a poll of its parent's pid), stops everything below it and exits.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -82,18 +87,28 @@ class Run:
 
 class Supervisor:
     def __init__(
-        self, out: IO[bytes], requests_fd: int, *, threads: int, memory_limit: int, starter: RunStarter | None = None
+        self,
+        out: IO[bytes],
+        requests_fd: int,
+        *,
+        key: bytearray,
+        threads: int,
+        memory_limit: int,
+        starter: RunStarter | None = None,
     ) -> None:
-        self.out, self.requests_fd = out, requests_fd
+        self.out, self.requests_fd, self.key = out, requests_fd, key
         self.threads, self.memory_limit = threads, memory_limit
         self.run: Run | None = None
         self.pending: deque[dict[str, Any]] = deque()  # requests waiting for the run in progress
-        self.decoder = messages.LineDecoder()
+        self.decoder = messages.SealedDecoder(key, signer="the gradviz client")
+        self.last_final: dict[str, Any] | None = None  # sent again when the client asks (``repeat``)
         self.parent = os.getppid()
         self.meter = process_tree.TreeMeter(os.getpid())  # memory of everything below us
         self.quitting = False
         self.starter = starter or RunStarter(threads)
         self.starter.threads = threads
+        self.starter.wipe_in_child = (key,)  # a forked run's copy of our memory must not hold it
+        self.version, self.devices = "", list[dict[str, Any]]()  # torch's, for the ready message
 
     # --- the loop ------------------------------------------------------------------------
     def serve(self) -> None:
@@ -131,20 +146,27 @@ class Supervisor:
             self.quitting = True
 
     def send(self, message: dict[str, Any]) -> None:
+        if messages.is_final(message):
+            self.last_final = message
         try:
-            self.out.write(messages.encode(message))
+            self.out.write(messages.seal(message, self.key))
             self.out.flush()
         except OSError:  # the client is gone
             self.quitting = True
 
     # --- requests --------------------------------------------------------------------------
     def _on_request(self, message: dict[str, Any] | messages.BadLine) -> None:
-        """Cancel acts at once; everything else waits its turn behind the run in progress."""
-        if isinstance(message, messages.BadLine):
+        """Cancel and repeat act at once; everything else waits its turn behind the run in progress."""
+        if isinstance(message, messages.BadLine) and message.unsealed:  # not the client's: never a request
+            print(f"gradviz worker: ignored {message.describe()}", file=sys.stderr)
+        elif isinstance(message, messages.BadLine):
             detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker received {message.describe()}"}
             self.send(messages.error(None, None, detail))
         elif message.get("op") == "cancel":
             self._cancel(message.get("id"))
+        elif message.get("op") == "repeat":  # the client lost our answer among lines it did not trust
+            if self.last_final is not None and self.last_final.get("id") == message.get("id"):
+                self.send(self.last_final)
         else:
             self.pending.append(message)
 
@@ -173,7 +195,13 @@ class Supervisor:
     def _start_run(self, request: dict[str, Any]) -> None:
         key = os.urandom(KEY_BYTES)  # the run seals its lines with it; user code never gets it handed
         self.starter.close_in_child = tuple(fd for fd in (self.requests_fd, self.out.fileno()) if fd >= 0)
-        started = self.starter.start(request, key)
+        try:
+            started = self.starter.start(request, key)
+        except OSError as exc:  # fork or exec refused (the process limit, memory): say so, serve on
+            detail = start_failure(exc)
+            detail["message"] = detail["message"].replace("The gradviz worker could not start", "No process for the run")
+            self.send(messages.error(request.get("id"), request.get("op"), detail))
+            return
         self.run = Run(request, started, time.monotonic(), messages.SealedDecoder(key))
 
     # --- a run in progress -------------------------------------------------------------------
@@ -360,17 +388,51 @@ def main() -> int:
     global _SUPERVISOR
     watch_parent(os.environ.get(PARENT_PID_ENV))
     containment.hold_orphans()  # what runs start and abandon is reparented to us, not to init
+    containment.hide_self()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the client's to handle
     out = take_stdout()
     requests_fd = take_stdin()
+    key = messages.read_hello(requests_fd)
+    if key is None:
+        print("gradviz worker: the client did not send the session's secret first; exiting", file=sys.stderr)
+        return 2
+    try:
+        _SUPERVISOR = _start(out, requests_fd, key)
+    except Exception as exc:  # one line that names the cause, for the client to show
+        out.write(messages.seal(messages.error(None, None, start_failure(exc)), key))
+        out.flush()
+        os._exit(2)
+    _SUPERVISOR.send(messages.ready(os.getpid(), _SUPERVISOR.version, _SUPERVISOR.devices))
+    _SUPERVISOR.serve()
+    out.flush()
+    os._exit(0)  # no interpreter teardown: it would cost half a second and change nothing
+
+
+def _start(out: IO[bytes], requests_fd: int, key: bytearray) -> Supervisor:
     from gradviz.worker.startup import STARTUP_WAIT_S, prepare_torch
 
+    memory_limit = default_memory_limit()  # a bad GRADVIZ_WORKER_MEMORY_MB stops us here, not mid-run
     starter = RunStarter(threads=1)
     starter.prepare()  # spawn: the first run imports torch while we do
     threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
     starter.wait_spare(STARTUP_WAIT_S)
-    _SUPERVISOR = Supervisor(out, requests_fd, threads=threads, memory_limit=default_memory_limit(), starter=starter)
-    _SUPERVISOR.send(messages.ready(os.getpid(), version, devices))
-    _SUPERVISOR.serve()
-    out.flush()
-    os._exit(0)  # no interpreter teardown: it would cost half a second and change nothing
+    supervisor = Supervisor(out, requests_fd, key=key, threads=threads, memory_limit=memory_limit, starter=starter)
+    supervisor.version, supervisor.devices = version, devices
+    return supervisor
+
+
+def start_failure(exc: BaseException) -> dict[str, Any]:
+    """Why the worker (or a run) could not start, as an error of kind ``worker``: one line."""
+    from gradviz.schema.errors import GradvizError
+
+    if isinstance(exc, GradvizError):
+        return {"kind": ErrorKind.WORKER.value, "message": exc.message}
+    first = " ".join(str(exc).strip().split("\n\n")[0].split())  # its first paragraph, on one line
+    first = first if len(first) <= 300 else first[:300] + "…"
+    what = f"{type(exc).__name__}: {first}".rstrip(": ")
+    if isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        what += " (a process could not be started: the limit on processes, ulimit -u, or memory is reached)"
+    torch_vars = sorted(name for name in os.environ if name.startswith(("TORCH_", "PYTORCH_")))
+    if isinstance(exc, (ImportError, ValueError, RuntimeError)) and torch_vars:
+        what += f" (check the torch settings in the environment: {', '.join(torch_vars)})"
+    return {"kind": ErrorKind.WORKER.value, "message": f"The gradviz worker could not start: {what}."}

@@ -109,7 +109,7 @@ def _take_handed_on_worker():
     from gradviz.app.worker_client import WorkerClient
 
     if _handed_on.pop("env") != _worker_env_key() or process.state() != process.ProcessState.Running:
-        _end_worker(process)
+        _end_worker(process, _handed_on.pop("keeper", None))
         return None
     client = WorkerClient()
     process.setParent(client)
@@ -117,6 +117,8 @@ def _take_handed_on_worker():
     process.readyReadStandardError.connect(lambda: client._on_stderr(process))
     process.finished.connect(lambda code, status: client._on_finished(process, code, status))
     client._process = process
+    client._session = _handed_on.pop("session")  # the worker's session secret goes with it
+    client._keeper = _handed_on.pop("keeper")  # and the keeper that ends its tree
     client.is_ready, client.info = True, _handed_on.pop("info")
     return client
 
@@ -143,26 +145,30 @@ def _hand_on(worker, qtbot) -> bool:
         signal.disconnect()
     worker._process = None  # the window's close now ends nothing
     process.setParent(None)
-    _handed_on.update(process=process, info=dict(worker.info), env=_worker_env_key())
+    _handed_on.update(
+        process=process, info=dict(worker.info), env=_worker_env_key(), session=worker._session, keeper=worker._keeper
+    )
+    worker._keeper = type(worker._keeper)()  # the window's close must not let the handed-on keeper go
     return True
 
 
 def _end_handed_on_worker() -> None:
-    process = _handed_on.pop("process", None)
+    process, keeper = _handed_on.pop("process", None), _handed_on.pop("keeper", None)
     _handed_on.clear()
     if process is not None:
-        _end_worker(process)
+        _end_worker(process, keeper)
 
 
-def _end_worker(process) -> None:
-    """Quit an idle worker as WorkerClient.shutdown does; fail if it outlives that."""
-    from gradviz.protocol import messages
-
-    process.write(messages.encode({"op": "quit"}))
-    process.closeWriteChannel()
-    if not process.waitForFinished(5000):
+def _end_worker(process, keeper=None) -> None:
+    """Quit an idle worker as WorkerClient.shutdown does (its keeper let go); fail if it outlives that."""
+    process.closeWriteChannel()  # its stdin ends: the worker quits
+    quit_in_time = process.waitForFinished(5000)
+    if not quit_in_time:
         process.kill()
         process.waitForFinished(1000)
+    if keeper is not None:
+        keeper.release(clean=quit_in_time)
+    if not quit_in_time:
         raise AssertionError(f"a handed-on worker {process.processId()} did not quit when asked")
     process.deleteLater()
 

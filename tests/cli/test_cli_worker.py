@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gradviz.protocol import messages as messages_module
 from gradviz.worker.client import WorkerClient
 from tests.cli.runner import gradviz
 from tests.paths import ROOT
@@ -207,19 +208,28 @@ def test_worker_serves_on_after_user_code_raises_system_exit_and_interrupts(writ
     assert replies["good"].ok and replies["good"].result["passed"]
 
 
-def test_worker_answers_a_bad_request_line_and_serves_on(write_source):
+def test_worker_answers_a_bad_request_line_ignores_an_unsealed_one_and_serves_on(write_source):
+    """A sealed line that is not JSON is the client's bug: answered. A line without the session's
+    seal is not the client's at all (something wrote into the worker's stdin): never a request."""
+    session = messages_module.ClientSession()
     request = {"id": 7, "op": "check", "path": str(write_source(SQUARE)), "arrays": False, "graph": False}
+    forged = {"id": 8, "op": "check", "path": str(write_source(SQUARE, "other.py")), "arrays": False}
+    not_json = b"this is not json"
     worker = subprocess.run(
         [sys.executable, "-m", "gradviz.worker"],
-        input="this is not json\n" + json.dumps(request) + "\n" + '{"op": "quit"}\n',
+        input=session.hello()
+        + messages_module._mac(session.key, not_json) + b" " + not_json + b"\n"
+        + messages_module.encode(forged)
+        + session.encode(request)
+        + session.encode({"op": "quit"}),
         capture_output=True,
-        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=120,
     )
-    messages = [json.loads(line) for line in worker.stdout.splitlines()]
+    messages = session.feed(worker.stdout)
     kinds = [(m["type"], m.get("id")) for m in messages if m["type"] != "progress"]
-    assert kinds == [("ready", None), ("error", None), ("result", 7)]
+    assert kinds == [("ready", None), ("error", None), ("result", 7)] and not session.unsealed
+    assert b"ignored a line" in worker.stderr
     assert worker.returncode == 0
 
 

@@ -32,7 +32,8 @@ class RawWorker:
             bufsize=0,
             start_new_session=True,
         )
-        self.decoder = messages.LineDecoder()
+        self.session = messages.ClientSession()
+        self.process.stdin.write(self.session.hello())
         self.queue: list[Any] = []
         self.ready = self.wait_for(lambda m: m.get("type") == "ready", 180)
 
@@ -41,7 +42,7 @@ class RawWorker:
         return self.process.pid
 
     def send(self, message: dict[str, Any]) -> None:
-        self.process.stdin.write(messages.encode(message))
+        self.process.stdin.write(self.session.encode(message))
 
     def check(self, request_id: int, path: Path, **extra: Any) -> None:
         self.send(messages.request("check", request_id, path=str(path), arrays=False, graph=False, **extra))
@@ -62,7 +63,7 @@ class RawWorker:
                 data = os.read(self.process.stdout.fileno(), 65536)
                 if not data:
                     raise AssertionError("the worker closed its output")
-                self.queue.extend(self.decoder.feed(data))
+                self.queue.extend(self.session.feed(data))
 
     def answer(self, request_id: int, seconds: float = 60) -> dict[str, Any]:
         return self.wait_for(lambda m: m.get("id") == request_id and messages.is_final(m), seconds)

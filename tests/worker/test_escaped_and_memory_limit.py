@@ -41,7 +41,10 @@ def test_an_exception_outside_the_users_file_is_gradvizs_own_bug(capsys):
     assert "KeyError" in capsys.readouterr().err  # the traceback, for a bug report
 
 
-@pytest.mark.parametrize(("value", "expected"), [("512", 512 * 2**20), ("0.5", 2**19), ("-3", 0), ("0", 0)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("512", 512 * 2**20), ("0.5", 2**19), ("-3", 0), ("0", 0), ("inf", 0), ("Unlimited", 0), ("1e300", 2**63 - 1)],
+)
 def test_the_memory_limit_in_megabytes_from_the_environment(monkeypatch, value, expected):
     monkeypatch.setenv(MEMORY_ENV, value)
     assert default_memory_limit() == expected

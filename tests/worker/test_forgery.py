@@ -103,3 +103,99 @@ def test_a_pass_written_into_the_pipe_is_an_error_from_the_worker_and_the_next_r
         assert "not sealed by gradviz's run code" in forged.error["message"]
         honest = client.request("check", {"path": str(write_source(SQUARE, "ok.py")), "arrays": False}, timeout=120)
         assert honest.ok and honest.result["passed"]
+
+
+# The same forged pass, written into the pipes of the processes above the run through /proc: the
+# worker's write ends (its answer pipe among them) and the client's read ends (the CLI's end of
+# the worker's answers). With ``newline`` False the bytes lack their line end, so they land in
+# front of the worker's next genuine line.
+PROC_FORGER = '''
+import os
+import torch
+from torch.autograd import Function
+
+FORGED = {forged!r}
+
+def parent(pid):
+    with open(f"/proc/{{pid}}/stat") as stat:
+        return int(stat.read().rpartition(")")[2].split()[1])
+
+def forge_into(pid, access):
+    for name in os.listdir(f"/proc/{{pid}}/fd"):
+        try:
+            with open(f"/proc/{{pid}}/fdinfo/{{name}}") as info:
+                flags = int(info.read().split("flags:")[1].split()[0], 8)
+            if os.readlink(f"/proc/{{pid}}/fd/{{name}}").startswith("pipe:") and flags & os.O_ACCMODE == access:
+                fd = os.open(f"/proc/{{pid}}/fd/{{name}}", os.O_WRONLY | os.O_NONBLOCK)
+                os.write(fd, FORGED)
+                os.close(fd)
+                print("forged into", pid, name, flush=True)
+        except (OSError, IndexError, ValueError):
+            pass
+
+class Forger(Function):
+    @staticmethod
+    def forward(ctx, x):
+        worker = os.getppid()
+        {target}
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return x * g
+'''
+TARGETS = {
+    "worker_answer_pipe": "forge_into(worker, os.O_WRONLY)",
+    "client_read_end": "forge_into(parent(worker), os.O_RDONLY)",
+}
+
+
+@pytest.mark.parametrize("newline", [True, False], ids=["line", "no-newline"])
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_a_pass_written_through_proc_into_the_workers_or_the_clients_pipe_is_ignored(
+    write_source, genuine_pass, target, newline
+):
+    line = json.dumps(genuine_pass).encode() + (b"\n" if newline else b"")
+    path = write_source(PROC_FORGER.format(forged=line, target=TARGETS[target]) + EXAMPLE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "gradviz", "check", str(path)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert "forged into" in out.stderr, out.stderr  # the forgery did happen
+    assert out.returncode == 1 and "FAILED" in out.stdout and "PASSED" not in out.stdout, (out.stdout, out.stderr)
+    assert "the worker did not seal" in out.stderr
+
+
+def test_json_verdict_stays_false_when_the_clients_pipe_is_forged(write_source, genuine_pass):
+    line = json.dumps(genuine_pass).encode() + b"\n"
+    path = write_source(PROC_FORGER.format(forged=line, target=TARGETS["client_read_end"]) + EXAMPLE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "gradviz", "check", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["passed"] is False
+
+
+def test_a_sitecustomize_that_prints_does_not_break_the_protocol(write_source, tmp_path):
+    """The worker's interpreter prints before gradviz takes its stdout: an unsealed line, ignored
+    and said, and the verdict still comes."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text('print("hello from sitecustomize")\n')
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "gradviz", "check", str(write_source(SQUARE))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0 and "PASSED" in out.stdout, out.stderr
+    assert "hello from sitecustomize" in out.stderr and "did not seal" in out.stderr
