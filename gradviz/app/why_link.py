@@ -5,8 +5,8 @@ Its buttons ask for the next run: in float64 (this changes the run bar's dtype, 
 what runs), at the suggested eps or with the inputs moved off a kink (both for this run only: a
 suggestion never becomes the eps of the next file or the next launch). "Sweep eps" sweeps the
 Function in the editor (or the target the window checks, on its inputs file) whether its check
-passed or failed. A sweep made for other code, another
-file or other settings is marked stale with the window's own reason (``ShownRun.stale_reason``).
+passed or failed. A sweep made for other code, another file or other settings is marked stale
+with the window's own reason (``ShownRun.stale_reason``).
 The window owns the settings and the runs; this module only connects the two, from named
 collaborators (tests give it fakes).
 """
