@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from gradviz._version import __version__
+from gradviz._version import DISTRIBUTION, __version__
 from gradviz.cli_audit import add_audit_parser, run_audit
 from gradviz.cli_commands import run_check, run_graph, run_list, run_sweep
 from gradviz.cli_contract import add_exit_codes, misplaced_options
@@ -47,13 +48,48 @@ INPUTS_HELP = (
 )
 
 
+def version_text() -> str:
+    """``gradviz --version``: the distribution's name and version, and any other installed
+    distribution that also claims the ``gradviz`` import package (the project called ``gradviz``
+    on the package index installs files there too, so the two overwrite each other)."""
+    import importlib.metadata
+    import re
+
+    def normalized(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    claimants = importlib.metadata.packages_distributions().get("gradviz", [])
+    others = sorted({name for name in claimants if normalized(name) != DISTRIBUTION})
+    text = f"{DISTRIBUTION} {__version__}"
+    for name in others:
+        text += (
+            f"\nalso installed: {name} {importlib.metadata.version(name)}, which has files in the same "
+            f"gradviz package (pip show {name} says whose); to keep only this one: "
+            f"pip uninstall {name} {DISTRIBUTION}, then pip install {DISTRIBUTION}"
+        )
+    return text
+
+
+class VersionAction(argparse.Action):
+    """argparse's ``version`` action, with the text made only when ``--version`` is given."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None
+    ) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gradviz",
         description="A gradient debugger for custom torch.autograd.Function classes. "
         "Without a command, the desktop app starts.",
     )
-    parser.add_argument("--version", action="version", version=f"gradviz {__version__}")
+    parser.add_argument("--version", action=VersionAction, help="print the distribution's name and version, and exit")
     commands = parser.add_subparsers(dest="command")
 
     check = commands.add_parser("check", help="compare the analytic and numerical Jacobians of a Function")

@@ -9,10 +9,11 @@ import os
 import sys
 from pathlib import Path
 
+from gradviz._version import DISTRIBUTION
 from gradviz.cli_contract import ExitCode, short
 from gradviz.protocol.launch import worker_unsupported
 
-# The window's packages (the [app] extra), as imported: a core install (`pip install gradviz`) has none.
+# The window's packages (the [app] extra), as imported: a core install (`pip install gradviz-debugger`) has none.
 APP_MODULES = ("PySide6", "pyqtgraph", "pygments", "platformdirs")
 
 
@@ -38,7 +39,7 @@ def launch_window(argv: list[str]) -> int:
     missing = missing_app_module()
     if missing:
         print(
-            f"gradviz: the window needs {missing}, which is not installed: pip install 'gradviz[app]' "
+            f"gradviz: the window needs {missing}, which is not installed: pip install '{DISTRIBUTION}[app]' "
             "(gradviz check, the Python API and the pytest plugin work without it).",
             file=sys.stderr,
         )

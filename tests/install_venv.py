@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradviz._version import DISTRIBUTION
 from tests.paths import ROOT
 
 CONSTRAINTS = ROOT / "constraints.txt"  # the versions this project tests: torch from local disk where it lies
@@ -45,15 +46,44 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "DISPLAY", "WAYLAND_DISPLAY")}
 
 
+def build_env() -> dict[str, str]:
+    """The environment a user's build has: with bytecode allowed (``PYTHONDONTWRITEBYTECODE``
+    makes setuptools print a warning of its own that says nothing of this project)."""
+    return {k: v for k, v in clean_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def build_wheel(source: Path, dest: Path) -> Path:
     """``pip wheel`` (with build isolation, as a user's build) of a copy of ``source``: the
-    checkout gets no build/ nor egg-info from it."""
+    checkout gets no build/ nor egg-info from it. What the build printed is in
+    ``dest / "build.log"`` (verbose: setuptools' warnings show only then)."""
     copy = dest / "source"
     shutil.copytree(source, copy, ignore=NOT_SOURCE)
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest / "dist"), str(copy)], cwd=dest, timeout=600)
+    command = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(dest / "dist"), str(copy)]
+    out = run(command, cwd=dest, timeout=600, env=build_env())
+    (dest / "build.log").write_text(out.stdout + out.stderr)
     shutil.rmtree(copy)
-    (wheel,) = (dest / "dist").glob("gradviz-*.whl")
+    (wheel,) = (dest / "dist").glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl")
     return wheel
+
+
+def build_sdist(source: Path, dest: Path) -> Path:
+    """The source distribution of a copy of ``source``, made by the build backend's own PEP 517
+    hook (what ``python -m build --sdist`` calls) with this interpreter's setuptools; its output in
+    ``dest / "sdist.log"``."""
+    copy = dest / "sdist-source"
+    shutil.copytree(source, copy, ignore=NOT_SOURCE)
+    hook = "import sys, setuptools.build_meta as backend; backend.build_sdist(sys.argv[1])"
+    out = run([sys.executable, "-c", hook, str(dest / "sdist")], cwd=copy, timeout=600, env=build_env())
+    (dest / "sdist.log").write_text(out.stdout + out.stderr)
+    shutil.rmtree(copy)
+    (sdist,) = (dest / "sdist").glob(f"{DISTRIBUTION.replace('-', '_')}-*.tar.gz")
+    return sdist
+
+
+def build_warnings(log: str) -> list[str]:
+    """The lines of a build's output that warn: setuptools' ``_Warning:`` and
+    ``...DeprecationWarning:``, distutils' ``warning:``, pip's ``WARNING:``."""
+    return [line.strip() for line in log.splitlines() if "warning:" in line.lower()]
 
 
 @dataclass

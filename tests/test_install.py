@@ -1,4 +1,5 @@
-"""What a user gets from ``pip install gradviz`` (issue 22, items 1, 2 and 9, and its "Done when").
+"""What a user gets from ``pip install gradviz-debugger`` (the README's Install section): the
+distribution's name, metadata and version, and what installing its wheel does.
 
 The core install is the library (torch, NumPy, filelock); the window's packages come with the
 ``[app]`` extra, and starting the window without them is one line naming what to install. The
@@ -10,27 +11,56 @@ worker) and the notebook view must work there with ``fcntl`` refused to gradviz'
 from __future__ import annotations
 
 import ast
+import email.parser
 import importlib.metadata
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import time
 import tomllib
+import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from gradviz._version import DISTRIBUTION, __version__
 from gradviz.cli_window import APP_MODULES, missing_app_module
-from tests.install_venv import TORCH_TESTED, build_wheel, clean_env, plan, run, venv_claiming, venv_with_torch
+from tests.install_venv import (
+    TORCH_TESTED,
+    build_sdist,
+    build_warnings,
+    build_wheel,
+    clean_env,
+    plan,
+    run,
+    venv_claiming,
+    venv_with_torch,
+)
 from tests.paths import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 OLDER_TORCH = "2.12.0"  # the issue's case: an exact pin replaced it with ours
 APP_DISTRIBUTIONS = {"pyside6-essentials", "shiboken6", "pyqtgraph", "pygments", "platformdirs"}
+# the other project called gradviz on the package index, as a dist-info claiming the same package
+OTHER_GRADVIZ = ("gradviz", "0.1.2")
+
+
+def install_commands(markdown: str) -> list[str]:
+    """The commands of the first ``sh`` block under ``## Install``, their comments left off."""
+    section = markdown.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.partition("#")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+README_INSTALL = install_commands((ROOT / "README.md").read_text(encoding="utf-8"))
 
 
 def hide_modules(*names: str) -> str:
@@ -77,6 +107,28 @@ def _names(requirements: list[str]) -> set[str]:
     return {canonicalize_name(Requirement(r).name) for r in requirements}
 
 
+def test_the_readme_installs_this_distribution_whose_version_has_one_home():
+    """The README's Install lines name the distribution pyproject.toml builds (not ``gradviz``,
+    another project), its ``[app]`` extra exists, and the version is read from gradviz/_version.py."""
+    project = PYPROJECT["project"]
+    assert project["name"] == DISTRIBUTION and canonicalize_name(DISTRIBUTION) != "gradviz"
+    assert "version" not in project and project["dynamic"] == ["version"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "gradviz._version.__version__"}
+    requirements = [Requirement(shlex.split(command)[2]) for command in README_INSTALL]
+    assert [shlex.split(command)[:2] for command in README_INSTALL] == [["pip", "install"]] * 2
+    assert {canonicalize_name(r.name) for r in requirements} == {DISTRIBUTION}
+    assert [r.extras for r in requirements] == [set(), {"app"}] and "app" in project["optional-dependencies"]
+    # the index's page says the same
+    assert install_commands((ROOT / project["readme"]["file"]).read_text(encoding="utf-8")) == README_INSTALL
+
+
+def test_gradviz_version_starts_with_the_distribution_name():
+    """From the checkout too (the slow tests below run the installed command, next to the other gradviz)."""
+    env = {**clean_env(), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "gradviz", "--version"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and out.stdout.splitlines()[0] == f"{DISTRIBUTION} {__version__}", out
+
+
 def test_every_package_is_listed_for_the_wheel():
     """A package missing from pyproject's list is silently left out of a non-editable install."""
     listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
@@ -86,7 +138,7 @@ def test_every_package_is_listed_for_the_wheel():
 
 def test_the_library_imports_only_the_core_dependencies():
     """Every third-party module imported outside ``gradviz/app`` (at the top or inside a function)
-    is a core dependency: what ``pip install gradviz`` brings. The pytest plugin may import pytest,
+    is a core dependency: what ``pip install gradviz-debugger`` brings. The pytest plugin may import pytest,
     which loads it."""
     core = _names(PYPROJECT["project"]["dependencies"])
     providers = importlib.metadata.packages_distributions()
@@ -113,7 +165,7 @@ def test_the_library_imports_only_the_core_dependencies():
 
 
 def test_the_app_check_names_the_app_extra():
-    """``gradviz`` checks for the very packages ``gradviz[app]`` installs, all present here."""
+    """``gradviz`` checks for the very packages ``gradviz-debugger[app]`` installs, all present here."""
     app = _names(PYPROJECT["project"]["optional-dependencies"]["app"])
     providers = importlib.metadata.packages_distributions()
     checked = {canonicalize_name(d) for module in APP_MODULES for d in providers[module]}
@@ -147,7 +199,7 @@ def test_the_window_without_its_packages_says_what_to_install(tmp_path, start, h
     assert out.returncode == 2, out.stderr
     assert out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
-    assert f"needs {hidden[0]}" in out.stderr and "pip install 'gradviz[app]'" in out.stderr
+    assert f"needs {hidden[0]}" in out.stderr and README_INSTALL[1] in out.stderr  # the README's own line
 
 
 # --- the wheel in a fresh venv next to torch (the issue's "Done when") -------------------------
@@ -253,8 +305,19 @@ def fresh_install(tmp_path_factory):
     next_to_older = plan(venv_claiming(base / "older", {"torch": OLDER_TORCH}), wheel)
 
     had = venv.distributions()
-    run([*venv.pip, "install", "-q", str(wheel)], timeout=600)
+    # the README's requirement, pointed at this wheel: pip refuses a wheel of another name
+    readme_requirement = shlex.split(README_INSTALL[0])[2]
+    run([*venv.pip, "install", "-q", f"{readme_requirement} @ {wheel.as_uri()}"], timeout=600)
     steps["plan and install"] = time.monotonic()
+    gradviz_command = str(venv.root / "bin" / "gradviz")
+    version = subprocess.run([gradviz_command, "--version"], capture_output=True, text=True, env=clean_env(), timeout=120)
+    other = venv.site / f"{OTHER_GRADVIZ[0]}-{OTHER_GRADVIZ[1]}.dist-info"  # as if the other were installed too
+    other.mkdir()
+    (other / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {OTHER_GRADVIZ[0]}\nVersion: {OTHER_GRADVIZ[1]}\n")
+    (other / "top_level.txt").write_text("gradviz\n")
+    (other / "RECORD").write_text("")
+    both = subprocess.run([gradviz_command, "--version"], capture_output=True, text=True, env=clean_env(), timeout=120)
+    shutil.rmtree(other)
 
     work = base / "user"
     work.mkdir()
@@ -280,6 +343,10 @@ def fresh_install(tmp_path_factory):
         "driver": driver,
         "seen": json.loads(lines[-1][5:]) if lines else None,
         "window": window,
+        "wheel": wheel,
+        "build_log": (base / "build.log").read_text(),
+        "version": version,
+        "version_with_the_other": both,
         "seconds": {name: round(b - a, 1) for name, a, b in zip(list(steps)[1:], times, times[1:])},
     }
 
@@ -291,8 +358,8 @@ def test_the_wheel_leaves_torch_alone_and_works_without_qt(fresh_install):
     # item 2: pip plans to install neither torch nor anything of the window's
     assert "torch" not in got["would_install"], got["would_install"]
     assert not APP_DISTRIBUTIONS & set(got["would_install"]), got["would_install"]
-    assert "gradviz" in got["would_install"]
-    assert "torch" not in got["next_to_older"] and "gradviz" in got["next_to_older"], got["next_to_older"]
+    assert DISTRIBUTION in got["would_install"] and "gradviz" not in got["would_install"]
+    assert "torch" not in got["next_to_older"] and DISTRIBUTION in got["next_to_older"], got["next_to_older"]
     assert got["torch_after"] == got["torch_before"] and got["torch_before"].startswith(TORCH_TESTED)
     assert not APP_DISTRIBUTIONS & got["added"], got["added"]  # (pytest brings Pygments along)
 
@@ -319,7 +386,76 @@ def test_the_wheel_leaves_torch_alone_and_works_without_qt(fresh_install):
     # the window, started without Qt: one line saying what to install
     for started in got["window"]:
         assert started.returncode == 2 and started.stdout == "", started.stderr
-        assert started.stderr.count("\n") == 1 and "pip install 'gradviz[app]'" in started.stderr, started.stderr
+        assert started.stderr.count("\n") == 1 and README_INSTALL[1] in started.stderr, started.stderr
+
+
+@pytest.mark.slow
+def test_gradviz_version_names_the_distribution_and_the_other_gradviz(fresh_install):
+    """The installed command tells which gradviz this is, and names the other project's when both
+    claim the ``gradviz`` package."""
+    version, both = fresh_install["version"], fresh_install["version_with_the_other"]
+    assert version.returncode == 0 and version.stdout == f"{DISTRIBUTION} {__version__}\n", version
+    assert both.returncode == 0 and both.stdout.startswith(version.stdout), both
+    name, number = OTHER_GRADVIZ
+    assert f"also installed: {name} {number}" in both.stdout and f"pip uninstall {name} {DISTRIBUTION}" in both.stdout
+
+
+def wheel_metadata(wheel: Path):
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.parser.Parser().parsestr(archive.read(name).decode("utf-8"))
+
+
+def relative_links(markdown: str) -> list[str]:
+    """The links and images of ``markdown`` (as a Markdown renderer reads it) that name no host."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").parse(markdown):
+        for child in [token, *(token.children or [])]:
+            for key in ("href", "src"):
+                target = child.attrGet(key) if child.attrs else None
+                if target is not None and not urlparse(str(target)).netloc:
+                    found.append(str(target))
+    return found + (["<img>"] if "<img" in markdown else [])
+
+
+@pytest.mark.slow
+def test_the_wheel_metadata_is_honest_and_built_without_warnings(fresh_install):
+    """Name and version from their one place, POSIX for the CLI and window, no invented URL, a
+    description the index can show (no links into the repository), and no warning while building."""
+    meta = wheel_metadata(fresh_install["wheel"])
+    assert meta["Name"] == DISTRIBUTION and meta["Version"] == __version__
+    classifiers = meta.get_all("Classifier")
+    assert "Operating System :: POSIX" in classifiers and "Operating System :: OS Independent" not in classifiers
+    declared = [f"{label}, {url}" for label, url in PYPROJECT["project"].get("urls", {}).items()]
+    assert (meta.get_all("Project-URL") or []) == declared
+    assert not [url for url in declared if any(word in url.lower() for word in ("example.", "todo", "placeholder"))]
+    description = meta.get_payload()
+    assert meta["Description-Content-Type"] == "text/markdown"
+    assert description.strip() == (ROOT / "PYPI.md").read_text(encoding="utf-8").strip()
+    assert relative_links(description) == []
+    assert build_warnings(fresh_install["build_log"]) == []
+
+
+@pytest.mark.slow
+def test_the_sdist_ships_no_tests_and_builds_the_same_wheel(tmp_path, fresh_install):
+    """The source distribution leaves the test suite out (it needs this checkout to run) and
+    builds a wheel with the very files of the one built from the checkout."""
+    sdist = build_sdist(ROOT, tmp_path)
+    assert build_warnings((tmp_path / "sdist.log").read_text()) == []
+    with tarfile.open(sdist) as archive:
+        names = [name.partition("/")[2] for name in archive.getnames()]
+    assert not [name for name in names if name.split("/")[0] in ("tests", "bench", "scripts")], names
+    assert {"pyproject.toml", "PYPI.md", "LICENSE", "gradviz/_version.py"} <= set(names)
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "from-sdist"), str(sdist)], timeout=600)
+    (rebuilt,) = (tmp_path / "from-sdist").glob("*.whl")
+    assert rebuilt.name == fresh_install["wheel"].name
+
+    def files(wheel: Path) -> set[str]:
+        return set(zipfile.ZipFile(wheel).namelist())
+
+    assert files(rebuilt) == files(fresh_install["wheel"])
 
 
 @pytest.mark.slow

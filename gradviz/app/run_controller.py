@@ -135,10 +135,8 @@ class RunController(QObject):
             "sweep",
             timeout=request.timeout,
             settings=request.settings.to_dict(),
-            source=request.source,
-            filename=request.filename,
-            function=request.function,
-            sweep_options=options or {},
+            options=options or {},  # the worker's SweepOptions: the block the user chose
+            **_code(request),
         )
         self._awaited.add(self._sweep)
 
@@ -175,6 +173,11 @@ class RunController(QObject):
     @property
     def sweep_running(self) -> bool:
         return bool(self._sweep) and self._sweep in self._awaited
+
+    @property
+    def sweep_pending(self) -> bool:
+        """A sweep is sent and unanswered, or waits for the worker (behind a check or a study)."""
+        return self.sweep_running or self._sweep_waiting is not None
 
     def cancel(self) -> None:
         """Drop a waiting check and stop whatever runs; a stopped check's answer (failed, kind

@@ -4,8 +4,9 @@ the background (it never holds a Run back) and the Why? panel draws it for the b
 Its buttons ask for the next run: in float64 (this changes the run bar's dtype, so the user sees
 what runs), at the suggested eps or with the inputs moved off a kink (both for this run only: a
 suggestion never becomes the eps of the next file or the next launch). "Sweep eps" sweeps the
-Function in the editor whether its check passed or failed. A sweep made for other code, another
-file or other settings is marked stale with the window's own reason (``ShownRun.stale_reason``).
+Function in the editor (or the target the window checks, on its inputs file) whether its check
+passed or failed. A sweep made for other code, another file or other settings is marked stale
+with the window's own reason (``ShownRun.stale_reason``).
 The window owns the settings and the runs; this module only connects the two, from named
 collaborators (tests give it fakes).
 """
@@ -108,7 +109,7 @@ class WhyLink(QObject):
             self.shown.emit()
             return
         self.panel.set_result(None)
-        if not (result.passed or request is None or request.target):
+        if not (result.passed or request is None):
             self._request = request
             self.panel.show_message(SWEEPING_TEXT)
             self.controller.run_sweep(request)
@@ -127,25 +128,20 @@ class WhyLink(QObject):
         else:
             reason = shown.stale_reason() if reason is None else reason
         self.panel.set_stale(reason)
-        if now is not None and now.target:
-            self.panel.set_sweep_allowed(False, "Sweep: open the Function's file to sweep it")
-        elif self.sweep_in_flight():
+        if self.sweep_in_flight():
             self.panel.set_sweep_allowed(False, "Sweeping…")
         else:
             self.panel.set_sweep_allowed(bool(now and now.code.strip()))
 
     def sweep_in_flight(self) -> bool:
-        return self._request is not None and self.controller.sweep_running
+        return self._request is not None and self.controller.sweep_pending
 
     def _on_sweep_all(self) -> None:
-        """Sweep the Function in the editor with the run bar's settings, passing or failing."""
-        request = self.runner.build_request()
-        if request.target:
-            return
-        self._request = request
+        """Sweep the Function in the editor (or the target) with the run bar's settings, passing or failing."""
+        self._request = self.runner.build_request()
         self._asked_in_flight = self.controller.shown.now()
         self.panel.show_message(SWEEPING_ASKED_TEXT)
-        self.controller.run_sweep(request)
+        self.controller.run_sweep(self._request)
         self._update()
 
     def _on_sweep_finished(self, payload: dict) -> None:

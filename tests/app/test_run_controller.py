@@ -343,7 +343,10 @@ def test_an_eps_sweep_goes_after_the_check_and_a_new_check_drops_it(worker, cont
     assert [s["op"] for s in worker.sent] == ["check"]  # it waits behind the check
     worker.answer()
     sweep = worker.sent[-1]
-    assert sweep["op"] == "sweep" and sweep["source"] == "buggy" and sweep["sweep_options"] == {"block": [0, 1]}
+    # the worker's sweep handler reads the block from "options" (tests/app/test_why_dock.py
+    # sends this through the real worker)
+    assert sweep["op"] == "sweep" and sweep["source"] == "buggy" and sweep["options"] == {"block": [0, 1]}
+    assert sweep["function"] == "MyFunction" and "sweep_options" not in sweep
     assert controller.sweep_running and not controller.busy  # a sweep never disables Run
     worker.answer({"sweep": {"verdict": "x"}})
     assert swept == [{"sweep": {"verdict": "x"}}] and not controller.sweep_running
@@ -354,6 +357,14 @@ def test_an_eps_sweep_goes_after_the_check_and_a_new_check_drops_it(worker, cont
     assert [s["op"] for s in worker.sent][-1] == "check" and failed == []
     worker.answer()
     assert [s["op"] for s in worker.sent][-1] == "check"  # the dropped sweep does not come back
+
+
+def test_the_sweep_of_a_target_names_the_target_and_its_inputs_file(worker, controller):
+    target = CheckRequest("# the target", "<editor>", None, CheckSettings(), 30.0, "ops.py:Second", "/tmp/in.pt")
+    controller.run_sweep(target, {"block": [0, 1]})
+    (sweep,) = worker.sent
+    assert sweep["target"] == "ops.py:Second" and sweep["inputs_path"] == "/tmp/in.pt"
+    assert sweep["options"] == {"block": [0, 1]} and "source" not in sweep  # the worker imports the target
 
 
 # --- regions of a large block (computed on demand) ---------------------------------------------

@@ -136,3 +136,72 @@ def test_a_passing_function_can_be_swept_and_goes_stale_when_code_or_settings_ch
     assert panel.stale_text() is None  # back to what was swept
     window.editor.editor.insertPlainText("# an edit\n")
     qtbot.waitUntil(lambda: bool(panel.stale_text()))
+
+
+# --- the sweep of a target, and of the block the user chose, through the real worker ---------------
+
+TWO_FUNCTIONS = '''
+import torch
+from torch.autograd import Function
+
+
+class First(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * grad
+
+
+class Second(Function):
+    """x * sum(y), with y's gradient twice too large."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y.sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * y.sum(), 2 * (grad * x).sum().expand_as(y)
+
+
+def example_inputs(device, dtype):
+    return (torch.randn(2, device=device, dtype=dtype, requires_grad=True),)
+'''
+
+
+def test_the_sweep_of_a_target_and_of_one_block_is_of_that_target_inputs_and_block(qtbot, main_window, tmp_path):
+    """A target (the second Function of a file) on an inputs file: the automatic sweep after its
+    failing check, then "Sweep this block cell by cell" for block (0, 1), reach the worker with
+    the target, the inputs file and the block."""
+    import torch
+
+    path = tmp_path / "two_functions.py"
+    path.write_text(TWO_FUNCTIONS)
+    x, y = torch.randn(3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    torch.save((x.requires_grad_(), y.requires_grad_()), tmp_path / "inputs.pt")
+    window, panel = main_window, main_window.why.panel
+    with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
+        window.open_target(f"{path}:Second", str(tmp_path / "inputs.pt"))
+    assert window.current.result.function == "Second" and not window.current.result.passed
+    qtbot.waitUntil(lambda: not window.why.sweep_in_flight(), timeout=RUN_TIMEOUT)
+    sweep = panel.result()
+    assert sweep is not None, panel.message.text()  # a failing target is swept too
+    shapes = {(b.output, b.input): b.shape for b in sweep.blocks}
+    assert sweep.function == "Second" and shapes == {(0, 0): (3, 3), (0, 1): (3, 5)}  # the inputs file's shapes
+    assert all(b.swept for b in sweep.blocks)  # small blocks: every one cell by cell
+    assert panel.sweep_all_button.isEnabled()
+
+    panel.select_block(0, 1)
+    panel.sweep_button.click()  # what "Sweep this block cell by cell" sends (shown for an unswept block)
+    assert window.why.sweep_in_flight()
+    qtbot.waitUntil(lambda: not window.why.sweep_in_flight(), timeout=RUN_TIMEOUT)
+    sweep = panel.result()
+    assert sweep is not None, panel.message.text()
+    assert sweep.function == "Second" and sweep.block(0, 1).shape == (3, 5)
+    assert sweep.block(0, 1).swept and not sweep.block(0, 0).swept  # that block alone, cell by cell
+    assert sweep.block(0, 1).verdict == Verdict.BACKWARD_WRONG  # y's gradient is the wrong one
