@@ -34,14 +34,14 @@ def tolerances(args: argparse.Namespace) -> dict[str, float]:
 def run_list() -> int:
     from gradviz.schema.library import builtin_functions
 
-    category = None
+    lines, category = [], None
     for entry in builtin_functions():
         if entry.category != category:
             category = entry.category
-            print(f"{category}:")
+            lines.append(f"{category}:")
         bug = "  [buggy]" if entry.bug else ""
-        print(f"  {entry.name:<28} {entry.summary}{bug}")
-    return ExitCode.PASS
+        lines.append(f"  {entry.name:<28} {entry.summary}{bug}")
+    return ExitCode.PASS if write_stdout("\n".join(lines)) else ExitCode.ERROR
 
 
 def run_check(args: argparse.Namespace) -> int:
