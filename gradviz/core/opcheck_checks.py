@@ -11,13 +11,13 @@ wrong backward, which the Jacobian comparison fails (gradcheck's verdict, unchan
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from gradviz.core.custom_ops import is_user_op, op_overload
+from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.schema.results import FAILED, PASSED, CheckOutcome
 
 # opcheck's test -> gradviz's check name
@@ -51,8 +51,7 @@ def opcheck_outcomes(fn: Any, args: Sequence[Any]) -> list[CheckOutcome]:
 def _run(op: Any, args: Sequence[Any], test: str, name: str) -> CheckOutcome:
     call = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings_ignored():
             found = torch.library.opcheck(op, call, test_utils=test, raise_exception=False).get(test)
     except Exception as exc:  # opcheck itself could not run the test
         return CheckOutcome(name, FAILED, f"opcheck's {test} could not run: {_first_line(exc)}")
