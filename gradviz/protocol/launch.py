@@ -152,6 +152,31 @@ def make_run_root() -> Path:
     return path
 
 
+def fall_back_temp_folder() -> str | None:
+    """Where no temporary folder is writable, a private one under the user's home is used
+    instead (``TMPDIR`` set for this process and the worker): the window then starts. The note
+    saying so, or None when the usual folder works; ``NoTempFolder`` when none can be made."""
+    try:
+        tempfile.gettempdir()
+        return None
+    except OSError as exc:
+        first = exc
+    folder = Path.home() / ".cache" / "gradviz" / "tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, stat.S_IRWXU)
+        probe = tempfile.mkdtemp(dir=folder)
+        os.rmdir(probe)
+    except OSError:
+        raise NoTempFolder(_no_temp_folder(first)) from None
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = str(folder)
+    return (
+        f"No writable temporary folder (/tmp, /var/tmp, TMPDIR): gradviz uses {folder} instead; "
+        "set TMPDIR to a folder you can write to choose another."
+    )
+
+
 def _no_temp_folder(exc: OSError, folder: Path | None = None) -> str:
     """What is missing and what to set, for a temporary folder gradviz could not use."""
     if folder is None:

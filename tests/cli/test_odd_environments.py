@@ -162,3 +162,24 @@ def test_a_sitecustomize_that_prints_does_not_break_the_worker(tmp_path):
     assert json.loads(lines[-1])["passed"] is True
     assert "hello from sitecustomize" in out.stdout + out.stderr
     assert "protocol" not in out.stderr.lower()
+
+
+@linux_root
+def test_the_window_starts_without_a_temp_folder_and_says_so(tmp_path):
+    pytest.importorskip("PySide6")
+    home = tmp_path / "home"
+    home.mkdir()
+    script = (
+        f"mount --bind {home} /mnt && mount -t tmpfs -o ro tmpfs /tmp && mount -t tmpfs -o ro tmpfs /var/tmp "
+        '&& cd /tmp && exec "$@"'
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")}
+    env.update(PYTHONPATH=str(ROOT), HOME="/mnt", QT_QPA_PLATFORM="offscreen")
+    command = [sys.executable, "-m", "gradviz", "app", "--example", "linear", "--screenshot", "/mnt/shot.png"]
+    out = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *command],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "No writable temporary folder" in out.stderr and "TMPDIR" in out.stderr
+    assert (home / "shot.png").stat().st_size > 0  # the window ran and drew itself
