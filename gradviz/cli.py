@@ -17,16 +17,18 @@ Files are never replaced silently: ``--save DIR`` over arrays of an earlier save
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
 from gradviz._version import DISTRIBUTION, __version__
 from gradviz.cli_audit import add_audit_parser, run_audit
 from gradviz.cli_commands import run_check, run_graph, run_list, run_sweep
-from gradviz.cli_contract import add_exit_codes, misplaced_options
+from gradviz.cli_contract import ExitCode, add_exit_codes, error_document, misplaced_options
 from gradviz.cli_gradcheck import add_gradcheck_flags
 from gradviz.cli_memory import add_memory_parser, run_memory
 from gradviz.cli_request import code_request
+from gradviz.cli_streams import prepare_streams
 from gradviz.cli_window import launch_window
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
 
@@ -83,8 +85,23 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
+class UsageError(Exception):
+    """argparse's usage error, raised instead of its exit so ``--json`` can print its document."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser (its subcommands' too) whose usage errors raise ``UsageError``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(self, message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gradviz",
         description="A gradient debugger for custom torch.autograd.Function classes. "
         "Without a command, the desktop app starts.",
@@ -228,7 +245,25 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status (``ExitCode``). A usage error prints argparse's usage line
+    and, with ``--json``, an error document on stdout; Ctrl+C and SIGTERM exit 130 and 143."""
     argv = sys.argv[1:] if argv is None else argv
+    prepare_streams()
+    try:
+        return _run(argv)
+    except UsageError as exc:
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        if "--json" in argv and sys.stdout is not None:
+            with contextlib.suppress(OSError, ValueError):
+                print(error_document({"kind": "settings", "message": exc.message}), flush=True)
+        return ExitCode.ERROR
+    except KeyboardInterrupt as exc:  # Ctrl+C (or SIGTERM: Terminated) before or between requests
+        print(f"gradviz: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+
+
+def _run(argv: list[str]) -> int:
     if misplaced_options(argv, COMMANDS):
         build_parser().parse_args(argv)  # argparse's usage error (exit 2) for the unknown option
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--version", "--help")):

@@ -4,6 +4,8 @@ to the worker, the verdict printed (the worker's table, or ``--json``'s document
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -34,14 +36,14 @@ def tolerances(args: argparse.Namespace) -> dict[str, float]:
 def run_list() -> int:
     from gradviz.schema.library import builtin_functions
 
-    category = None
+    lines, category = [], None
     for entry in builtin_functions():
         if entry.category != category:
             category = entry.category
-            print(f"{category}:")
+            lines.append(f"{category}:")
         bug = "  [buggy]" if entry.bug else ""
-        print(f"  {entry.name:<28} {entry.summary}{bug}")
-    return ExitCode.PASS
+        lines.append(f"  {entry.name:<28} {entry.summary}{bug}")
+    return ExitCode.PASS if write_stdout("\n".join(lines)) else ExitCode.ERROR
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -151,7 +153,10 @@ def check_one(
         report_worker_error(exc.to_dict(), args.json, label)
         return ExitCode.ERROR, None
     # resolved here: the user's code may os.chdir before the arrays are written
-    reply = session.ask("check", {**code, **extra, "save": str(save.resolve()) if save else None}, label)
+    saved = SavedFolder(save.resolve()) if save else None
+    reply = session.ask("check", {**code, **extra, "save": str(saved.folder) if saved else None}, label)
+    if saved is not None:
+        saved.fix_modes()
     if reply is None:
         return ExitCode.ERROR, None
     report = reply.result["report"]
@@ -175,6 +180,40 @@ def summarize(codes: list[tuple[str, int]], pids: list[int], as_json: bool) -> N
     counts = ", ".join(f"{sum(c == code for _, c in codes)} {words[code].lower()}" for code in words)
     workers = f"{len(pids)} worker process{'es' if len(pids) != 1 else ''} (pid {', '.join(map(str, pids)) or 'none'})"
     print(f"gradviz: {len(codes)} targets checked by {workers}: {counts}", file=sys.stderr)
+
+
+class SavedFolder:
+    """``--save DIR`` written with this process's umask, whatever the user's code set in the
+    worker (``os.umask(0o777)`` left a mode-000 folder and files): the folder is made here, and
+    each file the worker added is given the mode a file of ours would have."""
+
+    def __init__(self, folder: Path) -> None:
+        from gradviz.schema.atomic_write import current_umask
+
+        self.folder, self.umask = folder, current_umask()
+        self.before = self._arrays()
+        self.made = False
+        with contextlib.suppress(OSError):  # cannot: the worker's write says why
+            self.made = not folder.exists()
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def _arrays(self) -> set[Path]:
+        try:
+            return set(self.folder.glob("*_o*_i*.npy"))
+        except OSError:
+            return set()
+
+    def fix_modes(self) -> None:
+        """The files that were not there before: 0o666 less our umask (replaced ones kept theirs);
+        the folder made for a check that saved nothing is removed again."""
+        added = self._arrays() - self.before
+        for path in added:
+            with contextlib.suppress(OSError):
+                if path.is_file() and not path.is_symlink():
+                    os.chmod(path, 0o666 & ~self.umask)
+        if self.made and not added:
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()  # only if empty
 
 
 def refuse_saved_arrays(folder: Path) -> str | None:

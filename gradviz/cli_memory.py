@@ -61,11 +61,11 @@ def run_memory(args: argparse.Namespace) -> int:
     try:
         reply = run_request("memory", {"options": options.to_dict(), "sweep": False}, output=sys.stderr)
     except WorkerStartError as exc:
-        print_error("worker", str(exc), "", args.json, None)
+        print_error(str(exc.kind), exc.message, "", args.json, None)
         return ExitCode.ERROR
-    except KeyboardInterrupt:
-        print("gradviz: interrupted", file=sys.stderr)
-        raise SystemExit(ExitCode.INTERRUPTED) from None
+    except KeyboardInterrupt as exc:  # Ctrl+C, or SIGTERM / SIGHUP (Terminated): the worker's tree is gone
+        print(f"gradviz: {str(exc) or 'interrupted'}", file=sys.stderr)
+        raise SystemExit(getattr(exc, "exit_code", ExitCode.INTERRUPTED)) from None
     if not reply.ok:
         report_worker_error(reply.error or {"kind": "internal", "message": "No answer."}, args.json)
         return ExitCode.ERROR

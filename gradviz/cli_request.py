@@ -168,6 +168,7 @@ class WorkerSession:
         self.as_json, self.timeout = as_json, timeout
         self.pids: list[int] = []
         self.failed: str | None = None  # why the worker could not start, once it could not
+        self.failed_kind = "worker"
         self._line: Any = None  # the progress line of the request running now
 
     def __enter__(self) -> WorkerSession:
@@ -193,15 +194,15 @@ class WorkerSession:
         from gradviz.worker.client import WorkerStartError
 
         if self.failed is not None:  # a worker that cannot start is not started again for each target
-            print_error("worker", self.failed, "", self.as_json, None, target)
+            print_error(self.failed_kind, self.failed, "", self.as_json, None, target)
             return None
         try:
             with TerminalProgress(sys.stderr) as progress:
                 self._line = progress
                 reply = self._client.request(op, request, timeout=self.timeout, progress=progress)
-        except WorkerStartError as exc:
-            self.failed = str(exc)
-            print_error("worker", self.failed, "", self.as_json, None, target)
+        except WorkerStartError as exc:  # no temporary folder, no interpreter: one line, exit 2
+            self.failed, self.failed_kind = exc.message, str(exc.kind)
+            print_error(self.failed_kind, self.failed, "", self.as_json, None, target)
             return None
         except KeyboardInterrupt as exc:  # Ctrl+C, or SIGTERM (Terminated): the worker's tree is gone by now
             print(f"gradviz: {str(exc) or 'interrupted'}", file=sys.stderr)

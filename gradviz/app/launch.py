@@ -100,6 +100,16 @@ def run_app(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    from gradviz.protocol.launch import NoTempFolder, fall_back_temp_folder
+
+    try:
+        note = fall_back_temp_folder()  # before the window's worker makes its result folder
+    except NoTempFolder as exc:
+        print(f"gradviz: {exc.message}", file=sys.stderr)
+        return 2
+    if note:
+        print(f"gradviz: {note}", file=sys.stderr)
+    args.temp_note = note
     from gradviz.app.quit_signals import QuitOnSignal
 
     quitter = QuitOnSignal()  # from here on a Ctrl+C or SIGTERM quits cleanly, never raises
@@ -116,6 +126,8 @@ def _run(args: argparse.Namespace, quitter) -> int:
     if args.example:
         window.load_builtin(args.example)
     window.show()
+    if getattr(args, "temp_note", None):
+        window.statusBar().showMessage(args.temp_note)
     if not args.screenshot and not (args.path or args.target) and not quitter.received:
         window.offer_recovery()  # restored text is shown, never run
     code = _start(app, window, args) if not quitter.received else 0

@@ -12,7 +12,6 @@ it has no double backward, which is reported as such rather than as a failure.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +22,7 @@ from gradviz.core.check_run import CheckRun
 from gradviz.core.function_info import is_once_differentiable
 from gradviz.core.jacobian import Jacobian, Progress, call_apply
 from gradviz.core.opcheck_checks import opcheck_outcomes
+from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import Cancelled
 from gradviz.schema.indices import cell_label
@@ -223,8 +223,7 @@ def check_fast_mode(fn, args: Sequence, settings: CheckSettings, *, holds_jacobi
     folds_others = not holds_jacobians
     name = FAST_MODE if holds_jacobians or settings.fast_mode else "fast_projection"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings_ignored():
             torch.autograd.gradcheck(
                 apply, tuple(args), eps=settings.eps, atol=settings.atol, rtol=settings.rtol,
                 nondet_tol=settings.nondet_tol, fast_mode=True, masked=settings.masked,

@@ -15,13 +15,13 @@ call can change it.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import Cancelled
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
@@ -199,8 +199,7 @@ def _batched_rows(
 ) -> bool:
     """Rows r0..r1 from one vmapped backward into ``chunk`` (row 0 = row r0); False where it does not batch."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # vmap's "no batching rule, falling back" performance notes
+        with warnings_ignored():  # vmap's "no batching rule, falling back" performance notes
             grads = vjp((out,), inputs, (_basis(out, r0, r1),), retain_graph=True, batched=True)
         for target, g in zip(chunk, grads):
             _fill_rows(target, 0, g, r1 - r0)

@@ -10,7 +10,6 @@ perturbed copies, checked against plain calls. Every output is copied out before
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,6 +28,7 @@ from gradviz.core.jacobian import (
     chunk_length,
     probe_indices,
 )
+from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.schema.errors import ErrorKind, UserCodeError
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
 
@@ -276,8 +276,7 @@ class ColumnFiller:
             return tuple(outputs[i] for i in self.out_indices)
 
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings_ignored():
                 with torch.no_grad():  # cheap; the guard catches a forward that depends on grad mode
                     outs = _vmap(forward_one)(stacked)
             diffs = {}

@@ -12,13 +12,13 @@ stays gradcheck's; ``CheckSettings.opcheck == "fail"`` makes it a FAILED check t
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from gradviz.core.custom_ops import is_user_op, op_overload, op_python_name
+from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.schema.results import FAILED, PASSED, WARNED, CheckOutcome
 
 # opcheck's test -> gradviz's check name
@@ -86,8 +86,7 @@ def opcheck_outcomes(fn: Any, args: Sequence[Any], *, counts: bool = False) -> l
 def _run(op: Any, args: Sequence[Any], test: str, name: str, found_status: str) -> CheckOutcome:
     call = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings_ignored():
             found = torch.library.opcheck(op_overload(op), call, test_utils=test, raise_exception=False).get(test)
     except Exception as exc:  # opcheck itself could not run the test
         return CheckOutcome(name, found_status, _explained(op, test, f"could not run: {_first_line(exc)}", found_status))

@@ -12,7 +12,6 @@ copy: nothing the forward keeps or modifies can reach the next evaluation.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -20,6 +19,7 @@ import torch
 from torch._vmap_internals import _vmap
 
 from gradviz.core.jacobian import batched_phase, call_apply
+from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.schema.errors import ErrorKind, UserCodeError
 
 
@@ -85,8 +85,7 @@ class PerturbedForward:
             return tuple(outputs[i] for i in self.out_indices)
 
         try:
-            with warnings.catch_warnings(), batched_phase():
-                warnings.simplefilter("ignore")  # vmap's "no batching rule" performance notes
+            with warnings_ignored(), batched_phase():  # vmap's "no batching rule" performance notes
                 with torch.no_grad():
                     outs = _vmap(forward_one)(stacked)
             result = {}

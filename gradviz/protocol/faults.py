@@ -1,7 +1,8 @@
 """What the user's code was doing when its run was stopped or died, in words and with a line.
 
 A run process writes Python stacks to a fault file: on a fatal signal (faulthandler), when the
-worker asks with SIGUSR1 just before it stops a hung or cancelled run, and on ``os._exit``.
+worker asks with its dump signal (``worker.run.DUMP_SIGNAL``) just before it stops a hung or
+cancelled run, and on ``os._exit``.
 These functions read the user's frames out of such a dump and turn "timed out", "cancelled"
 and "crashed" into error dicts that name the file and line, like any other user-code error.
 """

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradviz.protocol import owner_lock
-from gradviz.schema.errors import GradvizError
+from gradviz.schema.errors import ErrorKind, GradvizError
 
 if TYPE_CHECKING:
     import filelock
@@ -36,6 +36,7 @@ TREE_ENV = "GRADVIZ_WORKER_TREE"  # a token every process below one worker inher
 RUN_ROOT_PREFIX = "gradviz-runs-"
 LOCK_NAME = ".owner.lock"
 MAKING_GRACE_S = 60.0  # a folder younger than this may be one a client is still making
+PROTOCOL_FD_ENV = "GRADVIZ_PROTOCOL_FD"  # the worker writes its messages to this fd, not to stdout
 
 
 def package_root() -> str:
@@ -148,16 +149,72 @@ def worker_environment(
 _HELD_LOCKS: dict[Path, filelock.BaseFileLock] = {}  # run folder -> its lock, held while this process lives
 
 
+class NoTempFolder(GradvizError):
+    """No folder for the worker's result files: the environment's fault, said in one line."""
+
+    kind = ErrorKind.IO
+
+
 def make_run_root() -> Path:
     """A fresh folder for this client's result files, locked while this process lives.
 
     The lock (not the pid: containers reuse pids) tells a later client whether the folder's
-    owner is gone (``owner_lock``).
+    owner is gone (``owner_lock``). ``NoTempFolder`` (one line: what is missing, what to set)
+    when no temporary folder is writable. The folder is 0o700 whatever the umask: a umask of
+    0o777 would otherwise leave gradviz a folder it cannot enter.
     """
-    remove_stale_run_roots()
-    path = Path(tempfile.mkdtemp(prefix=RUN_ROOT_PREFIX))
-    _HELD_LOCKS[path] = owner_lock.take(path / LOCK_NAME)
+    try:
+        remove_stale_run_roots()
+        path = Path(tempfile.mkdtemp(prefix=RUN_ROOT_PREFIX))
+    except OSError as exc:
+        raise NoTempFolder(_no_temp_folder(exc)) from None
+    try:
+        os.chmod(path, stat.S_IRWXU)
+        _HELD_LOCKS[path] = owner_lock.take(path / LOCK_NAME)
+    except OSError as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        raise NoTempFolder(_no_temp_folder(exc, path.parent)) from None
     return path
+
+
+def fall_back_temp_folder() -> str | None:
+    """Where no temporary folder is writable, a private one under the user's home is used
+    instead (``TMPDIR`` set for this process and the worker): the window then starts. The note
+    saying so, or None when the usual folder works; ``NoTempFolder`` when none can be made."""
+    try:
+        tempfile.gettempdir()
+        return None
+    except OSError as exc:
+        first = exc
+    folder = Path.home() / ".cache" / "gradviz" / "tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, stat.S_IRWXU)
+        probe = tempfile.mkdtemp(dir=folder)
+        os.rmdir(probe)
+    except OSError:
+        raise NoTempFolder(_no_temp_folder(first)) from None
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = str(folder)
+    return (
+        f"No writable temporary folder (/tmp, /var/tmp, TMPDIR): gradviz uses {folder} instead; "
+        "set TMPDIR to a folder you can write to choose another."
+    )
+
+
+def _no_temp_folder(exc: OSError, folder: Path | None = None) -> str:
+    """What is missing and what to set, for a temporary folder gradviz could not use."""
+    if folder is None:
+        tried = [os.environ[name] for name in ("TMPDIR", "TEMP", "TMP") if os.environ.get(name)]
+        tried += ["/tmp", "/var/tmp", "/usr/tmp", "the current folder"]
+        where = f"none of {', '.join(dict.fromkeys(tried))} is writable"
+    else:
+        where = f"{folder} is not usable ({exc.strerror or exc})"
+    return (
+        f"gradviz needs a writable folder for its temporary result files, and {where}: set TMPDIR to a "
+        "folder you can write (TMPDIR=$HOME/tmp gradviz ...), and a umask that lets you read your own "
+        "files (umask 022)."
+    )
 
 
 def remove_run_root(path: Path) -> None:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_writer", "os_reason", "write_atomically"]
+__all__ = ["atomic_writer", "current_umask", "os_reason", "write_atomically"]
 
 
 @contextmanager
@@ -86,10 +86,10 @@ def _mode_of(path: Path) -> int:
             return stat.S_IMODE(info.st_mode)
     except OSError:
         pass
-    return 0o666 & ~_umask()
+    return 0o666 & ~current_umask()
 
 
-def _umask() -> int:
+def current_umask() -> int:
     """The process's umask, read without changing it where Linux allows (``os.umask`` sets it
     for every thread for a moment)."""
     try:

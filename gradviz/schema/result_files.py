@@ -6,6 +6,8 @@ so nothing a user's code produced can execute code in the process that reads a r
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,9 @@ def write_check_result(result: CheckResult, directory: str | Path) -> dict[str, 
     """Write every block's arrays to ``directory``; return the JSON summary naming them."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # gradviz's own files, for the client to read: a umask the user's code set (0o777) must not
+    # make them unreadable, so their modes are set, not left to it
+    os.chmod(directory, stat.S_IRWXU)
     summary = result_to_dict(result)
     for key, prefix in (("blocks", ""), ("forward_blocks", "forward_")):
         for entry, block in zip(summary[key], getattr(result, key)):
@@ -41,6 +46,7 @@ def write_check_result(result: CheckResult, directory: str | Path) -> dict[str, 
                 if array is None:  # kinks: only where failing cells were probed
                     continue
                 path = write_npy(directory / f"{prefix}{kind}_{block_key(block)}.npy", array)
+                os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
                 files[kind] = str(path)
             entry["files"] = files
             entry["out_shape"] = list(block.out_shape)

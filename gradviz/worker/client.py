@@ -37,7 +37,9 @@ from typing import IO, Any
 from gradviz.protocol import messages, unresponsive
 from gradviz.protocol.keeper import TreeKeeper
 from gradviz.protocol.launch import (
+    PROTOCOL_FD_ENV,
     TREE_ENV,
+    NoTempFolder,
     WorkerUnsupported,
     make_run_root,
     remove_run_root,
@@ -51,19 +53,29 @@ OUTPUT_HEAD = 256 * 1024  # characters of user output passed through as they com
 OUTPUT_TAIL = 16 * 1024  # ... and the last ones, shown at the end when there was more
 STARTUP_TIMEOUT_S = 180.0  # importing torch on a cold disk can be slow; a hung start is not
 STOP_WAIT_S = 2.0  # how long the worker gets to stop its run and exit before it is killed
+SLICE_S = 0.5  # with a deadline, the pipes are waited on this long at a time ...
+STALL_S = 1.0  # ... and a wait that took this much longer was time this process did not run
 
 
 class WorkerStartError(GradvizError):
     """The worker process could not be started (or cannot run on this platform) or did not get ready."""
 
+    kind = ErrorKind.WORKER
+
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl+C raises KeyboardInterrupt: the same cleanup, exit status 143."""
+    """SIGTERM (or SIGHUP: the terminal closed), raised where Ctrl+C raises KeyboardInterrupt:
+    the same cleanup, exit status 143 (129)."""
 
     exit_code = 128 + signal.SIGTERM
 
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.exit_code = 128 + int(signum)
+        self.signum = int(signum)
+
     def __str__(self) -> str:
-        return "terminated"
+        return "hung up" if self.signum == getattr(signal, "SIGHUP", None) else "terminated"
 
 
 @dataclass
@@ -154,6 +166,7 @@ class WorkerClient:
         self._unsealed_seen = 0  # lines of the session not sealed by the worker, already acted on
         self._next_id = 1
         self._stdout_closed = False
+        self._protocol: IO[bytes] | None = None  # the worker's messages (its own pipe)
         self._ready_at = 0.0  # when the worker said it was ready (time.monotonic)
         self.grace = unresponsive.GRACE_S  # past a request's timeout, how long the worker gets to answer
         self.run_root: Path | None = None
@@ -181,34 +194,48 @@ class WorkerClient:
             command = worker_command(self.python)
         except WorkerUnsupported as exc:
             raise WorkerStartError(exc.message) from None
-        self.run_root = make_run_root()
+        try:
+            self.run_root = make_run_root()
+        except NoTempFolder as exc:
+            error = WorkerStartError(exc.message)
+            error.kind = exc.kind
+            raise error from None
+        # the messages come on a pipe of their own: the interpreter's stdout carries whatever a
+        # sitecustomize or a .pth file prints before the worker's first line runs
+        read_end, write_end = os.pipe()
         env = worker_environment(warm=self.warm, memory_limit_mb=self.memory_limit_mb)
+        env[PROTOCOL_FD_ENV] = str(write_end)
         env[TREE_ENV] = self._keeper.start()
         try:
             self._process = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.STDOUT,  # one stream of output: what is printed, either way
                 env=env,
                 cwd=usable_cwd(),
                 bufsize=0,
+                pass_fds=(write_end,),
                 start_new_session=True,  # Ctrl+C reaches us, and we stop the worker
             )
         except OSError as exc:
+            os.close(read_end)
             self._keeper.release(clean=True)
             hint = " (the limit on processes, ulimit -u, is reached?)" if exc.errno == errno.EAGAIN else ""
             raise WorkerStartError(
                 f"Cannot start the gradviz worker ({self.python or sys.executable}): {exc}{hint}"
             ) from None
+        finally:
+            os.close(write_end)
         self._keeper.watch(self._process.pid)
+        self._protocol = os.fdopen(read_end, "rb", buffering=0)
         self._session, self._messages, self._stdout_closed = messages.ClientSession(), [], False
         self._unsealed_seen = 0
         self._write(self._session.hello())  # before anything else: the worker reads it first
         self.info = {}
         self._selector = selectors.DefaultSelector()
-        self._selector.register(self._process.stdout, selectors.EVENT_READ, "stdout")
-        self._selector.register(self._process.stderr, selectors.EVENT_READ, "stderr")
+        self._selector.register(self._protocol, selectors.EVENT_READ, "stdout")
+        self._selector.register(self._process.stdout, selectors.EVENT_READ, "stderr")
 
     def wait_ready(self) -> dict[str, Any]:
         """Block until the worker has imported torch; its ``ready`` message."""
@@ -253,9 +280,10 @@ class WorkerClient:
                 process.wait()
             self._keeper.release(clean=clean and process is not None and process.returncode == 0)
             if process is not None:
-                for stream in (process.stdin, process.stdout, process.stderr):
-                    with contextlib.suppress(OSError):
+                for stream in (process.stdin, process.stdout, self._protocol):
+                    with contextlib.suppress(OSError, AttributeError):
                         stream.close()
+                self._protocol = None
             if self._selector is not None:
                 self._selector.close()
                 self._selector = None
@@ -378,7 +406,13 @@ class WorkerClient:
 
     def _wait_for(self, accept: Callable[[Any], bool], deadline: Callable[[], float | None]) -> Any:
         """Pump both pipes until a message passes ``accept``; None at ``deadline()`` (asked anew
-        after each read: the ready message moves it) or at EOF."""
+        after each read: the ready message moves it) or at EOF.
+
+        The deadline counts only the time this process ran: a client stopped (Ctrl+Z) or starved
+        for a while moves it on by that much (a wait that overran its slice by ``STALL_S``), since
+        the worker went on meanwhile; and what is already in the pipes is read before the deadline
+        is tested, so an answer that came while we were stopped is never taken for no answer."""
+        stalled = 0.0
         while True:
             while self._messages:
                 message = self._messages.pop(0)
@@ -387,14 +421,27 @@ class WorkerClient:
             if self._process is None or self._selector is None or self._stdout_closed:
                 return None
             until = deadline()
-            wait = None if until is None else until - time.monotonic()
-            if wait is not None and wait <= 0:
+            if until is None:
+                self._pump(None)
+                continue
+            wait = until + stalled - time.monotonic()
+            if wait <= 0:
+                if self._pump(0):
+                    continue
                 return None
-            self._pump(wait)
+            piece = min(wait, SLICE_S)
+            before = time.monotonic()
+            self._pump(piece)
+            overrun = time.monotonic() - before - piece
+            if overrun > STALL_S:
+                stalled += overrun
 
-    def _pump(self, wait: float | None) -> None:
-        """Read what either pipe has (waiting at most ``wait`` s): messages queued, output passed on."""
+    def _pump(self, wait: float | None) -> bool:
+        """Read what either pipe has (waiting at most ``wait`` s): messages queued, output passed
+        on. True when something was read."""
+        read = False
         for key, _ in self._selector.select(wait):
+            read = True
             data = os.read(key.fileobj.fileno(), 65536)
             if data and key.data == "stderr":
                 self._output.feed(data)
@@ -405,6 +452,7 @@ class WorkerClient:
                 self._selector.unregister(key.fileobj)
                 if key.data == "stdout":
                     self._stdout_closed = True
+        return read
 
 
     MAX_REPEATS = 16
@@ -453,21 +501,28 @@ def worker_session(*, output: IO[str] | None = sys.stderr) -> Iterator[WorkerCli
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
+    raise Terminated(signum)
+
+
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
 def _sigterm_raises():
-    """SIGTERM raises ``Terminated`` inside the block, when its handler is still the default one
-    and this is the main thread (a host program's own handler is left alone)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+    """SIGTERM and SIGHUP (the terminal closed) raise ``Terminated`` inside the block, each while
+    its handler is still the default one and this is the main thread (a host program's own
+    handler is left alone): the worker's tree and the run folder go on the way out."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    taken = [s for s in ENDING_SIGNALS if signal.getsignal(s) == signal.SIG_DFL]
+    for each in taken:
+        signal.signal(each, _raise_terminated)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for each in taken:
+            signal.signal(each, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -477,7 +532,7 @@ def _signals_held():
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *ENDING_SIGNALS})
     try:
         yield
     finally:

@@ -4,7 +4,7 @@ Forked after torch was imported (and warmed), a run process starts in a fraction
 spawned, it imported torch while the worker idled. Either way it leaves nothing behind: the user's modules, global state they changed (grad mode,
 monkeypatches, ``os.chdir``, ``sys.path``, environment), their memory and the processes they
 started all end with it. It lives in a process group of its own, so the worker can stop all of
-it at once, and it writes its Python stack to a fault file when asked (SIGUSR1), on a fatal
+it at once, and it writes its Python stack to a fault file when asked (``DUMP_SIGNAL``), on a fatal
 signal and on ``os._exit``, so a hung or crashed run still names the user's line.
 
 Messages go to the worker over a pipe (the worker relays them), each line sealed with an HMAC
@@ -55,6 +55,9 @@ def _too_large(message: dict[str, Any], size: int) -> dict[str, Any]:
     return messages.error(message.get("id"), message.get("op"), detail)
 
 
+# the worker asks a hung run for its stack with this signal: a real-time one where there are
+# (user code that installs its own SIGUSR1 handler would otherwise take the request for its own)
+DUMP_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR1
 STARTED = "started"  # in a phase message: the request starts now (the worker's clock for its time limit)
 
 
@@ -130,10 +133,10 @@ def _die_with_parent(sig: int) -> None:
 
 
 def _watch_faults(fd: int) -> None:
-    """Stacks for what cannot be caught: fatal signals, SIGUSR1 (the worker about to stop a hung
+    """Stacks for what cannot be caught: fatal signals, ``DUMP_SIGNAL`` (the worker about to stop a hung
     run asks for it) and ``os._exit``, written to the fault file ``fd`` the worker reads too."""
     faulthandler.enable(fd, all_threads=True)
-    faulthandler.register(signal.SIGUSR1, fd, all_threads=True)
+    faulthandler.register(DUMP_SIGNAL, fd, all_threads=True, chain=False)
     run_process = os.getpid()
 
     def traced_exit(code: int) -> None:

@@ -1,7 +1,7 @@
 """``python -P -m gradviz.worker.spawned PIPE_FD FAULT_FD IMPORTED_FD``: a run process started fresh (spawn).
 
 The worker starts it ahead of need (``start_method``). It becomes a run process at once (its own
-process group, the fault file watched, so SIGUSR1 dumps its stack even while it imports), reads
+process group, the fault file watched, so the dump signal dumps its stack even while it imports), reads
 its stdin in a thread (the worker's write of a large request never waits on our import), imports
 torch and, with ``GRADVIZ_WORKER_WARM=1``, pays the first-call costs as the worker does, and says
 so on ``IMPORTED_FD`` (closing it). Then it waits for its order on stdin, a JSON object ``{"request", "key", "threads"}``, and serves it like a

@@ -16,7 +16,7 @@ a pipe of its own, and waits on stdin for its request. The run's time limit coun
 says it started (``run.STARTED``), not while a spare handed a request at once still imports.
 
 The worker treats both alike: it relays the run's sealed messages, asks for its stack with
-SIGUSR1, meters and kills everything below itself, and describes a crash from the fault file.
+the dump signal, meters and kills everything below itself, and describes a crash from the fault file.
 
 ``GRADVIZ_WORKER_START=fork`` or ``=spawn`` forces a method; the worker reads it when it
 starts. (The tests force ``spawn`` on Linux for a subset of the worker tests.)

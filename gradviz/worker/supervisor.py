@@ -4,7 +4,7 @@ The worker itself never runs user code. It reads requests on stdin and answers o
 its stdout; for each run request it starts a run process (``gradviz.worker.run``: forked on
 Linux, spawned elsewhere, as ``start_method`` decides), relays that
 process's messages, and watches it: past its time limit, on Cancel, or past the memory limit
-it asks the run for its stack (SIGUSR1), stops it and answers with the user's line; if the run
+it asks the run for its stack (``DUMP_SIGNAL``), stops it and answers with the user's line; if the run
 dies without answering, it says how and where. Whatever a run does, the worker answers for it
 and serves on, in the same clean state as before.
 
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from gradviz.protocol import faults, messages, process_tree
-from gradviz.protocol.launch import PARENT_PID_ENV, WARM_ENV, remove_stale_run_roots
+from gradviz.protocol.launch import PARENT_PID_ENV, PROTOCOL_FD_ENV, WARM_ENV, remove_stale_run_roots
 from gradviz.schema.errors import ErrorKind
 from gradviz.schema.units import format_bytes
 from gradviz.worker import containment
 from gradviz.worker.memory_limit import default_memory_limit  # the CLI reads it from here too
-from gradviz.worker.run import STARTED
+from gradviz.worker.run import DUMP_SIGNAL, STARTED
 from gradviz.worker.start_method import RunStarter, Started
 
 POLL_S = 0.05  # how often a run's time, memory and the parent are looked at
@@ -60,6 +60,7 @@ class Run:
     began: bool = False  # the run said its request started (a spawned run may import torch first)
     tampered: bool = False  # something else than the run's own code wrote into the pipe
     batched: bool = False  # the run said its user code runs under vmap right now
+    stopping: bool = False  # the worker is stopping it: nothing it says from now on counts
 
     @property
     def pid(self) -> int:
@@ -208,7 +209,7 @@ class Supervisor:
     def _relay(self, data: bytes) -> None:
         run = self.run
         for message in run.decoder.feed(data):
-            if run.answered:
+            if run.answered or run.stopping:
                 continue
             if isinstance(message, messages.BadLine):
                 self._answer(_tampered_error(message))
@@ -249,9 +250,14 @@ class Supervisor:
     def _stop_hung(self, describe) -> None:
         """Ask the run for its stack, stop it and all it started, answer with where it was."""
         run = self.run
+        self._drain(0.05)  # an answer already in the pipe counts; none sent after the stop does
+        if run.answered:
+            self._end_run()
+            return
+        run.stopping = True  # a handler of the user's own, run by our signal, cannot answer instead
         before = containment.fault_size(run.faults)
         try:
-            os.kill(run.pid, signal.SIGUSR1)
+            os.kill(run.pid, DUMP_SIGNAL)
         except (ProcessLookupError, PermissionError):
             pass
         end = time.monotonic() + DUMP_WAIT_S
@@ -273,10 +279,10 @@ class Supervisor:
         if self.run is not None:
             self._end_run()
 
-    def _drain(self) -> None:
-        """What the run wrote before it ended, up to the closed pipe (for DRAIN_S at most: a
+    def _drain(self, limit: float = DRAIN_S) -> None:
+        """What the run wrote before it ended, up to the closed pipe (for ``limit`` s at most: a
         process stuck in the kernel may still hold the pipe open)."""
-        end = time.monotonic() + DRAIN_S
+        end = time.monotonic() + limit
         while (left := end - time.monotonic()) > 0:
             readable, _, _ = select.select([self.run.pipe], [], [], min(left, 0.2))
             if not readable:
@@ -331,9 +337,13 @@ def _without_batches(run: Run) -> dict[str, Any] | None:
 
 
 def take_stdout() -> IO[bytes]:
-    """Keep the real stdout for the protocol; fd 1 (anything printed) goes to stderr."""
+    """The protocol's stream: the pipe the client passed (``PROTOCOL_FD_ENV``: nothing a
+    sitecustomize prints at start-up can reach it), else the real stdout; fd 1 (anything
+    printed) goes to stderr."""
     sys.stdout.flush()
-    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    passed = os.environ.pop(PROTOCOL_FD_ENV, "")
+    protocol = os.fdopen(int(passed) if passed.isdigit() else os.dup(1), "wb", buffering=0)
+    os.set_inheritable(protocol.fileno(), False)  # nothing the worker starts gets it
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return protocol
