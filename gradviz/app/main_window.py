@@ -393,7 +393,7 @@ class MainWindow(QMainWindow):
     def _snapshot(self) -> RunSnapshot:
         """What a run is asked for: the code, the Function, the settings, the document."""
         return RunSnapshot(
-            code=self.editor.text(),
+            code=self.editor.version(),
             function=self.document.function,
             settings=tuple(sorted(self.run_settings.to_dict().items())),
             target=self.document.target,

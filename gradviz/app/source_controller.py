@@ -24,7 +24,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from gradviz.app.background import SerialWorker
-from gradviz.app.file_loading import FileLoader, read_session, read_source_stamped
+from gradviz.app.file_loading import FileLoader, read_session, read_source_stamped, write_keeping_owner
+from gradviz.app.file_text import file_text, from_editor
 from gradviz.app.function_list import FunctionListUpdater
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.picker_panel import PickerPanel
@@ -32,7 +33,7 @@ from gradviz.app.preferences import Preferences
 from gradviz.app.recovery import RecoveryStore, TextTooLarge
 from gradviz.app.recovery_offer import PYTHON_FILTER, STATUS_MS, RecoveryOffer
 from gradviz.app.state import MemorySettings, RunSettings, SourceDocument
-from gradviz.schema.atomic_write import os_reason, write_atomically
+from gradviz.schema.atomic_write import os_reason
 from gradviz.schema.file_stamp import FileStamp, change_since, stamp_of
 from gradviz.schema.library import find_builtin, function_names, resources_dir
 from gradviz.schema.session import Session
@@ -289,8 +290,8 @@ class SourceController(QObject):
         text stays in the editor, still modified, and the user is told why."""
         target = target or path
         try:
-            raw = self.editor.text().encode("utf-8")
-            write_atomically(target, raw)
+            raw = self.editor.saved_text().encode("utf-8")
+            write_keeping_owner(target, raw)
             stamp = stamp_of(path, raw)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(
@@ -381,7 +382,9 @@ class SourceController(QObject):
             self._wanted = (self._generation, None, "", None)
         else:
             path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
-            self._wanted = (self._generation, self.editor.text(), self.document.title, path)
+            # one copy out of Qt here; turning it into the file's text and its bytes is the writer's
+            raw = self._document().toRawText()
+            self._wanted = (self._generation, (raw, self.editor.form), self.document.title, path)
         self._writer.submit(self._write_wanted, done=self._on_autosaved, failed=self._on_autosave_failed)
 
     def _write_wanted(self) -> bool | None:
@@ -389,12 +392,13 @@ class SourceController(QObject):
         wanted = self._wanted
         if wanted is None or wanted[0] <= self._written:
             return None  # a later call already wrote it
-        generation, text, title, path = wanted
+        generation, held, title, path = wanted
         self._written = generation
-        if text is None:
+        if held is None:
             self.recovery.clear()
             return True
-        return self.recovery.write(text, title, path)
+        raw, form = held
+        return self.recovery.write(file_text(from_editor(raw, form), form), title, path)
 
     def flush_autosave(self, timeout: float = 10.0) -> bool:
         """Wait until the recovery file is as the last autosave left it."""

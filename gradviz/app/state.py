@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, Signal
 
+from gradviz.app.code_version import CodeVersion
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.results import CheckResult
@@ -291,7 +292,7 @@ class RunSnapshot:
     """What the window showed when a check was sent (or shows now): compared, they say whether
     the result on screen still belongs to the editor."""
 
-    code: str
+    code: CodeVersion | str  # a version compares without copying the editor's text
     function: str | None
     settings: tuple[tuple[str, Any], ...]  # the run bar's settings, sorted by name
     target: tuple[str, str | None] | None  # (pkg.mod:Name, inputs file) while checking a target
@@ -339,7 +340,7 @@ class ShownRun(QObject):
 
     def note_sent(self, request_id: int, request: CheckRequest) -> None:
         self.sent_request = request
-        self._in_flight[request_id] = self._now()
+        self._in_flight[request_id] = self.now(keep=True)
         self.changed.emit()
 
     def note_shown(self, request_id: int, function: str) -> None:
@@ -361,9 +362,13 @@ class ShownRun(QObject):
         self.changed.emit()
 
     # --- read by the views ---------------------------------------------------------------------
-    def now(self) -> RunSnapshot | None:
-        """What the window shows now (the Why? dock compares its own sweeps with it)."""
-        return self._now()
+    def now(self, *, keep: bool = False) -> RunSnapshot | None:
+        """What the window shows now (the Why? dock compares its own sweeps with it); ``keep``:
+        to hold after the editor changes (its code is read now, once)."""
+        snapshot = self._now()
+        if keep and snapshot is not None and isinstance(snapshot.code, CodeVersion):
+            snapshot.code.frozen()
+        return snapshot
 
     def stale_reason(self) -> str | None:
         """Why the result on screen no longer matches the editor, in words; None when it does."""

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from gradviz.app.code_version import CodeVersion
 from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.why_panel import WhyPanel
 from gradviz.app.run_controller import RunController
@@ -31,6 +32,10 @@ TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
 SWEEPING_ASKED_TEXT = "Sweeping eps for this Function… (a Run goes first)"
 CHANGED_SINCE = "the code, the file or the settings changed since this sweep. Sweep again to update."
+
+
+def _blank(code: CodeVersion | str) -> bool:
+    return code.is_blank() if isinstance(code, CodeVersion) else not code.strip()
 
 
 class _WhyFigure:
@@ -132,7 +137,7 @@ class WhyLink(QObject):
         elif self.sweep_in_flight():
             self.panel.set_sweep_allowed(False, "Sweeping…")
         else:
-            self.panel.set_sweep_allowed(bool(now and now.code.strip()))
+            self.panel.set_sweep_allowed(bool(now and not _blank(now.code)))
 
     def sweep_in_flight(self) -> bool:
         return self._request is not None and self.controller.sweep_running
@@ -143,7 +148,7 @@ class WhyLink(QObject):
         if request.target:
             return
         self._request = request
-        self._asked_in_flight = self.controller.shown.now()
+        self._asked_in_flight = self.controller.shown.now(keep=True)
         self.panel.show_message(SWEEPING_ASKED_TEXT)
         self.controller.run_sweep(request)
         self._update()
