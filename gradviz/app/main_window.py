@@ -100,7 +100,9 @@ class MainWindow(QMainWindow):
             "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
         })
         self.docks = self.layout_manager.docks
-        self.runner = Runner(self.controller, self.document, self.run_settings, self.editor.text, before_run=self.source.note_run)
+        self.runner = Runner(
+            self.controller, self.document, self.run_settings, self.source.code_for_run, before_run=self.source.note_run
+        )
         self.presentation = PresentationMode(
             self, layout=self.layout_manager, view=view, run_bar=self.run_bar, banner=self.banner, editor=self.editor,
             jacobians=self.jacobians, graph=self.graph, document=self.document, runner=self.runner,
