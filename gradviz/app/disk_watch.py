@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from gradviz.app.file_loading import LoadRefused, read_source_stamped
 from gradviz.schema.file_stamp import FileStamp, change_since
@@ -116,8 +116,8 @@ class DiskFollower(QObject):
         if not self._modified():
             self._load(path, change)
             return
-        if self.question is not None or _identity(path) == self._answered:
-            return
+        if self.question is not None or _identity(path) == self._answered or QApplication.activeModalWidget():
+            return  # asked already, or another question is open (Save's own): asked at the next look
         self._ask(path, change)
 
     def _load(self, path: Path, change: str) -> None:
