@@ -324,6 +324,7 @@ class EditorPanel(QWidget):
         self.view = view if view is not None else ViewSettings(self)
         self._points = EDITOR_POINTS
         self.form = TextForm()  # how the shown file writes its text (BOM, line ending, stand-ins)
+        self._version: CodeVersion | None = None
         self.editor = CodeEditor()
         self.find_bar = FindBar(self.editor)
         self.message = QLabel()
@@ -387,7 +388,10 @@ class EditorPanel(QWidget):
     def version(self) -> CodeVersion:
         """The text now, by revision: nothing is copied unless a comparison needs it."""
         document = self.editor.document()
-        return CodeVersion(document, document.revision(), document.characterCount(), self.text, self.is_blank)
+        revision = document.revision()
+        if self._version is None or self._version.revision != revision:  # one per revision: read once
+            self._version = CodeVersion(document, revision, document.characterCount(), self.text, self.is_blank)
+        return self._version
 
     def is_blank(self) -> bool:
         """Whether the document holds only white space (read a line at a time, up to the first
