@@ -28,7 +28,7 @@ from gradviz.app.file_text import file_text, from_editor
 from gradviz.app.function_list import FunctionListUpdater
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.picker_panel import PickerPanel
-from gradviz.app.preferences import Preferences
+from gradviz.app.preferences import Preferences, setting_path
 from gradviz.app.recovery import RecoveryStore, TextTooLarge
 from gradviz.app.recovery_offer import PYTHON_FILTER, STATUS_MS, RecoveryOffer
 from gradviz.app.session_files import session_values
@@ -105,7 +105,7 @@ class SourceController(QObject):
         self.run_known_action.setChecked(preferences.run_known_files_at_launch())
         self.run_known_action.toggled.connect(preferences.set_run_known_files_at_launch)
         picker.builtin_chosen.connect(self.load_builtin)
-        picker.file_chosen.connect(lambda path: self.open_file(Path(path)))
+        picker.file_chosen.connect(lambda kept: self.open_file(setting_path(kept)))
         picker.new_requested.connect(self.new_function)
         picker.open_requested.connect(self.open_dialog)
         picker.function_chosen.connect(document.set_function)
@@ -370,8 +370,8 @@ class SourceController(QObject):
             self.load_builtin(last[8:])
             return
         self.load_builtin(default)
-        if last and not last.startswith("builtin:") and Path(last).is_file():  # a stat: no read, no block
-            self.open_file(Path(last))
+        if last and not last.startswith("builtin:") and setting_path(last).is_file():  # a stat: no read, no block
+            self.open_file(setting_path(last))
 
     # --- recovery --------------------------------------------------------------------------
     def autosave(self) -> None:

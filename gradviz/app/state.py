@@ -7,6 +7,7 @@ and write back through the state. Settings are the schema's own types (``CheckSe
 
 from __future__ import annotations
 
+import os
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -405,6 +406,12 @@ class ShownRun(QObject):
         return now.title
 
 
+def shown_name(path: Path) -> str:
+    """A file's name as a title can show it: a name that is not UTF-8 (Latin-1 ``caf\\xe9.py``)
+    shows its odd bytes as ``\\xe9`` instead of losing them."""
+    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
+
+
 class SourceDocument(QObject):
     """The code being debugged: its file (if any) and the Function chosen in it."""
 
@@ -451,4 +458,4 @@ class SourceDocument(QObject):
             return self.target[0]
         if self.builtin_name:
             return f"{self.builtin_name}.py (built-in)"
-        return self._path.name if self._path else "untitled.py"
+        return shown_name(self._path) if self._path else "untitled.py"

@@ -78,7 +78,7 @@ def _click(qtbot, box, label: str) -> None:
 
 def test_with_unsaved_edits_keeping_them_keeps_them(qtbot, main_window, tmp_path):
     window = main_window
-    path, buggy, fixed = buggy_file(tmp_path)
+    path, _buggy, fixed = buggy_file(tmp_path)
     opened(qtbot, window, path)
     window.editor.editor.setFocus()
     qtbot.keyClicks(window.editor.editor, "# mine ")

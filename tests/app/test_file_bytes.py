@@ -12,6 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
+from gradviz.app.preferences import setting_path
 from gradviz.app.recovery import read_recovery
 from gradviz.schema.library import find_builtin
 from tests.app.test_saves_editor import opened, press_ctrl_s
@@ -103,3 +104,22 @@ def test_a_save_by_root_keeps_the_owner_group_and_mode(qtbot, main_window, tmp_p
     assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
     assert stat.S_IMODE(after.st_mode) == 0o640
     assert path.read_bytes() == original + (TYPED + "\r\n").encode("utf-8")
+
+
+def test_a_latin1_file_name_shows_in_the_title_and_reaches_the_recent_list(qtbot, main_window, tmp_path):
+    window = main_window
+    name = os.fsdecode(b"caf\xe9.py")  # not UTF-8: a surrogate escape stands for byte 0xE9
+    path = tmp_path / name
+    with open(os.fsencode(path), "wb") as f:
+        f.write(b"x = 1\n")
+    opened(qtbot, window, path)
+    assert "caf\\xe9.py" in window.windowTitle()
+    kept = window.preferences.recent()
+    assert len(kept) == 1 and setting_path(kept[0]) == path  # the path itself, every byte
+    type_a_line_at_the_end(qtbot, window)
+    press_ctrl_s(qtbot, window)
+    qtbot.waitUntil(lambda: not window.modified, timeout=5_000)
+    assert open(os.fsencode(path), "rb").read() == b"x = 1\n" + TYPED.encode() + b"\n"
+    window.source.set_source("", None)
+    window.picker.file_chosen.emit(kept[0])  # chosen from the recent list: the same file opens
+    qtbot.waitUntil(lambda: window.document.path == path, timeout=10_000)
