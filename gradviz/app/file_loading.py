@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 
 from gradviz.app.background import run_in_thread
 from gradviz.app.editor_limits import long_line_refusal
+from gradviz.schema.atomic_write import atomic_writer
 from gradviz.schema.errors import GradvizError
 from gradviz.schema.file_stamp import FileStamp, stamp_of
 from gradviz.schema.session import Session, load_session
@@ -67,6 +68,32 @@ def _decoded(path: Path, raw: bytes) -> str:
     if (too_long := long_line_refusal(text, f"Cannot open {path}")) is not None:
         raise LoadRefused(too_long)  # the editor could not show it without seconds per key
     return text
+
+
+def write_keeping_owner(path: Path, data: bytes) -> None:
+    """Replace the file at ``path`` with ``data`` atomically, keeping its mode and (where the
+    process may give files away: root, or a group it belongs to) its owner and group: a save by
+    root of a user's file leaves it the user's. OSError when it cannot be written."""
+    try:
+        before = os.stat(path)
+    except OSError:
+        before = None  # a new file: the process's own
+    with atomic_writer(path) as f:
+        f.write(data)
+        if before is not None and hasattr(os, "fchown"):
+            _give_back(f.fileno(), before)
+
+
+def _give_back(fd: int, before: os.stat_result) -> None:
+    """The new file's owner and group as the old one's, as far as the process may set them."""
+    if (before.st_uid, before.st_gid) == (os.fstat(fd).st_uid, os.fstat(fd).st_gid):
+        return
+    for uid, gid in ((before.st_uid, before.st_gid), (-1, before.st_gid)):
+        try:
+            os.fchown(fd, uid, gid)
+            return
+        except OSError:
+            continue  # not root: keep what the process may keep
 
 
 def read_session(path: Path) -> Session:
@@ -143,4 +170,4 @@ class FileLoader(QObject):
             self.busy_changed.emit(busy)
 
 
-__all__ = ["FileLoader", "LoadRefused", "read_session", "read_source", "read_source_stamped"]
+__all__ = ["FileLoader", "LoadRefused", "read_session", "read_source", "read_source_stamped", "write_keeping_owner"]

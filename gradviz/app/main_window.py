@@ -100,7 +100,9 @@ class MainWindow(QMainWindow):
             "editor": self.editor, "output": self.output, "graph": self.graph, "memory": self.memory,
         })
         self.docks = self.layout_manager.docks
-        self.runner = Runner(self.controller, self.document, self.run_settings, self.editor.text, before_run=self.source.note_run)
+        self.runner = Runner(
+            self.controller, self.document, self.run_settings, self.source.code_for_run, before_run=self.source.note_run
+        )
         self.presentation = PresentationMode(
             self, layout=self.layout_manager, view=view, run_bar=self.run_bar, banner=self.banner, editor=self.editor,
             jacobians=self.jacobians, graph=self.graph, document=self.document, runner=self.runner,
@@ -393,7 +395,7 @@ class MainWindow(QMainWindow):
     def _snapshot(self) -> RunSnapshot:
         """What a run is asked for: the code, the Function, the settings, the document."""
         return RunSnapshot(
-            code=self.editor.text(),
+            code=self.editor.version(),
             function=self.document.function,
             settings=tuple(sorted(self.run_settings.to_dict().items())),
             target=self.document.target,

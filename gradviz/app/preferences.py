@@ -19,6 +19,7 @@ import stat
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 from PySide6.QtCore import QSettings, QStandardPaths
 from PySide6.QtWidgets import QMainWindow
@@ -32,6 +33,7 @@ MAX_SETTINGS_BYTES = 2**20  # gradviz writes a few kB: anything bigger is not it
 RUN_KNOWN_FILES_AT_LAUNCH = "launch/run_known_files"
 KNOWN_RUNS = "launch/known_runs"
 TYPED = "typed"  # run/typed: the tolerances the user typed (the others follow the dtype)
+BYTES_PREFIX = "bytes:"  # a kept path whose name is not UTF-8 (its bytes follow, %-escaped)
 UNSAFE_VALUE = "@Variant("  # a serialized QVariant: PySide6 unpickles the Python ones on read
 
 
@@ -92,11 +94,29 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def path_setting(path: Path | str) -> str:
+    """``path`` as QSettings can keep it: itself, or (a name that is not UTF-8, such as a Latin-1
+    ``caf\\xe9.py``, which Qt would silently drop characters of) its bytes, %-escaped."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return BYTES_PREFIX + quote_from_bytes(os.fsencode(text), safe="/")
+    return text
+
+
+def setting_path(value: str) -> Path:
+    """The path ``path_setting`` kept."""
+    if value.startswith(BYTES_PREFIX):
+        return Path(os.fsdecode(unquote_to_bytes(value[len(BYTES_PREFIX) :])))
+    return Path(value)
+
+
 def _plain_path(value: Any) -> str | None:
-    """``value`` when it is a usable absolute path, else None."""
+    """``value`` when it is a usable absolute path (as ``path_setting`` keeps it), else None."""
     if not isinstance(value, str) or not value or len(value) > MAX_PATH_CHARS or "\0" in value:
         return None
-    return value if os.path.isabs(value) else None
+    return value if os.path.isabs(setting_path(value)) else None
 
 
 def _as_text(value: Any) -> Any:
@@ -188,7 +208,7 @@ class Preferences:
         if builtin:
             self.store.setValue("source/last", f"builtin:{builtin}")
         elif path:
-            self.store.setValue("source/last", str(path))
+            self.store.setValue("source/last", path_setting(path))
 
     def recent(self) -> list[str]:
         """Recent files that still exist, newest first; entries that are not paths are dropped."""
@@ -199,11 +219,13 @@ class Preferences:
             self._drop("source/recent", "entries of the recent files that are not file paths")
             if paths:
                 self.store.setValue("source/recent", paths)
-        return [p for p in paths if Path(p).is_file()]
+        return [p for p in paths if setting_path(p).is_file()]
 
     def remember(self, path: Path) -> list[str]:
-        """Put ``path`` first among the recent files; return the new list."""
-        paths = [str(path), *(p for p in self.recent() if p != str(path))][:MAX_RECENT]
+        """Put ``path`` first among the recent files; return the new list (as ``path_setting``
+        keeps each: ``setting_path`` gives the path back)."""
+        kept = path_setting(path)
+        paths = [kept, *(p for p in self.recent() if p != kept)][:MAX_RECENT]
         self.store.setValue("source/recent", paths)
         return paths
 

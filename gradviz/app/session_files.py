@@ -5,9 +5,12 @@ settings and the window's layout in one file. Opening reads and checks it off th
 from __future__ import annotations
 
 import base64
+import binascii
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from PySide6.QtCore import QByteArray
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from gradviz.app.exports import Exports, file_stem
@@ -15,6 +18,45 @@ from gradviz.app.state import MemorySettings, RunSettings, SourceDocument
 from gradviz.schema.session import SUFFIX, Session, SessionError, save_session
 
 SESSION_FILTER = f"gradviz sessions (*{SUFFIX})"
+
+
+def session_values(
+    session: Session, run_settings: RunSettings | None, memory_options: MemorySettings | None
+) -> tuple[dict[str, Any], dict[str, Any], QByteArray | None, list[str]]:
+    """What of a session applies, every value checked before any changes a state: the run and
+    memory settings to set, the layout to restore, and a few words per value dropped.
+
+    Args:
+        session: a validated session.
+        run_settings, memory_options: the window's states (None: that part is not applied).
+
+    Returns:
+        (run values, memory values, layout or None, what was dropped).
+    """
+    run: dict[str, Any] = {}
+    memory: dict[str, Any] = {}
+    dropped: list[str] = []
+    parts: tuple[tuple[dict, Any, dict], ...] = ((session.run, run_settings, run), (session.memory, memory_options, memory))
+    for values, state, kept in parts:
+        if state is None:
+            continue
+        trial = type(state)(state._values)  # a copy to try each value on
+        if not trial.update(values):  # all of them together (gradcheck's options depend on one another)
+            kept.update(values)
+            continue
+        trial = type(state)(state._values)
+        for name, value in values.items():
+            problems = trial.update({name: value})
+            dropped.extend(problems)
+            if not problems:
+                kept[name] = value
+    layout = None
+    if session.layout:
+        try:
+            layout = QByteArray(base64.b64decode(session.layout, validate=True))
+        except (binascii.Error, ValueError):
+            dropped.append("the window layout (not base64)")
+    return run, memory, layout, dropped
 
 
 class SessionFiles:

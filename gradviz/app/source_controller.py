@@ -13,26 +13,27 @@ is a suggestion: the first Save asks where, prefilled with it, instead of writin
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from gradviz.app.background import SerialWorker
-from gradviz.app.file_loading import FileLoader, read_session, read_source_stamped
+from gradviz.app.disk_watch import DiskFollower
+from gradviz.app.file_loading import FileLoader, read_session, read_source_stamped, write_keeping_owner
+from gradviz.app.file_text import file_text, from_editor
 from gradviz.app.function_list import FunctionListUpdater
 from gradviz.app.panels.editor_panel import EditorPanel
 from gradviz.app.panels.picker_panel import PickerPanel
-from gradviz.app.preferences import Preferences
+from gradviz.app.preferences import Preferences, setting_path
 from gradviz.app.recovery import RecoveryStore, TextTooLarge
 from gradviz.app.recovery_offer import PYTHON_FILTER, STATUS_MS, RecoveryOffer
+from gradviz.app.session_files import session_values
 from gradviz.app.state import MemorySettings, RunSettings, SourceDocument
-from gradviz.schema.atomic_write import os_reason, write_atomically
+from gradviz.schema.atomic_write import os_reason
 from gradviz.schema.file_stamp import FileStamp, change_since, stamp_of
 from gradviz.schema.library import find_builtin, function_names, resources_dir
 from gradviz.schema.session import Session
@@ -77,6 +78,10 @@ class SourceController(QObject):
         self.functions = FunctionListUpdater(editor.text, self)
         self.functions.found.connect(lambda names: self.picker.set_functions(names, self.document.function))
         self._stamps: dict[str, FileStamp] = {}  # files this window read or wrote, as it left them
+        self.disk = DiskFollower(
+            window, stamps=self._stamps, current=self.last_source_path, modified=lambda: self.modified,
+            reload=self._reload, say=self.say,
+        )  # fmt: skip
         self.notices: list[str] = []  # everything the user was told, in order
         self._told: set[str] = set()
         self._writer = SerialWorker("gradviz-autosave")  # the recovery file is written off the GUI thread
@@ -100,7 +105,7 @@ class SourceController(QObject):
         self.run_known_action.setChecked(preferences.run_known_files_at_launch())
         self.run_known_action.toggled.connect(preferences.set_run_known_files_at_launch)
         picker.builtin_chosen.connect(self.load_builtin)
-        picker.file_chosen.connect(lambda path: self.open_file(Path(path)))
+        picker.file_chosen.connect(lambda kept: self.open_file(setting_path(kept)))
         picker.new_requested.connect(self.new_function)
         picker.open_requested.connect(self.open_dialog)
         picker.function_chosen.connect(document.set_function)
@@ -128,8 +133,26 @@ class SourceController(QObject):
             return
         self.set_source(text, path)
         self._stamps[stamp.path] = stamp
+        self.disk.watch.watch(path)
         self._remember(path)
         self.loaded.emit(str(path))
+
+    def _reload(self, path: Path, text: str, stamp: FileStamp) -> None:
+        """The file changed on disk and is shown again, the cursor on the line it was on."""
+        cursor = self.editor.editor.textCursor()
+        line, column = cursor.blockNumber(), cursor.positionInBlock()
+        self.set_source(text, path, function=self.document.function)
+        self._stamps[stamp.path] = stamp
+        self.disk.watch.watch(path)
+        block = self._document().findBlockByNumber(min(line, self._document().blockCount() - 1))
+        cursor.setPosition(block.position() + min(column, block.length() - 1))
+        self.editor.editor.setTextCursor(cursor)
+
+    def code_for_run(self) -> str:
+        """The text Run checks: the editor's, after taking in a change of its file on disk that
+        the editor has no edits against (a stat, and a hash only when the stat moved)."""
+        self.disk.follow()
+        return self.editor.text()
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self._window, "Open Function", str(Path.home()), PYTHON_FILTER)
@@ -150,6 +173,7 @@ class SourceController(QObject):
         """Show ``text`` as a new document (fresh undo history), the saved contents of ``path``
         (or of a built-in, or of nothing). Whatever was still being read is dropped."""
         self.loader.cancel()
+        self.disk.watch.stop()  # a file from disk is watched again once its stamp is taken
         self.editor.set_text(text)
         self.document.set_path(path, builtin=builtin)
         self.document.set_function(function)
@@ -175,29 +199,7 @@ class SourceController(QObject):
         changes anything; a bad setting is dropped and named, the rest applies."""
         if not self.maybe_keep_changes():
             return False
-        run, memory, dropped = {}, {}, []
-        for values, state, kept in (
-            (session.run, self.run_settings, run),
-            (session.memory, self.memory_options, memory),
-        ):
-            if state is None:
-                continue
-            trial = type(state)(state._values)  # a copy to try each value on
-            if not trial.update(values):  # all of them together (gradcheck's options depend on one another)
-                kept.update(values)
-                continue
-            trial = type(state)(state._values)
-            for name, value in values.items():
-                problems = trial.update({name: value})
-                dropped.extend(problems)
-                if not problems:
-                    kept[name] = value
-        layout = None
-        if session.layout:
-            try:
-                layout = QByteArray(base64.b64decode(session.layout, validate=True))
-            except (binascii.Error, ValueError):
-                dropped.append("the window layout (not base64)")
+        run, memory, layout, dropped = session_values(session, self.run_settings, self.memory_options)
         builtin_path = find_builtin(session.builtin) if session.builtin else None
         suggested = Path(session.path) if session.path and os.path.isabs(session.path) else None
         if builtin_path is not None:
@@ -289,8 +291,8 @@ class SourceController(QObject):
         text stays in the editor, still modified, and the user is told why."""
         target = target or path
         try:
-            raw = self.editor.text().encode("utf-8")
-            write_atomically(target, raw)
+            raw = self.editor.saved_text().encode("utf-8")
+            write_keeping_owner(target, raw)
             stamp = stamp_of(path, raw)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(
@@ -303,6 +305,7 @@ class SourceController(QObject):
         self._document().setModified(False)
         self.document.set_path(path)
         self._stamps[stamp.path] = stamp
+        self.disk.watch.watch(path)
         self._remember(path)
         self.update_title()
         self.autosave()  # saved: no recovery copy
@@ -367,8 +370,8 @@ class SourceController(QObject):
             self.load_builtin(last[8:])
             return
         self.load_builtin(default)
-        if last and not last.startswith("builtin:") and Path(last).is_file():  # a stat: no read, no block
-            self.open_file(Path(last))
+        if last and not last.startswith("builtin:") and setting_path(last).is_file():  # a stat: no read, no block
+            self.open_file(setting_path(last))
 
     # --- recovery --------------------------------------------------------------------------
     def autosave(self) -> None:
@@ -381,7 +384,9 @@ class SourceController(QObject):
             self._wanted = (self._generation, None, "", None)
         else:
             path = str(self.document.path) if self.document.path and not self.document.builtin_name else None
-            self._wanted = (self._generation, self.editor.text(), self.document.title, path)
+            # one copy out of Qt here; turning it into the file's text and its bytes is the writer's
+            raw = self._document().toRawText()
+            self._wanted = (self._generation, (raw, self.editor.form), self.document.title, path)
         self._writer.submit(self._write_wanted, done=self._on_autosaved, failed=self._on_autosave_failed)
 
     def _write_wanted(self) -> bool | None:
@@ -389,12 +394,13 @@ class SourceController(QObject):
         wanted = self._wanted
         if wanted is None or wanted[0] <= self._written:
             return None  # a later call already wrote it
-        generation, text, title, path = wanted
+        generation, held, title, path = wanted
         self._written = generation
-        if text is None:
+        if held is None:
             self.recovery.clear()
             return True
-        return self.recovery.write(text, title, path)
+        raw, form = held
+        return self.recovery.write(file_text(from_editor(raw, form), form), title, path)
 
     def flush_autosave(self, timeout: float = 10.0) -> bool:
         """Wait until the recovery file is as the last autosave left it."""
@@ -453,6 +459,7 @@ class SourceController(QObject):
         """The window closes with the text saved or discarded: no recovery copy stays behind."""
         self._closed = True
         self._autosave.stop()
+        self.disk.watch.stop()
         self.functions.stop()
         self.loader.cancel()
         self._generation += 1
@@ -467,13 +474,17 @@ class SourceController(QObject):
         if message in self._told:
             return
         self._told.add(message)
-        self.notices.append(message)
-        self._window.statusBar().showMessage(message, STATUS_MS)
+        self.say(message)
         if urgent:
             box = QMessageBox(QMessageBox.Icon.Warning, "gradviz", message, QMessageBox.StandardButton.Ok, self._window)
             box.setWindowModality(Qt.WindowModality.NonModal)
             box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             box.show()
+
+    def say(self, message: str) -> None:
+        """Tell the user in the status bar (every time: a file can change on disk twice)."""
+        self.notices.append(message)
+        self._window.statusBar().showMessage(message, STATUS_MS)
         self.notice.emit(message)
 
     # --- internals -------------------------------------------------------------------------

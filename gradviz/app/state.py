@@ -7,6 +7,7 @@ and write back through the state. Settings are the schema's own types (``CheckSe
 
 from __future__ import annotations
 
+import os
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -15,6 +16,7 @@ from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, Signal
 
+from gradviz.app.code_version import CodeVersion
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.results import CheckResult
@@ -291,7 +293,7 @@ class RunSnapshot:
     """What the window showed when a check was sent (or shows now): compared, they say whether
     the result on screen still belongs to the editor."""
 
-    code: str
+    code: CodeVersion | str  # a version compares without copying the editor's text
     function: str | None
     settings: tuple[tuple[str, Any], ...]  # the run bar's settings, sorted by name
     target: tuple[str, str | None] | None  # (pkg.mod:Name, inputs file) while checking a target
@@ -339,7 +341,7 @@ class ShownRun(QObject):
 
     def note_sent(self, request_id: int, request: CheckRequest) -> None:
         self.sent_request = request
-        self._in_flight[request_id] = self._now()
+        self._in_flight[request_id] = self.now(keep=True)
         self.changed.emit()
 
     def note_shown(self, request_id: int, function: str) -> None:
@@ -361,9 +363,13 @@ class ShownRun(QObject):
         self.changed.emit()
 
     # --- read by the views ---------------------------------------------------------------------
-    def now(self) -> RunSnapshot | None:
-        """What the window shows now (the Why? dock compares its own sweeps with it)."""
-        return self._now()
+    def now(self, *, keep: bool = False) -> RunSnapshot | None:
+        """What the window shows now (the Why? dock compares its own sweeps with it); ``keep``:
+        to hold after the editor changes (its code is read now, once)."""
+        snapshot = self._now()
+        if keep and snapshot is not None and isinstance(snapshot.code, CodeVersion):
+            snapshot.code.frozen()
+        return snapshot
 
     def stale_reason(self) -> str | None:
         """Why the result on screen no longer matches the editor, in words; None when it does."""
@@ -398,6 +404,12 @@ class ShownRun(QObject):
         if self.shown is not None and self.shown.asked.title == now.title:
             return self.shown.function
         return now.title
+
+
+def shown_name(path: Path) -> str:
+    """A file's name as a title can show it: a name that is not UTF-8 (Latin-1 ``caf\\xe9.py``)
+    shows its odd bytes as ``\\xe9`` instead of losing them."""
+    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
 
 
 class SourceDocument(QObject):
@@ -446,4 +458,4 @@ class SourceDocument(QObject):
             return self.target[0]
         if self.builtin_name:
             return f"{self.builtin_name}.py (built-in)"
-        return self._path.name if self._path else "untitled.py"
+        return shown_name(self._path) if self._path else "untitled.py"

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from gradviz.app.code_version import CodeVersion
 from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.why_panel import WhyPanel
 from gradviz.app.run_controller import RunController
@@ -32,6 +33,10 @@ TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
 SWEEPING_ASKED_TEXT = "Sweeping eps for this Function… (a Run goes first)"
 CHANGED_SINCE = "the code, the file or the settings changed since this sweep. Sweep again to update."
+
+
+def _blank(code: CodeVersion | str) -> bool:
+    return code.is_blank() if isinstance(code, CodeVersion) else not code.strip()
 
 
 class _WhyFigure:
@@ -131,7 +136,7 @@ class WhyLink(QObject):
         if self.sweep_in_flight():
             self.panel.set_sweep_allowed(False, "Sweeping…")
         else:
-            self.panel.set_sweep_allowed(bool(now and now.code.strip()))
+            self.panel.set_sweep_allowed(bool(now and not _blank(now.code)))
 
     def sweep_in_flight(self) -> bool:
         return self._request is not None and self.controller.sweep_pending
@@ -139,7 +144,7 @@ class WhyLink(QObject):
     def _on_sweep_all(self) -> None:
         """Sweep the Function in the editor (or the target) with the run bar's settings, passing or failing."""
         self._request = self.runner.build_request()
-        self._asked_in_flight = self.controller.shown.now()
+        self._asked_in_flight = self.controller.shown.now(keep=True)
         self.panel.show_message(SWEEPING_ASKED_TEXT)
         self.controller.run_sweep(self._request)
         self._update()

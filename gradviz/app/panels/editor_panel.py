@@ -7,6 +7,11 @@ character (again: to the start of the line), Ctrl+F finds. The error marker goes
 its line is edited. In quiz mode the buggy twins' answers (``BUG = ...`` lines, ``# BUG:``
 comments and docstrings) are hidden from view, never from the text that runs or is saved; in a
 document over QUIZ_MAX_LINES lines nothing is hidden, so a key never walks a huge document.
+
+The text is kept character for character as the file holds it (``file_text``): its BOM, its line
+ending, U+00A0, U+2028 and the rest, which ``toPlainText`` would change. ``text`` is what Run
+checks and ``saved_text`` what Save writes; a key press copies neither out of the document
+(``version`` names the text by its revision instead).
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.code_version import CodeVersion
 from gradviz.app.editor_limits import MAX_HIGHLIGHT_LINES, QUIZ_MAX_LINES
+from gradviz.app.file_text import TextForm, file_text, from_editor, to_editor
 from gradviz.app.highlighter import PythonHighlighter
 from gradviz.app.panels.find_bar import FindBar
 from gradviz.app.theme import ViewSettings
@@ -316,6 +323,8 @@ class EditorPanel(QWidget):
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
         self._points = EDITOR_POINTS
+        self.form = TextForm()  # how the shown file writes its text (BOM, line ending, stand-ins)
+        self._version: CodeVersion | None = None
         self.editor = CodeEditor()
         self.find_bar = FindBar(self.editor)
         self.message = QLabel()
@@ -368,17 +377,43 @@ class EditorPanel(QWidget):
         self.editor.highlighter.set_high_contrast(on)
 
     def text(self) -> str:
-        return self.editor.toPlainText()
+        """The code as the file holds it, every character and line ending, without a BOM: what
+        Run checks (Python reads the saved file as this text)."""
+        return from_editor(self.editor.document().toRawText(), self.form)
+
+    def saved_text(self) -> str:
+        """What Save writes, as UTF-8: the BOM the file had, then ``text``."""
+        return file_text(self.text(), self.form)
+
+    def version(self) -> CodeVersion:
+        """The text now, by revision: nothing is copied unless a comparison needs it."""
+        document = self.editor.document()
+        revision = document.revision()
+        if self._version is None or self._version.revision != revision:  # one per revision: read once
+            self._version = CodeVersion(document, revision, document.characterCount(), self.text, self.is_blank)
+        return self._version
+
+    def is_blank(self) -> bool:
+        """Whether the document holds only white space (read a line at a time, up to the first
+        that has something)."""
+        block = self.editor.document().firstBlock()
+        while block.isValid():
+            if block.text().strip():
+                return False
+            block = block.next()
+        return True
 
     def set_text(self, text: str) -> None:
-        """Show ``text`` as a new document with a fresh undo history: Ctrl+Z never brings back
-        the text of the document shown before (under this one's name, for Ctrl+S to write).
-        A document of more than MAX_HIGHLIGHT_LINES lines is shown uncoloured."""
+        """Show ``text`` (a file's text, BOM included if it has one) as a new document with a
+        fresh undo history: Ctrl+Z never brings back the text of the document shown before
+        (under this one's name, for Ctrl+S to write). A document of more than
+        MAX_HIGHLIGHT_LINES lines is shown uncoloured."""
+        shown, self.form = to_editor(text)
         highlighter, document = self.editor.highlighter, self.editor.document()
-        coloured = text.count("\n") < MAX_HIGHLIGHT_LINES
+        coloured = shown.count("\n") < MAX_HIGHLIGHT_LINES
         if coloured != (highlighter.document() is not None):
             highlighter.setDocument(document if coloured else None)
-        self.editor.setPlainText(text)  # clears the undo and redo stacks
+        self.editor.setPlainText(shown)  # clears the undo and redo stacks
         self.editor.document().clearUndoRedoStacks()
         self.editor.document().setModified(False)
         cursor = self.editor.textCursor()
