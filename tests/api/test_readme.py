@@ -32,3 +32,32 @@ def test_in_pytest_runs_and_passes():
     scope = {"__name__": "readme_test"}
     exec(compile(snippet("In pytest"), "README.md", "exec"), scope)
     scope["test_cube_backward"]()
+
+
+def test_audit_your_model_runs_and_each_node_is_gradchecks_verdict(capsys):
+    """The audit section's example: its Function passes at randn, the model's second call fails,
+    and every node's verdict is gradcheck's at the inputs the model gave it."""
+    scope = {"__name__": "readme_audit"}
+    exec(compile(snippet("Audit your model"), "README.md", "exec"), scope)
+    printed = capsys.readouterr().out.splitlines()
+    torch, cap = scope["torch"], scope["LeakyCap"]
+    apply, seen = cap.apply, []
+
+    def recording(x):  # the oracle's own record of each call's input
+        seen.append(x.detach().clone().requires_grad_(x.requires_grad))
+        return apply(x)
+
+    torch.manual_seed(0)  # as the snippet draws them: x first, then the model's parameters
+    x = torch.randn(4, 8, dtype=torch.float64)
+    model = scope["Net"]()
+    cap.apply = recording
+    try:
+        model(x)
+    finally:
+        cap.apply = apply
+    oracle = [torch.autograd.gradcheck(apply, (inp,), raise_exception=False) for inp in seen]
+    assert oracle == [node.passed for node in scope["report"].nodes] == [True, False]
+    at_randn = torch.autograd.gradcheck(apply, (x.clone().requires_grad_(),), raise_exception=False)
+    assert printed[:2] == [str(at_randn), "False"] == ["True", "False"]
+    assert printed[2].startswith("out LeakyCap call 2 of 2 out0[")
+    assert f"prints `True`, `False` and `{printed[2]}`" in (ROOT / "README.md").read_text(encoding="utf-8")
