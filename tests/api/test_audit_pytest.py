@@ -70,5 +70,5 @@ def test_suite_failure_and_artifacts(tmp_path):
     (folder,) = (tmp_path / "art").iterdir()
     assert (folder / "audit.json").is_file()
     (script,) = folder.glob("*/reproducer.py")
-    run = subprocess.run([sys.executable, str(script)], cwd="/", capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, str(script)], cwd="/", env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "gradcheck FAILED" in run.stdout

@@ -43,22 +43,33 @@ def rss_mib() -> float:
     return int(_status("VmRSS").split()[0]) / 1024
 
 
-def children() -> int:
+KEEPER_MODULE = b"gradviz.protocol.keeper"  # each worker's keeper: a child of ours beside it
+
+
+def children(*, keepers: bool = False) -> int:
     """Live (not zombie) processes whose parent is this one, less the X display and window
-    manager a pytest-xdist worker started for itself (tests/worker_display.py)."""
+    manager a pytest-xdist worker started for itself (tests/worker_display.py): the workers, or
+    with ``keepers`` the keepers that watch them."""
     me, count = str(os.getpid()), 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            keeper = KEEPER_MODULE in (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if fields[1] == me and fields[0] != "Z" and int(stat.parent.name) not in HELPER_PIDS:
+        if fields[1] == me and fields[0] != "Z" and int(stat.parent.name) not in HELPER_PIDS and keeper == keepers:
             count += 1
     return count
 
 
 def snapshot() -> dict[str, float]:
-    return {"open files": open_files(), "threads": threads(), "workers": children(), "RSS MiB": rss_mib()}
+    return {
+        "open files": open_files(),
+        "threads": threads(),
+        "workers": children(),
+        "keepers": children(keepers=True),
+        "RSS MiB": rss_mib(),
+    }
 
 
 def _status(key: str) -> str:

@@ -112,4 +112,5 @@ def test_many_runs_hold_no_more_files_threads_or_workers(qtbot, main_window):
     pool_cap = 2 * QThread.idealThreadCount()
     assert after["thread names"].count(POOLED) <= pool_cap, f"{RUNS} runs left pooled threads: {left_running}"
     assert after["workers"] == before["workers"] == 1
+    assert after["keepers"] == before["keepers"] == 1
     assert after["RSS MiB"] <= before["RSS MiB"] * 1.10
