@@ -5,7 +5,7 @@ single check's is (the worker wrote each node's arrays as a check's; the result 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
@@ -14,17 +14,14 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 from gradviz.app.panels.model_view import ModelView
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
 
-if TYPE_CHECKING:
-    from gradviz.app.main_window import MainWindow
-
-
 GRAPH_NOTE = "A node of an audit has no graph here: open its Function in the editor and Run for its graph."
 
 
 class AuditLink(QObject):
     """Owns the model view dock and the audit's requests for one window."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: Any) -> None:
+        """``window``: the main window (its controller, run settings, panels and menus)."""
         super().__init__(window)
         self.window = window
         self.view = ModelView()

@@ -19,6 +19,9 @@ def test_audit_shows_the_wrong_node_red_and_opens_its_maps(qtbot, main_window):
     window = main_window
     qtbot.waitUntil(lambda: window.worker.is_ready, timeout=30_000)
     link = window.audit_link
+    if os.environ.get("GRADVIZ_SCREENSHOT"):
+        window.resize(1920, 1080)
+        qtbot.waitUntil(lambda: window.width() == 1920, timeout=5_000)
     assert link.audit(MODELS, "TwoNorms")
     qtbot.waitUntil(lambda: WRONG in link.view.buttons, timeout=60_000)
     wrong, right = link.view.buttons[WRONG], link.view.buttons[RIGHT]
@@ -31,10 +34,6 @@ def test_audit_shows_the_wrong_node_red_and_opens_its_maps(qtbot, main_window):
     )
     assert window.current.result.function == "BadRMSNormFn"
     qtbot.waitUntil(lambda: window.banner.state == "failed", timeout=5_000)
-    print("BANNER", window.banner.headline.text(), "|", window.banner.details.text())
     assert "out0[" in window.banner.headline.text() + window.banner.details.text()  # names the failing cell
-    if os.environ.get("GRADVIZ_SCREENSHOT"):
-        window.resize(1920, 1080)
-        qtbot.waitUntil(lambda: window.width() == 1920, timeout=5_000)
-        qtbot.waitExposed(window)
+    if os.environ.get("GRADVIZ_SCREENSHOT"):  # resources/screenshots/model_audit.png, at 1920x1080
         window.grab().save(os.environ["GRADVIZ_SCREENSHOT"])
