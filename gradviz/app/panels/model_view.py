@@ -94,15 +94,27 @@ class ModelView(QWidget):
             node = document["node"]
             button = QPushButton(node_label(node, document.get("report")))
             colour = COLOURS.get(node["status"], "#757575")
-            button.setStyleSheet(f"QPushButton {{ background: {colour}; color: white; padding: 6px; }}")
+            button.setProperty("colour", colour)
+            self._paint(button, chosen=False)
             button.setEnabled(bool(document.get("files")))
-            button.clicked.connect(lambda _=False, d=document: self.node_chosen.emit(d))
+            button.clicked.connect(lambda _=False, d=document, b=button: self._choose(b, d))
             self._box(boxes, node["module"]).addWidget(button)
             self.buttons[
                 f"{node['module'] or '(model)'} → {node['function']}, call {node['call']} of {node['calls']}"
             ] = button
         root_layout.addStretch(1)
         self._scroll.setWidget(root)
+
+    def _paint(self, button: QPushButton, *, chosen: bool) -> None:
+        border = "border: 3px solid black;" if chosen else ""
+        colour = button.property("colour")
+        button.setStyleSheet(f"QPushButton {{ background: {colour}; color: white; padding: 6px; {border} }}")
+
+    def _choose(self, button: QPushButton, document: dict) -> None:
+        """Mark the node whose maps are on screen, and ask for them."""
+        for other in self.buttons.values():
+            self._paint(other, chosen=other is button)
+        self.node_chosen.emit(document)
 
     def _box(self, boxes: dict[str, QVBoxLayout], module: str) -> QVBoxLayout:
         """The layout of the box for ``module``, made (inside its parent's) when first needed."""
