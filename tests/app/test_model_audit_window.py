@@ -37,3 +37,42 @@ def test_audit_shows_the_wrong_node_red_and_opens_its_maps(qtbot, main_window):
     assert "out0[" in window.banner.headline.text() + window.banner.details.text()  # names the failing cell
     if os.environ.get("GRADVIZ_SCREENSHOT"):  # resources/screenshots/model_audit.png, at 1920x1080
         window.grab().save(os.environ["GRADVIZ_SCREENSHOT"])
+
+
+MANY_CALLS = '''
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+class Many(torch.nn.Module):
+    def forward(self, x):
+        for k in range(2000):
+            x = Square.apply(x * 0.5 + k * 1e-3)
+        return x
+
+def example_inputs(device, dtype):
+    return (torch.randn(6, device=device, dtype=dtype, requires_grad=True),)
+'''
+
+
+def test_cancel_stops_the_audit_after_its_progress_shows(qtbot, main_window, tmp_path):
+    window = main_window
+    path = tmp_path / "many.py"
+    path.write_text(MANY_CALLS, encoding="utf-8")
+    qtbot.waitUntil(lambda: window.worker.is_ready, timeout=30_000)
+    view = window.audit_link.view
+    assert window.audit_link.audit(path, "Many")
+    qtbot.waitUntil(lambda: view.progress.value() > 0 and view.progress.maximum() == 2000, timeout=60_000)
+    assert "of 2000" in view.progress.format()
+    qtbot.mouseClick(view.cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.audit_running, timeout=20_000)
+    assert "ancel" in view.title.text() and view.buttons == {} and view.cancel.isHidden()
