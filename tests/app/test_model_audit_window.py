@@ -72,6 +72,7 @@ def test_cancel_stops_the_audit_after_its_progress_shows(qtbot, main_window, tmp
     view = window.audit_link.view
     assert window.audit_link.audit(path, "Many")
     qtbot.waitUntil(lambda: view.progress.value() > 0 and view.progress.maximum() == 2000, timeout=60_000)
+    qtbot.waitUntil(lambda: "left" in view.progress.format(), timeout=20_000)  # the time left, from the rate
     assert "of 2000" in view.progress.format()
     qtbot.mouseClick(view.cancel, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.controller.audit_running, timeout=20_000)

@@ -3,6 +3,8 @@ by its verdict, so the wrong node of a model is found at a glance and opened wit
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QGroupBox,
@@ -14,6 +16,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from gradviz.schema.time_left import RunClock, time_left_text
 
 COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#c62828", "not checked": "#757575"}
 
@@ -56,18 +60,22 @@ class ModelView(QWidget):
         layout.addWidget(self.title)
         layout.addLayout(top)
         layout.addWidget(self._scroll, 1)
+        self._clock, self._started = RunClock(), time.monotonic()
         self.buttons: dict[str, QPushButton] = {}  # by node title: module → Function, call k of n
 
     def set_running(self, model: str) -> None:
         self.title.setText(f"Auditing {model}…")
         self.progress.setRange(0, 0)
+        self.progress.setFormat("starting…")
+        self._clock, self._started = RunClock(), time.monotonic()
         self.progress.show()
         self.cancel.show()
 
     def set_progress(self, done: int, total: int) -> None:
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
-        self.progress.setFormat(f"node checks {done} of {total}")
+        left = time_left_text(self._clock.report(done, total, time.monotonic() - self._started))
+        self.progress.setFormat(f"node checks {done} of {total}" + (f", {left}" if left else ""))
 
     def set_error(self, message: str) -> None:
         self._stop()
