@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 from gradviz.app.panels.model_view import ModelView
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
 
+TITLE = "Model audit"
 GRAPH_NOTE = "A node of an audit has no graph here: open its Function in the editor and Run for its graph."
 
 
@@ -25,7 +26,7 @@ class AuditLink(QObject):
         super().__init__(window)
         self.window = window
         self.view = ModelView()
-        self.dock = window.add_panel("Model audit", self.view, scroll=False)
+        self.dock = window.add_panel(TITLE, self.view, scroll=False)
         self.loader = ResultLoader(window.jacobians.view_pixels, self)
         self._audit = 0
         controller = window.controller
