@@ -17,6 +17,7 @@ from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QDialog, QMainWindow, QWidget
 
 from gradviz.app import actions, saved_layout, window_layout
+from gradviz.app.audit_link import AuditLink
 from gradviz.app.exports import Exports
 from gradviz.app.failures import describe_failure
 from gradviz.app.figures import FigurePanel
@@ -130,6 +131,7 @@ class MainWindow(QMainWindow):
             self.jacobians, self.controller, self.current, (self.editor.text_edited, self.document.path_changed), self
         )
         self._connect()
+        self.audit_link = AuditLink(self)  # File → Audit a model… and the model view
         self._restore()
         # layout and settings are saved a moment after each change, not only at a clean exit
         self.layout_saver = window_layout.LayoutSaver(self, self.docks.values(), self._save_settings)

@@ -60,6 +60,10 @@ class RunController(QObject):
     region_progress = Signal(int, int)  # done, total rows and columns of the region in flight
     region_finished = Signal(int, dict)  # request id, the worker's summary (arrays in the files it names)
     region_failed = Signal(int, dict)  # request id (0: never sent), error: kind, message
+    audit_started = Signal(int)  # request id of the model audit just sent
+    audit_progress = Signal(int, int)  # done, total node checks of the audit in flight
+    audit_finished = Signal(int, dict)  # request id, the worker's audit (each node's result files named)
+    audit_failed = Signal(int, dict)  # request id, error: kind, message
     worker_died = Signal(str)  # the worker process itself died (outside a memory study); a new one starts
 
     def __init__(
@@ -82,6 +86,7 @@ class RunController(QObject):
         self._memory_waiting: dict | None = None
         self._region = 0  # id of the latest region sent
         self._region_waiting: tuple[CheckRequest, dict] | None = None
+        self._audit = 0  # id of the latest model audit sent
         worker.ready.connect(self._on_ready)
         worker.progress.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
@@ -155,6 +160,27 @@ class RunController(QObject):
         )
         self._awaited.add(self._region)
         self.region_started.emit(self._region)
+
+    def run_audit(self, path: str, name: str, settings: dict, timeout: float | None = None) -> bool:
+        """Audit the model ``name`` of the file ``path``, each checked node's arrays written as a
+        check's are; False (nothing sent) while anything else runs or waits."""
+        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
+            return False
+        self._audit = self.worker.submit(
+            "audit", timeout=timeout, path=path, function=name, settings=settings, node_files=True
+        )
+        self._awaited.add(self._audit)
+        self.audit_started.emit(self._audit)
+        return True
+
+    @property
+    def audit_running(self) -> bool:
+        return bool(self._audit) and self._audit in self._awaited
+
+    def cancel_audit(self) -> None:
+        """Stop the audit in flight; its answer comes as audit_failed, kind cancelled."""
+        if self.audit_running and self.worker.running == self._audit:
+            self.worker.cancel()
 
     def cancel_region(self) -> None:
         """Stop the region in flight (its answer comes as region_failed, kind cancelled) or drop the waiting one."""
@@ -272,6 +298,8 @@ class RunController(QObject):
             self.region_progress.emit(done, total)
         elif request == self._memory and request in self._awaited and not self._preempted:
             self.memory_progress.emit(done, total)
+        elif request == self._audit and request in self._awaited:
+            self.audit_progress.emit(done, total)
 
     def _on_finished(self, request: int, payload: dict) -> None:
         awaited = self._answered(request)
@@ -279,6 +307,8 @@ class RunController(QObject):
             self.sweep_finished.emit(payload)
         if awaited and request == self._region:
             self.region_finished.emit(request, payload)
+        if awaited and request == self._audit:
+            self.audit_finished.emit(request, payload)
         if awaited and request == self._memory:
             if self._was_preempted(request):  # it finished before the cancel reached it: keep it
                 self._memory_waiting = None
@@ -302,6 +332,8 @@ class RunController(QObject):
             self.sweep_failed.emit(error.get("message") or "The eps sweep failed.")
         if awaited and request == self._region:
             self.region_failed.emit(request, error)
+        if awaited and request == self._audit:
+            self.audit_failed.emit(request, error)
         if awaited and request == self._memory and not self._was_preempted(request):
             self.memory_failed.emit(error.get("message") or "The memory study failed.")
         self._start_waiting()
@@ -309,7 +341,10 @@ class RunController(QObject):
             self.check_failed.emit(request, error)
 
     def _on_crashed(self, request: int, message: str) -> None:
-        if request and request == self._region:
+        if request and request == self._audit:
+            if self._answered(request):
+                self.audit_failed.emit(request, {"kind": "crashed", "message": message})
+        elif request and request == self._region:
             if self._answered(request):
                 self.region_failed.emit(request, {"kind": "crashed", "message": message})
         elif request and request == self._sweep:

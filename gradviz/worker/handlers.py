@@ -240,11 +240,14 @@ def handle_audit(request: dict[str, Any], send: Send) -> dict[str, Any]:
     audit = audit_callable(
         built.model, built.inputs, settings, name=built.name, max_checks=max_checks, progress=_progress(request, send)
     )
-    return {
-        **audit.summary_dict(),
-        "nodes": [node.to_dict() for node in audit.nodes],
-        "table": format_audit_table(audit),
-    }
+    nodes = [node.to_dict() for node in audit.nodes]
+    if request.get("node_files"):  # the window opens a node's maps with its check-result loader
+        from gradviz.schema.result_files import write_check_result
+
+        for place, (node, document) in enumerate(zip(audit.nodes, nodes), start=1):
+            if node.result is not None:
+                document["files"] = write_check_result(node.result, f"{request['out_dir']}/node{place}")
+    return {**audit.summary_dict(), "nodes": nodes, "table": format_audit_table(audit)}
 
 
 HANDLERS = {

@@ -91,9 +91,9 @@ def settle(window, size: tuple[int, int]) -> None:
 
 
 def dock_titles() -> list[str]:
-    from gradviz.app import why_link, window_layout
+    from gradviz.app import audit_link, why_link, window_layout
 
-    return [*window_layout.PANELS, why_link.TITLE]
+    return [*window_layout.PANELS, why_link.TITLE, audit_link.TITLE]
 
 
 def shot(widget, name: str) -> None:

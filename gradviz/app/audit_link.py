@@ -1,0 +1,81 @@
+"""File → Audit a model…: the audit job sent through the run controller, its answer drawn in the
+model view, and a clicked node's check result shown in the Jacobian panel, banner and graph as a
+single check's is (the worker wrote each node's arrays as a check's; the result loader reads them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+from gradviz.app.panels.model_view import ModelView
+from gradviz.app.result_loader import LoadedCheck, ResultLoader
+
+TITLE = "Model audit"
+GRAPH_NOTE = "A node of an audit has no graph here: open its Function in the editor and Run for its graph."
+
+
+class AuditLink(QObject):
+    """Owns the model view dock and the audit's requests for one window."""
+
+    def __init__(self, window: Any) -> None:
+        """``window``: the main window (its controller, run settings, panels and menus)."""
+        super().__init__(window)
+        self.window = window
+        self.view = ModelView()
+        self.dock = window.add_panel(TITLE, self.view, scroll=False)
+        self.loader = ResultLoader(window.jacobians.view_pixels, self)
+        self._audit = 0
+        controller = window.controller
+        controller.audit_started.connect(lambda request: setattr(self, "_audit", request))
+        controller.audit_progress.connect(self.view.set_progress)
+        controller.audit_finished.connect(lambda _request, payload: self.view.set_audit(payload))
+        controller.audit_failed.connect(
+            lambda _request, error: self.view.set_error(error.get("message") or "The audit failed.")
+        )
+        self.view.cancel_requested.connect(controller.cancel_audit)
+        self.view.node_chosen.connect(self.open_node)
+        self.loader.loaded.connect(self._on_loaded)
+        self.loader.failed.connect(lambda _request, message: self.view.set_error(message))
+        self.action = QAction("Audit a &model…", window)
+        self.action.triggered.connect(self.audit_dialog)
+        file_menu = window.actions["quit"].associatedObjects()[0]
+        file_menu.insertAction(window.actions["quit"], self.action)
+
+    def audit_dialog(self) -> None:
+        """Ask for a file and the model's class or factory name, then audit it."""
+        path, _ = QFileDialog.getOpenFileName(self.window, "Audit a model", "", "Python files (*.py)")
+        if not path:
+            return
+        name, ok = QInputDialog.getText(
+            self.window, "Audit a model", "nn.Module class or factory in the file:"
+        )
+        if ok and name.strip():
+            self.audit(Path(path), name.strip())
+
+    def audit(self, path: Path, name: str) -> bool:
+        """Send the audit of ``name`` in ``path`` with the run bar's settings; False if the worker is busy."""
+        settings = self.window.run_settings
+        sent = self.window.controller.run_audit(
+            str(path), name, settings.check_settings().to_dict(), timeout=settings.timeout or None
+        )
+        self.dock.show()
+        self.dock.raise_()
+        if sent:
+            self.view.set_running(f"{path.name}:{name}")
+        else:
+            self.view.set_error("The worker is busy: audit again once the run ends.")
+        return sent
+
+    def open_node(self, document: dict) -> None:
+        """The node's check result, read from its files, shown as a check's."""
+        if document.get("files"):
+            self.loader.load(self._audit, document["files"])
+
+    def _on_loaded(self, request: int, loaded: LoadedCheck) -> None:
+        self.window.current.set(
+            loaded.result, request=request, graph=None, graph_error=GRAPH_NOTE, displays=loaded.displays
+        )

@@ -1,0 +1,79 @@
+"""File → Audit a model… in a real window with the real worker: the model view shows every custom
+node call painted by its verdict (the wrong one red with its failing count), and a click on it shows
+that node's check in the banner and maps as a single check's result is shown."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Qt
+
+from tests.paths import ROOT
+
+MODELS = ROOT / "tests" / "core" / "audit_models.py"
+WRONG = "rest → BadRMSNormFn, call 2 of 2"
+RIGHT = "first → BadRMSNormFn, call 1 of 2"
+
+
+def test_audit_shows_the_wrong_node_red_and_opens_its_maps(qtbot, main_window):
+    window = main_window
+    qtbot.waitUntil(lambda: window.worker.is_ready, timeout=30_000)
+    link = window.audit_link
+    if os.environ.get("GRADVIZ_SCREENSHOT"):
+        window.resize(1920, 1080)
+        qtbot.waitUntil(lambda: window.width() == 1920, timeout=5_000)
+    assert link.audit(MODELS, "TwoNorms")
+    qtbot.waitUntil(lambda: WRONG in link.view.buttons, timeout=60_000)
+    wrong, right = link.view.buttons[WRONG], link.view.buttons[RIGHT]
+    assert "#c62828" in wrong.styleSheet() and "failing cell" in wrong.text()
+    assert "#2e7d32" in right.styleSheet() and "passed" in right.text()
+    assert link.view.title.text().startswith("FAILED")
+    qtbot.mouseClick(wrong, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(
+        lambda: window.current.result is not None and not window.current.result.passed, timeout=20_000
+    )
+    assert window.current.result.function == "BadRMSNormFn"
+    qtbot.waitUntil(lambda: window.banner.state == "failed", timeout=5_000)
+    assert "out0[" in window.banner.headline.text() + window.banner.details.text()  # names the failing cell
+    if os.environ.get("GRADVIZ_SCREENSHOT"):  # resources/screenshots/model_audit.png, at 1920x1080
+        window.grab().save(os.environ["GRADVIZ_SCREENSHOT"])
+
+
+MANY_CALLS = '''
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+class Many(torch.nn.Module):
+    def forward(self, x):
+        for k in range(2000):
+            x = Square.apply(x * 0.5 + k * 1e-3)
+        return x
+
+def example_inputs(device, dtype):
+    return (torch.randn(6, device=device, dtype=dtype, requires_grad=True),)
+'''
+
+
+def test_cancel_stops_the_audit_after_its_progress_shows(qtbot, main_window, tmp_path):
+    window = main_window
+    path = tmp_path / "many.py"
+    path.write_text(MANY_CALLS, encoding="utf-8")
+    qtbot.waitUntil(lambda: window.worker.is_ready, timeout=30_000)
+    view = window.audit_link.view
+    assert window.audit_link.audit(path, "Many")
+    qtbot.waitUntil(lambda: view.progress.value() > 0 and view.progress.maximum() == 2000, timeout=60_000)
+    qtbot.waitUntil(lambda: "left" in view.progress.format(), timeout=20_000)  # the time left, from the rate
+    assert "of 2000" in view.progress.format()
+    qtbot.mouseClick(view.cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.audit_running, timeout=20_000)
+    assert "ancel" in view.title.text() and view.buttons == {} and view.cancel.isHidden()
