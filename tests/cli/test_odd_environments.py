@@ -39,12 +39,18 @@ def run(args: list[str], *, env: dict[str, str] | None = None, **kwargs) -> subp
     )
 
 
+# /tmp and /var/tmp bound onto themselves read-only: what they hold (a checkout or a venv under
+# /tmp, as CI's may be) stays readable, nothing can be made there
+READ_ONLY_TMP = (
+    "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp "
+    "&& mount --bind /var/tmp /var/tmp && mount -o remount,bind,ro /var/tmp"
+)
+
+
 def read_only_tmp(command: list[str]) -> list[str]:
     """``command`` with /tmp and /var/tmp read-only and the current folder /tmp: no temporary
     folder tempfile could use (as on a read-only root with TMPDIR unset)."""
-    script = (
-        "mount -t tmpfs -o ro tmpfs /tmp && mount -t tmpfs -o ro tmpfs /var/tmp && cd /tmp && exec \"$@\""
-    )
+    script = f'{READ_ONLY_TMP} && cd /tmp && exec "$@"'
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *command]
 
 
@@ -169,10 +175,7 @@ def test_the_window_starts_without_a_temp_folder_and_says_so(tmp_path):
     pytest.importorskip("PySide6")
     home = tmp_path / "home"
     home.mkdir()
-    script = (
-        f"mount --bind {home} /mnt && mount -t tmpfs -o ro tmpfs /tmp && mount -t tmpfs -o ro tmpfs /var/tmp "
-        '&& cd /tmp && exec "$@"'
-    )
+    script = f'mount --bind {home} /mnt && {READ_ONLY_TMP} && cd /tmp && exec "$@"'
     env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")}
     env.update(PYTHONPATH=str(ROOT), HOME="/mnt", QT_QPA_PLATFORM="offscreen")
     command = [sys.executable, "-m", "gradviz", "app", "--example", "linear", "--screenshot", "/mnt/shot.png"]

@@ -54,11 +54,19 @@ class ModelView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.progress, 1)
         top.addWidget(self.cancel)
+        # everything scrolls, the title too: a short dock (a tab at 1280x720) never clips its text
+        body = QWidget()
+        self._nodes = QVBoxLayout()
+        self._nodes.setContentsMargins(0, 0, 0, 0)
+        column = QVBoxLayout(body)
+        column.addWidget(self.title)
+        column.addLayout(top)
+        column.addLayout(self._nodes, 1)
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
+        self._scroll.setWidget(body)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.title)
-        layout.addLayout(top)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._scroll, 1)
         self._clock, self._started = RunClock(), time.monotonic()
         self.buttons: dict[str, QPushButton] = {}  # by node title: module → Function, call k of n
@@ -111,7 +119,11 @@ class ModelView(QWidget):
                 f"{node['module'] or '(model)'} → {node['function']}, call {node['call']} of {node['calls']}"
             ] = button
         root_layout.addStretch(1)
-        self._scroll.setWidget(root)
+        while self._nodes.count():
+            old = self._nodes.takeAt(0).widget()
+            if old is not None:
+                old.deleteLater()
+        self._nodes.addWidget(root)
 
     def _paint(self, button: QPushButton, *, chosen: bool) -> None:
         border = "border: 3px solid black;" if chosen else ""
