@@ -46,18 +46,18 @@ def compare_block(
     """
     cols = analytic.shape[1]
     n_failing = n_nonfinite = 0
-    max_err, top, worst_chunk, last = -1.0, -1.0, None, None
+    max_err, top, worst_chunk = -1.0, -1.0, None
     exact = compute_dtype == torch.float64  # the compared errors are the ranking's
     ranker = None if exact else _Ranker(analytic, numerical)
-    for last in _chunks(analytic, numerical, tol, compute_dtype):
-        n_nonfinite += last.nonfinite
-        n_failing += 0 if last.failing is None else int(last.failing.count_nonzero())
-        max_err = max(max_err, last.largest)
-        ranked = last.largest if ranker is None else ranker.largest(last)
+    for chunk in _chunks(analytic, numerical, tol, compute_dtype):
+        n_nonfinite += chunk.nonfinite
+        n_failing += 0 if chunk.failing is None else int(chunk.failing.count_nonzero())
+        max_err = max(max_err, chunk.largest)
+        ranked = chunk.largest if ranker is None else ranker.largest(chunk)
         if ranked > top:  # the first chunk holding the ranking's maximum
-            top, worst_chunk = ranked, last
+            top, worst_chunk = ranked, chunk
     worst = None
-    if worst_chunk is not None:  # argmax is ~10x slower than amax in torch: run it on one chunk only
+    if worst_chunk is not None:  # the cell-by-cell ranking runs on one chunk only
         worst = _first_largest(analytic, numerical, worst_chunk, cols)
     return BlockComparison(
         output,
