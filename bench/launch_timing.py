@@ -57,7 +57,7 @@ def timed_make_window(*args, **kwargs):
     return app, window
 
 launch.make_window = timed_make_window
-from gradviz.cli import main
+from gradviz.cli.main import main
 sys.exit(main([]))
 """
 

@@ -6,13 +6,13 @@ ends the command as one inside ``main`` would, with its exit status and no trace
 
 import sys
 
-INTERRUPTED = 130  # gradviz.cli_contract.ExitCode.INTERRUPTED, not imported: this runs first
+INTERRUPTED = 130  # gradviz.cli.contract.ExitCode.INTERRUPTED, not imported: this runs first
 
 
 def entry() -> int:
     """The command's exit status; Ctrl+C while gradviz itself is still loading exits 130."""
     try:
-        from gradviz.cli import main
+        from gradviz.cli.main import main
 
         return main()
     except KeyboardInterrupt as exc:

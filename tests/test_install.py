@@ -32,7 +32,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from gradviz._version import DISTRIBUTION, __version__
-from gradviz.cli_window import APP_MODULES, missing_app_module
+from gradviz.cli.window import APP_MODULES, missing_app_module
 from tests.install_venv import (
     TORCH_TESTED,
     build_sdist,
@@ -174,8 +174,8 @@ def test_the_app_check_names_the_app_extra():
     assert missing_app_module() is None
 
 
-GRADVIZ = "from gradviz.cli import main; sys.exit(main([]))"
-GRADVIZ_APP = "from gradviz.cli import main; sys.exit(main(['app', '--example', 'linear']))"
+GRADVIZ = "from gradviz.cli.main import main; sys.exit(main([]))"
+GRADVIZ_APP = "from gradviz.cli.main import main; sys.exit(main(['app', '--example', 'linear']))"
 PYTHON_M = "import runpy; sys.argv = ['gradviz']; runpy.run_module('gradviz', run_name='__main__')"
 
 
@@ -274,7 +274,7 @@ import pytest
 seen["pytest_exit"] = int(pytest.main(["-q", "-p", "no:cacheprovider", "--gradviz-artifacts", "artifacts", "test_ops.py"]))
 seen["artifacts"] = sorted(str(p.relative_to("artifacts")) for p in Path("artifacts").rglob("*") if p.is_file())
 
-from gradviz.cli import main
+from gradviz.cli.main import main
 
 stdout = io.StringIO()
 with contextlib.redirect_stdout(stdout):

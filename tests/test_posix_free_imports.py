@@ -32,7 +32,7 @@ sys.meta_path.insert(0, NotOnWindows())
 for name in BLOCKED:
     sys.modules.pop(name, None)
 LIBRARY = ("gradviz", "gradviz.api", "gradviz.testing", "gradviz.pytest_plugin", "gradviz.notebook")
-for name in LIBRARY + ("gradviz.cli", "gradviz.worker.client"):  # the CLI gets as far as its clear error
+for name in LIBRARY + ("gradviz.cli.main", "gradviz.worker.client"):  # the CLI gets as far as its clear error
     importlib.import_module(name)
 for package_name in ("gradviz.schema", "gradviz.protocol"):
     package = importlib.import_module(package_name)

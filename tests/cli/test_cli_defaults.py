@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from gradviz.cli import build_parser
-from gradviz.cli_memory import add_memory_parser
+from gradviz.cli.main import build_parser
+from gradviz.cli.memory import add_memory_parser
 from gradviz.schema.settings import MemoryOptions
 
 

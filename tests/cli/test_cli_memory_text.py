@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gradviz.cli_memory import format_memory
+from gradviz.cli.memory import format_memory
 from gradviz.core.memory import conv_bn_study
 from gradviz.schema.memory import ConvBNStudy
 from gradviz.schema.units import KIB, format_bytes

@@ -54,7 +54,7 @@ def test_the_study_runs_in_the_worker_not_in_the_cli_process():
     """torch is blocked in the CLI's process: the study can only have run in the worker's."""
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "from gradviz.cli import main\n"
+        "from gradviz.cli.main import main\n"
         "raise SystemExit(main(['memory', '--layers', '2', '--shape', '2,3,12,12', '--json']))\n"
     )
     out = subprocess.run(

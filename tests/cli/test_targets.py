@@ -110,7 +110,7 @@ def runs(tmp_path_factory):
 
 
 def worker_replies(root) -> dict:
-    from gradviz.cli import code_request
+    from gradviz.cli.request import code_request
     from gradviz.worker.client import WorkerClient
 
     cwd = os.getcwd()
@@ -180,7 +180,7 @@ def test_graph_takes_targets_too(runs):
 
 def test_a_module_target_request_names_the_modules_file(runs):
     """So a run of it that hangs or crashes is reported at the module's line."""
-    from gradviz.cli import code_request
+    from gradviz.cli.request import code_request
 
     root = runs[0]
     request = code_request("shop.ops:Cube", None, None)

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from gradviz.terminal_progress import TerminalProgress, progress_line, waiting_line
+from gradviz.cli.progress import TerminalProgress, progress_line, waiting_line
 from tests.paths import ROOT
 
 SLOW = textwrap.dedent(

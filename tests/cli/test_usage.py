@@ -6,14 +6,14 @@ import os
 import subprocess
 import sys
 
-from gradviz.cli_contract import MEANINGS, ExitCode
+from gradviz.cli.contract import MEANINGS, ExitCode
 from tests.cli.runner import gradviz
 from tests.paths import ROOT
 
 # Run main() as the console script does and report whether the window's Qt was ever imported.
 PROBE = """
 import sys
-from gradviz.cli import main
+from gradviz.cli.main import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exc:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.cli_contract import ExitCode
+from gradviz.cli.contract import ExitCode
 from gradviz.schema.errors import GradvizError, SettingsError
 from gradviz.schema.report import verdict_line
 from gradviz.testing import assert_gradients

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.cli_contract import ExitCode
+from gradviz.cli.contract import ExitCode
 from gradviz.core.vmap_rule import VMAP_RULE
 from tests.cli.runner import gradviz as run_cli
 from tests.real_world import vmap_functions as vf

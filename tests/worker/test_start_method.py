@@ -42,7 +42,7 @@ def test_starting_the_worker_on_windows_is_one_gradviz_error_and_leaves_no_folde
 
 def test_the_window_where_the_worker_cannot_run_is_one_line_before_qt(monkeypatch, capsys):
     """On Windows the window could never check anything: `gradviz` says so instead of opening."""
-    from gradviz import cli
+    from gradviz.cli import main as cli
 
     monkeypatch.setattr(sys, "platform", "win32")
     qt_before = "PySide6.QtWidgets" in sys.modules

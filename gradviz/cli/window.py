@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gradviz._version import DISTRIBUTION
-from gradviz.cli_contract import ExitCode, short
+from gradviz.cli.contract import ExitCode, short
 from gradviz.protocol.launch import worker_unsupported
 
 # The window's packages (the [app] extra), as imported: a core install (`pip install gradviz-debugger`) has none.

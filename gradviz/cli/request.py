@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
-from gradviz.cli_contract import ExitCode
-from gradviz.cli_output import print_error, report_worker_error, stdout_usable
+from gradviz.cli.contract import ExitCode
+from gradviz.cli.output import print_error, report_worker_error, stdout_usable
 from gradviz.schema.settings import CheckSettings
 
 
@@ -190,7 +190,7 @@ class WorkerSession:
 
     def ask(self, op: str, request: dict[str, Any], target: str | None = None) -> Any:
         """Send one request; the Reply, or None once its error is reported (naming ``target``)."""
-        from gradviz.terminal_progress import TerminalProgress
+        from gradviz.cli.progress import TerminalProgress
         from gradviz.worker.client import WorkerStartError
 
         if self.failed is not None:  # a worker that cannot start is not started again for each target

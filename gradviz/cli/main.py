@@ -1,6 +1,6 @@
 """``gradviz`` on the command line: the same core as the app, for CI and scripts.
 
-Exit codes (``cli_contract.ExitCode``, listed by ``--help``): 0 every block passes, 1 some cell
+Exit codes (``contract.ExitCode``, listed by ``--help``): 0 every block passes, 1 some cell
 fails, 2 a usage error or the user code failed, 130 Ctrl+C, 143 SIGTERM. ``--json`` documents
 follow the schemas shipped in ``gradviz/schema/json``. ``gradviz check`` with several targets (or
 ``--all``) checks them in one worker, one document a line, and exits with the worst status.
@@ -22,14 +22,14 @@ import sys
 from typing import Any
 
 from gradviz._version import DISTRIBUTION, __version__
-from gradviz.cli_audit import add_audit_parser, run_audit
-from gradviz.cli_commands import run_check, run_graph, run_list, run_sweep
-from gradviz.cli_contract import ExitCode, add_exit_codes, error_document, misplaced_options
-from gradviz.cli_gradcheck import add_gradcheck_flags
-from gradviz.cli_memory import add_memory_parser, run_memory
-from gradviz.cli_request import code_request
-from gradviz.cli_streams import prepare_streams
-from gradviz.cli_window import launch_window
+from gradviz.cli.audit import add_audit_parser, run_audit
+from gradviz.cli.commands import run_check, run_graph, run_list, run_sweep
+from gradviz.cli.contract import ExitCode, add_exit_codes, error_document, misplaced_options
+from gradviz.cli.gradcheck_flags import add_gradcheck_flags
+from gradviz.cli.memory import add_memory_parser, run_memory
+from gradviz.cli.request import code_request
+from gradviz.cli.streams import prepare_streams
+from gradviz.cli.window import launch_window
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
 
 __all__ = ["build_parser", "code_request", "main"]

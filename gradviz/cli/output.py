@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from gradviz.cli_contract import error_document
+from gradviz.cli.contract import error_document
 
 MAX_TRACEBACK_FRAMES = 12  # a RecursionError has a thousand identical frames: show both ends
 

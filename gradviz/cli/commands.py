@@ -9,10 +9,10 @@ import os
 import sys
 from pathlib import Path
 
-from gradviz.cli_contract import ExitCode, json_document, short
-from gradviz.cli_gradcheck import gradcheck_flags
-from gradviz.cli_output import print_error, report_worker_error, stdout_usable, write_stdout
-from gradviz.cli_request import (
+from gradviz.cli.contract import ExitCode, json_document, short
+from gradviz.cli.gradcheck_flags import gradcheck_flags
+from gradviz.cli.output import print_error, report_worker_error, stdout_usable, write_stdout
+from gradviz.cli.request import (
     WorkerSession,
     code_request,
     function_list,

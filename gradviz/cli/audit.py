@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from gradviz.cli_contract import ExitCode, json_document
-from gradviz.cli_gradcheck import add_gradcheck_flags, gradcheck_flags
-from gradviz.cli_output import print_error, write_stdout
-from gradviz.cli_request import run_in_worker
+from gradviz.cli.contract import ExitCode, json_document
+from gradviz.cli.gradcheck_flags import add_gradcheck_flags, gradcheck_flags
+from gradviz.cli.output import print_error, write_stdout
+from gradviz.cli.request import run_in_worker
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings
 
 DEFAULTS = CheckSettings()

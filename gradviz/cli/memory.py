@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gradviz.cli_contract import ExitCode, json_document, short
-from gradviz.cli_output import print_error, report_worker_error, stdout_usable, write_stdout
+from gradviz.cli.contract import ExitCode, json_document, short
+from gradviz.cli.output import print_error, report_worker_error, stdout_usable, write_stdout
 from gradviz.schema.memory import TENSOR_COLUMNS, ConvBNStudy, tensor_rows
 from gradviz.schema.settings import MemoryOptions
 from gradviz.schema.units import KIB, format_bytes
