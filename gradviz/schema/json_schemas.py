@@ -5,7 +5,8 @@ Every top-level document (``gradviz check|sweep|memory|graph --json``, the error
 so a script can tell which layout it reads. ``SCHEMA_VERSION`` goes up when a field changes
 meaning or goes away (new fields may appear within a version). The schemas (JSON Schema draft
 2020-12) ship in ``gradviz/schema/json/``; ``load("check")`` reads one. The worker protocol is
-internal and unstamped: both of its ends are always the same gradviz.
+internal and unstamped (both of its ends are always the same gradviz); its requests' schema ships
+beside the documents' for the typed requests of ``gradviz.schema.requests``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from gradviz._version import __version__
 
 SCHEMA_VERSION = 1
-SCHEMAS = ("check", "sweep", "memory", "graph", "error")
+SCHEMAS = ("check", "sweep", "memory", "graph", "error", "request")
 ALIASES = {"report": "check"}  # report.json is the check document (plus where its arrays are)
 
 
@@ -28,7 +29,7 @@ def stamp(document: dict[str, Any]) -> dict[str, Any]:
 
 def load(name: str) -> dict[str, Any]:
     """The JSON Schema of one document: ``check`` (also ``report.json``), ``sweep``, ``memory``,
-    ``graph`` or ``error``."""
+    ``graph``, ``error``, or ``request`` (a worker request: ``gradviz.schema.requests``)."""
     name = ALIASES.get(name, name)
     if name not in SCHEMAS:
         raise ValueError(f"No schema named {name!r}; the schemas are {', '.join(SCHEMAS)}.")
