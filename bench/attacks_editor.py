@@ -1,4 +1,4 @@
-"""Issue 20, item 17's attacks on the editor, each performed for real: the 10 MiB one-line file
+"""Attacks on the editor, each performed for real: the 10 MiB one-line file
 and a session holding such a line are opened through the functions the window's Open calls;
 unclosed ``class A(`` headers are scanned, and typed into in a real editor (offscreen, in a
 process of its own) wired to the Function list as the window wires it. Each case returns ""

@@ -1,4 +1,4 @@
-"""Item 12 of issue 20: an input whose type is a subclass of a plain type (str, int, float, tuple,
+"""An input whose type is a subclass of a plain type (str, int, float, tuple,
 list, dict, a tensor) with a hostile ``__repr__`` must not put code into reproducer.py.
 
 Each payload would create a marker file when the script runs; the script is generated for real

@@ -1,4 +1,4 @@
-"""Issue 21 item 7: what File → Export and Edit → Copy worst cells write opens right outside Qt.
+"""What File → Export and Edit → Copy worst cells write opens right outside Qt.
 
 One failing example in the real window (its Jacobians, graph, memory study and Why? sweep), the
 backward step-through marking a row, then every figure the window offers exported as SVG and PNG.

@@ -1,4 +1,4 @@
-"""What a check holds (issue 25): the error map and failing mask only when something reads them,
+"""What a check holds: the error map and failing mask only when something reads them,
 and a peak within the bytes the size guard promises, computed from the guard's own constants."""
 
 from __future__ import annotations
