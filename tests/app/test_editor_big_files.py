@@ -158,7 +158,7 @@ def test_a_cancelled_scan_stops():
 
 def test_the_scan_reads_each_character_of_unclosed_headers_about_once(monkeypatch):
     """2 MB of ``class A(``: each header's bases are looked for up to the next header, not 4,000
-    characters on (222,222 x 4,000 characters was the quadratic scan)."""
+    characters on (222,222 x 4,000 characters would be a quadratic scan)."""
     text = class_headers_text(2_000_000)
     looked_at = [0]
     real = function_list._bases_text

@@ -2,7 +2,7 @@
 
 WorkerClient waits as long as the worker takes; a test of a worker that could wedge must fail,
 not hang, so these tests talk to ``python -P -m gradviz.worker`` (started exactly as the clients
-start it) through this small driver instead where a wedge was the bug.
+start it) through this small driver instead where a wedge is what they test.
 """
 
 from __future__ import annotations
