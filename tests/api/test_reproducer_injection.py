@@ -105,7 +105,7 @@ def test_plain_values_read_back_exactly():
 
 
 def test_hostile_folder_names_are_not_written_as_code(tmp_path):
-    """Item 7 of issue 22: the script finds the user's package through a path relative to itself
+    """The script finds the user's package through a path relative to itself
     (or, for ``reproducer()``'s text, the folder it was in): folder names are written as plain
     string constants, never as code."""
     marker = tmp_path / "payload_ran"
