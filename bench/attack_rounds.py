@@ -1,4 +1,4 @@
-"""The real-world attacks of issue 20 in bench/robustness.py: every ``bench/attacks_*.py``.
+"""The real-world attacks in bench/robustness.py: every ``bench/attacks_*.py``.
 
 Each of those modules exposes ``attack_cases()``: (name, case) pairs where a case performs one
 attack for real (two windows killed, a full disk, a daemonizing Function, a stopped worker, a

@@ -1,4 +1,4 @@
-"""Issue 20's attacks on the clients (items 10 and 18), performed for real, for bench/robustness.py.
+"""Attacks on the clients, performed for real, for bench/robustness.py.
 
 - a Function that SIGSTOPs the worker, under a client with a 2 s timeout: the request must fail as
   a timeout within the timeout plus the grace, and neither the worker nor the run may survive;

@@ -1,4 +1,4 @@
-"""Issue 20, item 17's attacks on the editor, each performed for real: the 10 MiB one-line file
+"""Attacks on the editor, each performed for real: the 10 MiB one-line file
 and a session holding such a line are opened through the functions the window's Open calls;
 unclosed ``class A(`` headers are scanned, and typed into in a real editor (offscreen, in a
 process of its own) wired to the Function list as the window wires it. Each case returns ""
@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 from bench.editor_files import class_headers_text, long_line_text, write_long_line  # noqa: E402
 
 FREEZE_S = 2.0  # an answer later than this is a freeze
-SLOW_KEY_MS = 250.0  # a key slower than this is the attack working (it was 2 to 14 s)
+SLOW_KEY_MS = 250.0  # a key slower than this is the attack working (a working one costs 2 to 14 s)
 
 
 def long_line_file() -> str:

@@ -1,4 +1,4 @@
-"""Issue 34's attacks: the file's own bytes, forged verdicts through /proc, processes that
+"""Attacks from the environment: the file's own bytes, forged verdicts through /proc, processes that
 outlive the worker, no temp folder, real signals, address-space and process limits, odd
 streams, and the state a check leaves in its caller.
 

@@ -1,6 +1,6 @@
-"""Issue 20's attacks on what gradviz writes and how its command line refuses (items 4, 12, 13,
-14, 15 and the CLI parts of 19), each performed for real: real CLI processes, real files, a real
-pytest session. Each case returns "" when gradviz withstood the attack, else a short reason, and
+"""Attacks on what gradviz writes and how its command line refuses (overwrites, hostile reproducer
+inputs, memory limits, over-long names, artifact folders, bad window arguments), each performed
+for real: real CLI processes, real files, a real pytest session. Each case returns "" when gradviz withstood the attack, else a short reason, and
 removes what it made. The window's Export question is covered by tests/app/test_export_overwrite.py.
 
 Run: .venv/bin/python -c "from bench.attacks_outputs import attack_cases; \\

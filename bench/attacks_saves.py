@@ -1,4 +1,4 @@
-"""Issue 20's data-loss attacks on saves and recovery (items 1, 2, 3, 5), each done for real and
+"""Data-loss attacks on saves and recovery, each done for real and
 answered with "" when gradviz withstood it, else a short reason. No Qt: the file-level halves of
 the attacks (the window's halves are tests/app/test_saves_*.py).
 
@@ -49,7 +49,7 @@ def _left_behind(folder: Path, n: int) -> None:
 
 
 def recovery_keeps_what_is_not_declined() -> str:
-    """Item 1: 2000 left-behind texts; one declined; the others stay, all listed."""
+    """2000 left-behind texts; one declined; the others stay, all listed."""
     with _folder() as folder:
         _left_behind(folder, 2000)
         found, problems = RecoveryStore(folder).orphans()
@@ -61,7 +61,7 @@ def recovery_keeps_what_is_not_declined() -> str:
 
 
 def save_onto_a_full_disk() -> str:
-    """Item 2: a save that runs out of space leaves the old file whole (a real tmpfs as root;
+    """A save that runs out of space leaves the old file whole (a real tmpfs as root;
     else a file-size limit, the same failure mid-write)."""
     with _folder() as folder:
         disk = folder / "disk"
@@ -96,7 +96,7 @@ def save_onto_a_full_disk() -> str:
 
 
 def save_after_the_file_became_a_link() -> str:
-    """Item 3: the file was changed, then replaced by a link: the change is seen, and a write
+    """The file was changed, then replaced by a link: the change is seen, and a write
     replaces the link, never its target."""
     with _folder() as folder:
         mine, victim = folder / "mine.py", folder / "victim.txt"
@@ -115,7 +115,7 @@ def save_after_the_file_became_a_link() -> str:
 
 
 def restore_a_51_mb_text() -> str:
-    """Item 5: a 51 MB recovery text lists from its header and saves to a file in chunks."""
+    """A 51 MB recovery text lists from its header and saves to a file in chunks."""
     seconds, peak_mb = measure_big_restore()
     if seconds > 5 or peak_mb > 150:
         return f"took {seconds:.1f} s and {peak_mb:.0f} MB more memory"

@@ -1,4 +1,4 @@
-"""Issue 20's worker attacks (items 6-9, 11, 16), each done for real against the real worker.
+"""Attacks on the worker (escapes, forged verdicts, endless recursion), each done for real against the real worker.
 
 Each case returns "" when gradviz withstood it, else a short reason; each cleans up after itself.
 Lighter versions of tests/worker/test_escapes.py, test_forgery.py and test_recursion.py.

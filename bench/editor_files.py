@@ -1,4 +1,4 @@
-"""The files that once froze the editor (issue 20, item 17), written for real by the bench and
+"""Files that can freeze an editor, written for real by the bench and
 the tests: a 10 MiB file that is one line, and 2 MB of unclosed ``class A(`` headers."""
 
 from __future__ import annotations

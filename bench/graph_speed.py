@@ -1,4 +1,4 @@
-"""Speed of the graph model on a ~500-node backward graph (target from the issue: under 0.5 s).
+"""Speed of the graph model on a ~500-node backward graph (target: under 0.5 s).
 
 The graph is a residual chain of small blocks, each a custom Function (save_for_backward and a
 ctx attribute), tanh, a bias add and, every fourth block, a skip connection: custom, builtin and

@@ -1,4 +1,4 @@
-"""Peak bytes a check holds, per case, against what the size guard promises (issue 25).
+"""Peak bytes a check holds, per case, against what the size guard promises.
 
 Each case runs in a fresh process, as ``gradviz check --json`` does: the check, its JSON and its
 table, nothing that asks for arrays; then the same result's error map and failing mask are read
@@ -109,7 +109,7 @@ def main() -> None:
             f"{ratio_maps:>6.2f}"
         )
     print("rss/pr: peak RSS growth (torch's chunk buffers and the allocator's retained pages too) / promise")
-    report("issue 25.2: NumPy peak of a check / the size guard's promise", worst, 1.0, where="worst case")
+    report("NumPy peak of a check / the size guard's promise", worst, 1.0, where="worst case")
 
 
 if __name__ == "__main__":

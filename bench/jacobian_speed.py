@@ -1,6 +1,6 @@
 """Speed and memory of gradviz's Jacobians against torch.autograd.gradcheck, measured in one run.
 
-Prints three things (targets from issue 2):
+Prints three things, each against its target:
   1. gradcheck slow-mode seconds / gradviz seconds, like for like: gradviz's default verdict
      (Jacobians + reentrancy + grad_output + undefined grads) against gradcheck's defaults, and
      gradviz --jacobian-only against gradcheck with check_undefined_grad=False (target >= 10x),

@@ -4,8 +4,8 @@ Measured in the same run, on the same N built-in examples:
   whole   the whole ``gradviz check T1 ... TN`` process, start to exit
   ideal   a fresh ``python -c "import torch"`` plus the sum of the N checks run warm in this
           process (each loaded and checked once before it is timed): what N checks cost at best
-  apart   N separate ``gradviz check T`` processes, one after another (what scripts did before)
-Target (issue 25, item 3): whole / ideal <= 1.3. whole / apart says what a script saves.
+  apart   N separate ``gradviz check T`` processes, one after another (what a script that loops over targets does)
+Target: whole / ideal <= 1.3. whole / apart says what a script saves.
 
 Run: .venv/bin/python bench/many_targets.py [--repeat R]  (medians over R rounds)
 """
@@ -81,7 +81,7 @@ def main() -> None:
     print(f"  import torch             {statistics.median(imports):6.2f} s")
     print(f"  N warm checks, summed    {statistics.median(warms):6.2f} s")
     print(f"  N separate processes     {apart:6.2f} s")
-    report("issue 25.3: N targets in one process / (torch import + N warm checks)", ratio, TARGET_RATIO)
+    report("N targets in one process / (torch import + N warm checks)", ratio, TARGET_RATIO)
     print(f"  whole / N separate processes    {whole / apart:.2f}")
 
 

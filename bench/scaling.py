@@ -327,7 +327,7 @@ FIXED_OVERHEAD_S = 0.003  # warm, per check, below SMALL_CELLS
 
 
 def print_targets(rows: list[dict], first_call: float, imported: float) -> None:
-    """Each target once, on its worst case (issues 15 and 25)."""
+    """Each target once, on its worst case."""
     large = [r for r in rows if r["cells"] >= SMALL_CELLS]
     small = [r for r in rows if r["cells"] < SMALL_CELLS]
 
@@ -338,23 +338,23 @@ def print_targets(rows: list[dict], first_call: float, imported: float) -> None:
 
     value, case = worst(lambda r: r["cold"] / (r["L_fresh"] + first_call), large)
     report(
-        f"issue 25.1: cold / (L′ + c), c = {first_call * 1000:.0f} ms, every case >= 10^5 cells",
+        f"cold / (L′ + c), c = {first_call * 1000:.0f} ms, every case >= 10^5 cells",
         value,
         1.3,
         where=case,
     )
     value, case = worst(lambda r: r["warm"] / r["L_fresh"], large)
-    report("issue 15: warm / L′, every case >= 10^5 cells", value, 1.3, where=case)
+    report("warm / L′, every case >= 10^5 cells", value, 1.3, where=case)
     value, case = worst(lambda r: r["plain"] / r["warm"], large, highest=False)
     report(
-        "issue 15: plain alternative / warm, every case >= 10^5 cells", value, 1.0, at_most=False, where=case
+        "plain alternative / warm, every case >= 10^5 cells", value, 1.0, at_most=False, where=case
     )
     if small:
         value, case = worst(lambda r: r["gc_slow"] / r["warm"], small, highest=False)
-        report("issue 25: gradcheck / warm, every case < 10^5 cells", value, 1.0, at_most=False, where=case)
+        report("gradcheck / warm, every case < 10^5 cells", value, 1.0, at_most=False, where=case)
         one_cell = rows[0]  # all fixed cost: its forward and backward take microseconds
         report(
-            "issue 25: fixed cost per check, warm - L in ms",
+            "fixed cost per check, warm - L in ms",
             (one_cell["warm"] - one_cell["calls"]) * 1000,
             FIXED_OVERHEAD_S * 1000,
             where=one_cell["case"],
@@ -366,9 +366,9 @@ def print_targets(rows: list[dict], first_call: float, imported: float) -> None:
             "cost what the Function's forward costs"
         )
     value, case = worst(lambda r: r["cli"] / (imported + r["L"]), rows)
-    report("issue 15: CLI process / (torch import + L)", value, 1.3, where=case)
+    report("CLI process / (torch import + L)", value, 1.3, where=case)
     value, case = worst(lambda r: r["script"] / r["cli"], rows, highest=False)
-    report("issue 15: gradcheck script / CLI process", value, 1.0, at_most=False, where=case)
+    report("gradcheck script / CLI process", value, 1.0, at_most=False, where=case)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """100 runs in a row in one app process (edit, run, cancel mixed): open files, threads, worker
-processes and resident memory before and after. Target (issue 5): no growth of the first three,
+processes and resident memory before and after. Target: no growth of the first three,
 memory flat within 10 %.
 
 Run: .venv/bin/python bench/soak.py [RUNS]   (offscreen without a display)

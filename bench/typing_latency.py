@@ -1,5 +1,5 @@
-"""Typing latency in the real window's editor: on a 10,000-line file, and on the files that once
-froze it (issue 20, item 17: a 10 MiB file that is one line, 2 MB of unclosed ``class A(``), and on
+"""Typing latency in the real window's editor: on a 10,000-line file, and on the files that can
+freeze an editor (a 10 MiB file that is one line, 2 MB of unclosed ``class A(``), and on
 ordinary code just under the 10 MiB gradviz opens (``huge``).
 
 The normal file is the built-in ``linear`` example repeated (each copy's class renamed) until it

@@ -1,6 +1,6 @@
 """UI latency of the real window: time to first window and the longest event-loop gap.
 
-Targets (issue 4): first window <= 1.0 s on a warm machine; no event-loop gap over 50 ms
+Targets: first window <= 1.0 s on a warm machine; no event-loop gap over 50 ms
 during a large run nor while a 2000x2000 result is drawn (2000x2000 redraw under 25 ms).
 
 Run: .venv/bin/python bench/ui_latency.py   (uses QT_QPA_PLATFORM=offscreen without a display)

@@ -1,4 +1,4 @@
-"""The window under load (issue 25 item 4): launch-to-verdict against a bare window + torch peer.
+"""The window under load: launch-to-verdict against a bare window + torch peer.
 
 Target: launch-to-verdict / peer < 1.5, with every core busy with other work, the way the window
 starts on a 2-core machine running a build or another test suite. Idle is printed for reference.
@@ -139,7 +139,7 @@ def main() -> None:
     with cpu_hogs(args.hogs):
         loaded = alternate(args.pairs)
     ratio = summarize(f"under load ({args.hogs} busy processes, {os.cpu_count()} cores)", *loaded)
-    report(f"issue 25.4: window launch-to-verdict / (bare window + torch), {args.hogs} busy processes", ratio, TARGET)
+    report(f"window launch-to-verdict / (bare window + torch), {args.hogs} busy processes", ratio, TARGET)
 
 
 if __name__ == "__main__":

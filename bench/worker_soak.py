@@ -1,7 +1,7 @@
 """The worker's memory over many runs of a file that holds a 64 MB global.
 
 Each run happens in a process forked from the warm worker, so whatever a run's module keeps
-(a big global, a cache, a patched torch) leaves with that process. Target (issue 11): the
+(a big global, a cache, a patched torch) leaves with that process. Target: the
 worker's resident memory is flat over 200 such runs (within 10 % and a few MiB), and every
 run's verdict is the same.
 

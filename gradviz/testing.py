@@ -94,7 +94,10 @@ def assert_gradients(
             cells; the report is ``exc.report``).
         UserCodeError: the Function's own code raised; chained to that exception, its traceback
             the user's frames only.
-        TypeError: ``raise_exception`` is passed (this always raises), or a keyword is unknown.
+        GradvizError: bad settings (``SettingsError``), as for :func:`gradviz.check`.
+        TypeError: ``raise_exception`` is passed (this always raises), a keyword is unknown, or
+            ``fn`` is not checkable, as for :func:`gradviz.check`.
+        ValueError: what gradcheck refuses too, as for :func:`gradviz.check`.
     """
     __tracebackhide__ = True
     return check(
@@ -124,12 +127,26 @@ def assert_gradients(
 
 
 def assert_model_gradients(model: Callable[..., Any], *inputs: Any, **options: Any) -> AuditReport:
-    """``gradviz.audit(model, *inputs, ...)`` that raises :class:`ModelGradientMismatch` (a
-    :class:`GradientMismatch`, so an AssertionError) when some custom node fails at the inputs
-    the model gives it, its message naming every failing node
-    (``head → LeakyCapFn, call 2 of 2: out0[1,4] / x[1,4] ...``); the audit when all pass.
-    ``options`` are ``gradviz.check``'s keywords but ``raise_exception``. An exception in the
-    model's forward raises :class:`UserCodeError`; a model with no custom node a GradvizError."""
+    """``gradviz.audit(model, *inputs, ...)`` for a test suite: it raises where a node fails.
+
+    Args:
+        model: an ``nn.Module`` or any callable built on custom Functions and ops.
+        *inputs: its arguments, as the model takes them.
+        **options: :func:`gradviz.audit`'s keywords (``max_checks`` and ``gradviz.check``'s, but
+            ``raise_exception``).
+
+    Returns:
+        The :class:`gradviz.AuditReport` of an audit whose every checked node passed.
+
+    Raises:
+        ModelGradientMismatch: some custom node fails at the inputs the model gives it (a
+            :class:`GradientMismatch`, so an AssertionError); the message names every failing
+            node (``head → LeakyCapFn, call 2 of 2: out0[1,4] / x[1,4] ...``), ``exc.report``
+            is the audit.
+        UserCodeError: the model's forward raised.
+        GradvizError: the forward called no custom Function or op, or none could be checked.
+        TypeError, ValueError: as :func:`gradviz.audit` raises them.
+    """
     __tracebackhide__ = True
     report = audit(model, *inputs, **options)
     if not report.passed:

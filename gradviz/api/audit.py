@@ -40,8 +40,15 @@ from gradviz.schema.strict_json import dumps
 
 
 class NodeReport:
-    """One custom node call of the model: where it is and its check (``report``; None when not
-    checked, ``reason`` saying why, or when its own code raised, ``reason`` the error)."""
+    """One custom node call of the model: where it is and its check.
+
+    Attributes:
+        node: the schema's ``AuditNode`` (what ``gradviz audit --json`` writes for it).
+        report: the node's :class:`gradviz.Report`, a check's at the captured inputs; None when
+            it was not checked (``reason`` says why) or its own code raised (``reason`` is the
+            error). Calls with identical inputs share one report.
+        function, module, call, calls, reason, status, passed: read from ``node``.
+    """
 
     def __init__(self, node: AuditNode, report: Report | None) -> None:
         self.node = node
@@ -56,10 +63,15 @@ class NodeReport:
 
     @property
     def passed(self) -> bool:
+        """The node was checked and passes gradcheck at its captured inputs."""
         return self.node.status == "passed"
 
     def reproducer(self) -> str:
-        """A script that loads this node's captured inputs and runs gradcheck on it alone."""
+        """A script that rebuilds this node's captured inputs and runs gradcheck on it alone.
+
+        Raises:
+            ValueError: the node was not checked, or its inputs cannot be written into a script.
+        """
         if self.report is None:
             raise ValueError(f"{self.node.title} was not checked ({self.reason}): there is nothing to reproduce.")
         return self.report.reproducer()
@@ -69,7 +81,15 @@ class NodeReport:
 
 
 class AuditReport:
-    """Every custom node call of one forward with its check, in call order."""
+    """Every custom node call of one forward with its check, in call order; made by
+    :func:`gradviz.audit`. ``bool(report)`` is ``report.passed``.
+
+    Attributes:
+        result: the schema's ``AuditResult`` (the model's name, the nodes, notes, seconds).
+        nodes: a :class:`NodeReport` per call, in call order.
+        passed: every checked node passes gradcheck at its captured inputs.
+        failing: the nodes that fail (or whose own code raised), in call order.
+    """
 
     def __init__(self, result: AuditResult, nodes: list[NodeReport]) -> None:
         self.result = result
@@ -85,6 +105,7 @@ class AuditReport:
 
     @property
     def failing(self) -> list[NodeReport]:
+        """The nodes whose check fails (or whose own code raised), in call order."""
         return [n for n in self.nodes if n.node.failed]
 
     def message(self) -> str:
@@ -102,8 +123,20 @@ class AuditReport:
         return f"<gradviz.AuditReport {self.result.verdict_line()}>"
 
     def save(self, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
-        """audit.json (the summary and every node), and for each failing node a folder
-        ``NN_module_Function_callK`` with its report's files and its reproducer script."""
+        """Write audit.json (the summary and every node), and for each failing node a folder
+        ``NNN_module_Function_callK`` with its report's files and its reproducer script.
+
+        Args:
+            directory: the folder, made if missing.
+            overwrite: replace files of the same names already there.
+
+        Returns:
+            The paths written, audit.json first.
+
+        Raises:
+            FileExistsError: without ``overwrite``, audit.json or a node's files are already
+                there.
+        """
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / "audit.json"
@@ -167,8 +200,12 @@ def audit(fn: Callable[..., Any], *inputs: Any, max_checks: int | None = None, *
         for a call not checked: no tensor of it required grad).
 
     Raises:
-        gradviz.UserCodeError: the model's forward raised. gradviz.GradvizError: it called no
-        custom Function or op, or none of its calls could be checked (no verdict).
+        gradviz.UserCodeError: the model's forward raised (a node's own code raising while it
+            is checked is that node's error, not this).
+        gradviz.GradvizError: the forward called no custom Function or op, or none of its calls
+            could be checked (no verdict); or bad check settings (``SettingsError``).
+        TypeError: ``raise_exception`` or a keyword ``gradviz.check`` does not take.
+        ValueError: ``max_checks`` is not a positive integer or None.
     """
     __tracebackhide__ = True
     if "raise_exception" in check_options:

@@ -110,8 +110,14 @@ def check(
             carrying the report as ``exc.report``).
         UserCodeError: the Function's own code raised; chained to that exception, its traceback
             the user's frames only.
-        ValueError: what gradcheck refuses too (no input requires grad, an expanded input), or a
-            gradcheck option gradviz does not run.
+        GradvizError: bad settings (``SettingsError``: a non-positive eps, a negative tolerance, an
+            unknown device, an ``opcheck`` other than "warn" / "fail", a combination of modes
+            gradcheck refuses).
+        TypeError: ``fn`` is none of the callables above, or ``parameters`` is given and ``fn`` is
+            not an ``nn.Module``.
+        ValueError: what gradcheck refuses too (no tensor among the inputs, no input requires
+            grad, an expanded input), or a gradcheck option gradviz does not run
+            (``check_grad_dtypes=True``).
     """
     __tracebackhide__ = True
     _refuse_gradcheck_only(check_grad_dtypes=check_grad_dtypes)

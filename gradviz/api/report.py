@@ -32,8 +32,12 @@ Key = tuple[int, int]  # (output index, input index) of a Jacobian block
 class GradientMismatch(AssertionError):
     """The backward does not match finite differences (or fails one of gradcheck's checks).
 
-    The message names the failing cells the way ``torch.testing.assert_close`` would; the whole
-    :class:`Report` is ``exc.report``.
+    The message names the failing cells the way ``torch.testing.assert_close`` would. An
+    AssertionError, so pytest reports it as a failed assertion.
+
+    Attributes:
+        report: the failing :class:`Report` (an :class:`AuditReport` for
+            ``ModelGradientMismatch``).
     """
 
     def __init__(self, report: Report) -> None:
@@ -48,7 +52,8 @@ class Report:
     """gradcheck's verdict on one Function and its inputs, with every cell of both Jacobians.
 
     ``bool(report)`` is ``report.passed``, so ``assert gradviz.check(f, x, raise_exception=False)``
-    fails where ``assert gradcheck(f, x, raise_exception=False)`` does.
+    fails where ``assert gradcheck(f, x, raise_exception=False)`` does. Made by
+    :func:`gradviz.check`; the arrays are NumPy, keyed by ``(output index, input index)``.
 
     Args:
         result: the core's CheckResult (what the CLI prints and the window draws).
@@ -56,6 +61,20 @@ class Report:
             back from JSON (then ``reproducer()``, ``sweep()`` and ``show()`` refuse).
         inputs: detached copies of the arguments as checked; None as for ``fn``.
         gradcheck_options: the keywords the reproducer's ``gradcheck`` call needs.
+
+    Attributes:
+        result: the ``CheckResult`` itself (settings, blocks, checks, warnings, timings).
+        fn, inputs, gradcheck_options: as passed.
+        passed: gradcheck's verdict.
+        function: the checked Function's name.
+        blocks: one ``BlockComparison`` per (differentiable output, input requiring grad).
+        analytic, numerical, error, failing: per block, the Jacobian from the backward, the one
+            from central differences, ``|a - n|`` and the mask of cells outside the tolerance.
+        forward_blocks, forward: with ``check_forward_ad``, the forward-mode Jacobians.
+        failing_cells: every failing cell, worst first, labelled, with both values.
+        checks: gradcheck's other checks (reentrant, multiplied_by_grad_output, ...), by name.
+        hints, warnings, notes: what is likely wrong, what to distrust, what gradviz did.
+        seconds: timings of the numerical and analytic passes and the total.
     """
 
     def __init__(
@@ -82,6 +101,7 @@ class Report:
 
     @property
     def function(self) -> str:
+        """The checked Function's name (``ns::name`` for a custom op)."""
         return self.result.function
 
     @property
@@ -90,7 +110,18 @@ class Report:
         return self.result.blocks
 
     def block(self, output: int = 0, input: int | str = 0) -> BlockComparison:
-        """The block of output ``output`` w.r.t. input ``input`` (its index or its name)."""
+        """The block of output ``output`` w.r.t. input ``input``.
+
+        Args:
+            output: the output's index.
+            input: the input's index, or its name (``"x"``, ``"layer.weight"``).
+
+        Returns:
+            Its ``BlockComparison`` (analytic, numerical, error, failing, hints).
+
+        Raises:
+            KeyError: there is no such block (the message lists those there are).
+        """
         if isinstance(input, str):
             input = next((t.index for t in self.result.inputs if t.name == input), -1)
         found = [b for b in self.blocks if b.output == output and b.input == input]
@@ -137,6 +168,7 @@ class Report:
         return failing_cells(self.result)
 
     def worst_cells(self, n: int = 5) -> list[Cell]:
+        """The ``n`` worst failing cells, worst first (fewer when fewer fail)."""
         return failing_cells(self.result, n)
 
     @property
@@ -146,14 +178,19 @@ class Report:
 
     @property
     def hints(self) -> list[str]:
+        """What is likely wrong in the backward, one line per hint, each led by its block."""
         return [f"{self.result.block_title(b)}: {h}" for b in self.blocks for h in b.hints]
 
     @property
     def warnings(self) -> list[str]:
+        """What makes the verdict less telling (a check in float32, a block empty or all zero on
+        both sides, a forward that rounds coarser than its dtype, ...); none changes the verdict."""
         return self.result.warnings
 
     @property
     def notes(self) -> list[str]:
+        """What gradviz did or assumed that the caller may not expect (inputs on another device or
+        dtype than asked, copies for a forward that modifies its input, ...)."""
         return self.result.notes
 
     @property
@@ -182,19 +219,37 @@ class Report:
 
     # --- files, scripts, the window ----------------------------------------------------------
     def save(self, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
-        """report.json, report.npz (every block's four arrays), an SVG figure and three PNGs per
-        block, and reproducer.py when the inputs can be written into a script.
+        """Write report.json, report.npz (every block's four arrays), an SVG figure and three PNGs
+        per block, and reproducer.py when the inputs can be written into a script (else
+        reproducer.txt saying why).
 
-        Files of the same names already in ``directory`` are not replaced: ``FileExistsError``
-        (``gradviz.api.files.ExistingFiles``, with ``.paths``) names them and nothing is written,
-        unless ``overwrite=True``."""
+        Args:
+            directory: the folder, made if missing.
+            overwrite: replace files of the same names already there.
+
+        Returns:
+            The paths written.
+
+        Raises:
+            FileExistsError: without ``overwrite``, files of the same names are already there
+                (``gradviz.api.files.ExistingFiles``, whose ``paths`` names them); nothing is
+                written.
+        """
         from gradviz.api.files import save_report
 
         return save_report(self, Path(directory), overwrite=overwrite)
 
     def reproducer(self) -> str:
-        """A standalone script that rebuilds the inputs and runs ``torch.autograd.gradcheck``; it
-        exits 0 when gradcheck passes and 1 when it fails."""
+        """A standalone script that rebuilds the inputs and runs ``torch.autograd.gradcheck``.
+
+        Returns:
+            The script's text; it needs only PyTorch, exits 0 when gradcheck passes and 1 when it
+            fails.
+
+        Raises:
+            ValueError: a report without its Function and inputs (read back from JSON), or inputs
+                or a Function a script cannot rebuild (``NotWritable``, naming which).
+        """
         from gradviz.api.reproducer import reproducer_script
 
         self._need_inputs("reproducer()")
@@ -221,8 +276,18 @@ class Report:
         return sweep_report(self, block, options)
 
     def show(self) -> subprocess.Popen[bytes] | None:
-        """Open the desktop window on exactly this Function and these inputs (a process of its own);
-        the launched process, or None (and one line saying why) when there is no display."""
+        """Open the desktop window on exactly this Function and these inputs, in a process of its
+        own.
+
+        Returns:
+            The window's process; None, with one line on stderr saying why, when there is no
+            display or the platform cannot run the worker (Windows).
+
+        Raises:
+            ValueError: a report without its Function and inputs, inputs that cannot travel to
+                the window (``torch.save`` / ``torch.load(weights_only=True)`` refuse them), or a
+                Function that can be neither imported nor written out as source.
+        """
         from gradviz.api.window import show_in_window
 
         fn, inputs = self._need_inputs("show()")

@@ -123,10 +123,31 @@ def show_in_window(
 
 
 def show(fn: Callable[..., Any], inputs: Any, **options: Any) -> subprocess.Popen[bytes] | None:
-    """Open the window on ``fn`` and ``inputs`` without checking here first; ``options`` as for
-    ``gradviz.check`` (eps, atol, rtol, nondet_tol, jacobian_only, all_checks, device, and
-    ``parameters`` for an ``nn.Module``: its class is rebuilt in the window's worker with no
-    arguments and the state it has now)."""
+    """Open the desktop window on ``fn`` and ``inputs`` without checking here first.
+
+    The window runs in a process of its own and checks in its worker, so nothing of the caller's
+    process is touched; the inputs travel as a ``torch.save`` file.
+
+    Args:
+        fn: what :func:`gradviz.check` takes: a Function class, its ``.apply``, a custom op or a
+            callable built on these.
+        inputs: a tensor or a tuple of arguments, as gradcheck takes them.
+        **options: :func:`gradviz.check`'s settings (eps, atol, rtol, nondet_tol, jacobian_only,
+            all_checks, device, max_memory_mb, gradcheck's modes, ...), and ``parameters`` for an
+            ``nn.Module``: its class is rebuilt in the window's worker with no arguments and the
+            state it has now.
+
+    Returns:
+        The window's process; None, with one line on stderr saying why, when there is no display
+        or the platform cannot run the worker (Windows).
+
+    Raises:
+        GradvizError: bad settings (``SettingsError``), checked before anything starts.
+        TypeError: an unknown option, or ``parameters`` for something that is not an ``nn.Module``.
+        ValueError: no tensor among the inputs, inputs that cannot travel to the window
+            (``torch.load(weights_only=True)`` refuses them), or a Function that can be neither
+            imported nor written out as source.
+    """
     args = as_arguments(inputs)
     parameters = options.pop("parameters", False)
     if parameters is not False:

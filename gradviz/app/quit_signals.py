@@ -4,7 +4,7 @@ Python's default SIGINT handler raises KeyboardInterrupt in whatever Python code
 Qt app that is a slot or a virtual override called from C++ (a pyqtgraph item's
 ``boundingRect``...): the traceback is printed and the app runs on. Inside a modal dialog's
 nested event loop it is worse: Shiboken keeps an exception raised in an override there to
-raise it again later, and keeping this one segfaulted (``PepException_GetArgs`` in
+raise it again later, and keeping this one can segfault (``PepException_GetArgs`` in
 ``Shiboken::Errors::storePythonOverrideErrorOrPrint``, under ``QGraphicsScene::itemsBoundingRect``,
 with "Restore unsaved work?" open). So no handler here raises: the C-level handler writes the
 signal's number to a socket (``signal.set_wakeup_fd``), a QSocketNotifier wakes the event loop,

@@ -3,7 +3,7 @@
 The list is a two-column table whose descriptions wrap, in a dialog sized to the screen the
 window is on: as wide as the table wants (never wider than the screen, so nothing is cut on the
 right: the descriptions wrap instead) and as tall as the table (never taller than the screen: the
-table scrolls vertically). At 1280x720 the old fixed 640x720 dialog was taller than the screen's
+table scrolls vertically). At 1280x720 a fixed 640x720 dialog would be taller than the screen's
 room and cut its longest rows on the right.
 
 The room is the available geometry of the parent's screen, and it is the frame (title bar and

@@ -152,7 +152,7 @@ def style_sheet(theme: Theme | bool) -> str:
 
     Under a style sheet Qt resolves each widget's font once, when it polishes it, and then takes
     it for the widget's own: a panel's larger font no longer reaches its plain labels, buttons and
-    boxes (they stayed at the application's 9 pt in presentation mode). The application attribute
+    boxes (they would stay at the application's 9 pt in presentation mode). The application attribute
     that keeps fonts propagating is set with the first style sheet."""
     if isinstance(theme, bool):
         theme = Theme(high_contrast=theme)

@@ -252,8 +252,8 @@ def _let_go(process: QProcess) -> None:
     """Delete a worker's QProcess once the event loop runs, its slots disconnected first.
 
     Its slots are lambdas holding the client: a QProcess deleted later with them still connected
-    emitted into a half-destroyed object and crashed the next event loop (seen in a test that
-    waited right after a stand-in worker was shut down).
+    emits into a half-destroyed object and can crash the next event loop (as in a test that
+    waits right after a stand-in worker is shut down).
     """
     for signal in (process.readyReadStandardOutput, process.readyReadStandardError, process.finished):
         with contextlib.suppress(RuntimeError, TypeError):

@@ -1,9 +1,9 @@
 """The one step from loaded user source to a Function and the inputs it is run on.
 
 The check, the sweep, a region of a large block and the graph all show the same Function at the
-same inputs; each used to draw them itself, and the graph's copy forgot ``jitter``, so it showed
-the values of other inputs than the ones checked. Every ``*_source`` entry point takes them from
-``prepare_source``, so a setting that changes the inputs changes them everywhere at once.
+same inputs. Every ``*_source`` entry point takes them from ``prepare_source``, so a setting
+that changes the inputs (``jitter``, the seed, the dtype) changes them everywhere at once, and no
+view can show the values of other inputs than the ones checked.
 """
 
 from __future__ import annotations

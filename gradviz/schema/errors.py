@@ -99,7 +99,12 @@ def error_kind(value: object) -> ErrorKind:
 
 
 class GradvizError(Exception):
-    """Base of every error gradviz reports to a user."""
+    """Base of every error gradviz reports to a user (public as ``gradviz.GradvizError``).
+
+    Attributes:
+        message: the sentence shown to the user, saying what to do.
+        kind: its ``ErrorKind`` (what ``{"error": {"kind": ...}}`` of ``--json`` says).
+    """
 
     kind = ErrorKind.ERROR
 
@@ -143,9 +148,15 @@ class Frame:
 class UserCodeError(GradvizError):
     """Something in the user's code failed; ``lineno`` points at the line to look at.
 
-    ``kind`` is one of the user-code kinds of ErrorKind (syntax ... bad_output). Public as
-    ``gradviz.UserCodeError`` (and ``gradviz.testing.UserCodeError``): ``gradviz.check`` raises it
-    when the Function's forward or backward raises, chained to that exception (``__cause__``).
+    Public as ``gradviz.UserCodeError`` (and ``gradviz.testing.UserCodeError``): ``gradviz.check``
+    raises it when the Function's forward or backward raises, chained to that exception
+    (``__cause__``).
+
+    Attributes:
+        kind: one of the user-code kinds of ErrorKind (syntax ... bad_output).
+        message: what failed, in one sentence.
+        filename, lineno: the user's file and line to look at (lineno None when unknown).
+        frames: the user's own stack frames, outermost first (``traceback_text`` formats them).
     """
 
     def __init__(

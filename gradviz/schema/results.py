@@ -39,7 +39,7 @@ MapBuilder = Callable[[], tuple[np.ndarray, np.ndarray]]  # () -> (error map flo
 class _LazyMap:
     """A block's error map or failing mask: given (read from files), or built on first read by the
     block's ``build_maps``. A check nobody asks arrays from (``gradviz check --json``, the API
-    without arrays) holds only the two Jacobians: 5 bytes a cell fewer (issue 25)."""
+    without arrays) holds only the two Jacobians: 5 bytes a cell fewer."""
 
     def __init__(self, name: str) -> None:
         self.slot = f"_{name}"

@@ -1,8 +1,8 @@
-"""Items 4 and 15 of issue 20 and item 7 of issue 22 for ``pytest --gradviz-artifacts DIR``, each
+"""``pytest --gradviz-artifacts DIR``, each
 in a real pytest run (a subprocess): ids that sanitise alike get folders of their own, a test's
 folder from an earlier session holds nothing stale (and is gone once the test passes), JUnit XML
 names each failure's folder, and a DIR that is a file or read-only fails only the artifacts of the
-failing tests (named in their report), never the session (it was INTERNALERROR, exit 3)."""
+failing tests (named in their report), never the session (no INTERNALERROR, exit 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Item 12 of issue 20: an input whose type is a subclass of a plain type (str, int, float, tuple,
+"""An input whose type is a subclass of a plain type (str, int, float, tuple,
 list, dict, a tensor) with a hostile ``__repr__`` must not put code into reproducer.py.
 
 Each payload would create a marker file when the script runs; the script is generated for real
@@ -105,7 +105,7 @@ def test_plain_values_read_back_exactly():
 
 
 def test_hostile_folder_names_are_not_written_as_code(tmp_path):
-    """Item 7 of issue 22: the script finds the user's package through a path relative to itself
+    """The script finds the user's package through a path relative to itself
     (or, for ``reproducer()``'s text, the folder it was in): folder names are written as plain
     string constants, never as code."""
     marker = tmp_path / "payload_ran"

@@ -1,4 +1,4 @@
-"""Item 7 of issue 22: the reproducer ``pytest --gradviz-artifacts`` writes holds no absolute path
+"""The reproducer ``pytest --gradviz-artifacts`` writes holds no absolute path
 of the machine that wrote it and runs from any folder, also after the project and its artifacts are
 copied elsewhere (a CI artifact downloaded by a colleague).
 

@@ -45,7 +45,7 @@ def stale_display(monkeypatch, tmp_path):
 def test_report_show_with_a_stale_display_starts_nothing_and_says_what_to_do(stale_display, tmp_path, capsys):
     report = gradviz.check(f.Product, f.inputs())
     started = [report.show(), gradviz.show(f.Product, f.inputs())]
-    for process in started:  # the old code started the window's process here
+    for process in started:  # a regression would start the window's process here: end it
         if process is not None:
             process.kill()
             process.wait()

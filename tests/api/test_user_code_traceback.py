@@ -1,4 +1,4 @@
-"""Item 7 of issue 22: when the user's forward or backward raises inside ``assert_gradients`` /
+"""When the user's forward or backward raises inside ``assert_gradients`` /
 ``gradviz.check``, the error is the public ``gradviz.UserCodeError`` and the traceback pytest
 shows holds the user's frames only: no ``gradviz/core`` or ``gradviz/api`` frame, no torch
 frame that called the user's code, none of gradviz's arguments (``settings = CheckSettings(...``).

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.paths import ARTIFACTS, ROOT  # noqa: F401 - for tests written against the old place
+from tests.paths import ARTIFACTS, ROOT  # noqa: F401 - for tests that import them from here
 
 if not os.environ.get("DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"

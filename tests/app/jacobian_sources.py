@@ -5,7 +5,7 @@ Each is a user's file as the editor would hold it: a Function and its ``example_
 
 from __future__ import annotations
 
-# One 900x900 block: the block of issue 21 that was drawn 215x45 px at 1280x720. The backward
+# One 900x900 block, which a careless layout squeezes to 215x45 px at 1280x720. The backward
 # forgets the 3 of 3x^2 on the odd elements, so the block fails on half its diagonal.
 SQUARE_900 = '''
 import torch
@@ -59,8 +59,8 @@ def example_inputs(device, dtype):
     return x, y
 '''
 
-# One 3000x3000 block whose values run from 0 to 1 (a lower triangle of ones): the colour bar of
-# issue 21 drew its ticks over one another ("-0.9-0.8-0.7...").
+# One 3000x3000 block whose values run from 0 to 1 (a lower triangle of ones): a colour bar with
+# too many ticks draws them over one another ("-0.9-0.8-0.7...").
 CUMSUM_3000 = '''
 import torch
 from torch.autograd import Function

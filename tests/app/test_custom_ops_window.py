@@ -1,4 +1,4 @@
-"""Issue 23 item 1 in the window: a file of custom ops lists them by ``ns::name`` (the live scan
+"""Custom ops in the window: a file of custom ops lists them by ``ns::name`` (the live scan
 of the text, and the worker's list after a run), and a run checks the chosen op."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Issue 20, item 17: the files that froze the editor, opened and typed into in the real window.
+"""Files that can freeze an editor, opened and typed into in the real window.
 
-A 10 MiB file that is one line once opened with a 3.7 s freeze and cost 2 s a key; 2 MB of
-unclosed ``class A(`` lines cost seconds a key with 17 Function-list scans running at once.
+A 10 MiB file that is one line costs seconds to lay out and seconds a key; 2 MB of unclosed
+``class A(`` lines cost seconds a key if every key starts a Function-list scan of its own.
 Speeds are measured in bench/typing_latency.py; these tests assert the structure that keeps
 them: the long line is refused with one message, one scan at a time, stale answers dropped, a
 scan linear in the text, a long line never lexed.
@@ -158,7 +158,7 @@ def test_a_cancelled_scan_stops():
 
 def test_the_scan_reads_each_character_of_unclosed_headers_about_once(monkeypatch):
     """2 MB of ``class A(``: each header's bases are looked for up to the next header, not 4,000
-    characters on (222,222 x 4,000 characters was the quadratic scan)."""
+    characters on (222,222 x 4,000 characters would be a quadratic scan)."""
     text = class_headers_text(2_000_000)
     looked_at = [0]
     real = function_list._bases_text

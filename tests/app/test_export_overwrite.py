@@ -1,4 +1,4 @@
-"""Item 4 of issue 20 in the window: File → Export into a folder that already holds figures of
+"""File → Export into a folder that already holds figures of
 the same names asks first, listing them; No keeps every file as it was and writes nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21 item 7: what File → Export and Edit → Copy worst cells write opens right outside Qt.
+"""What File → Export and Edit → Copy worst cells write opens right outside Qt.
 
 One failing example in the real window (its Jacobians, graph, memory study and Why? sweep), the
 backward step-through marking a row, then every figure the window offers exported as SVG and PNG.
@@ -32,11 +32,11 @@ from tests.svg_renders import (
 SIZE = (1280, 720)
 SHOTS = Path("/work/notes/shots")
 # Mean |difference| of the greyscale pictures averaged over 4x4 blocks, out of 255. Measured at
-# 1280x720: 1.0 to 3.0 for the fixed exports in both renderers (text set by another font engine
-# moves glyphs by a pixel or two); 5.5 to 126 in librsvg before the fix (strokes 80 to 800 px
-# wide). Chromium's old faults (blur, a stray line) move the mean little: the checks below find them.
+# 1280x720: 1.0 to 3.0 for these exports in both renderers (text set by another font engine
+# moves glyphs by a pixel or two); an SVG whose strokes librsvg scales (80 to 800 px wide) gives
+# 5.5 to 126. Chromium's faults (blur, a stray line) move the mean little: the checks below find them.
 MAX_MEAN_DIFFERENCE = 5.0
-MAX_STRAY_INK = 12  # px inked far from anything Qt drew: 0 now; the old Why? plot's stray line 119
+MAX_STRAY_INK = 12  # px inked far from anything Qt drew: 0 measured; a stray line across the Why? plot: ~119
 MAX_STROKE = 6.0  # px at 1280 wide: the thickest pen is the highlighted cell's 5 px frame
 SANS_GENERIC = "sans-serif"
 SVG = "{http://www.w3.org/2000/svg}"

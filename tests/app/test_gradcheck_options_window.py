@@ -1,4 +1,4 @@
-"""gradcheck's options in the window (issue 23, items 2-4): the options dialog sends them with the
+"""gradcheck's options in the window: the options dialog sends them with the
 run, the verdict shown is gradcheck's with the same options, a combination gradcheck refuses shows
 its sentence, the options survive a relaunch, and the forward-mode Jacobian has its switch.
 

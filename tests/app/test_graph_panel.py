@@ -412,7 +412,7 @@ def test_screenshot_fused_conv_bn(qtbot, panel):
     assert QImage(str(path)).width() >= 1300
 
 
-# --------------------------------------------------------------------------- issue 21, item 9
+# ----------------------------------------------------------------- no label overlaps or is cut
 
 
 def node_rects(panel) -> list[tuple[int, QRectF]]:

@@ -1,4 +1,4 @@
-"""Issue 14 in the real window: presentation mode and the clicker, the step-through marking the
+"""A lecture and everyday use in the real window: presentation mode and the clicker, the step-through marking the
 row one backward call fills, stale results, copying the worst cells, the Help menu, the library
 tree following the document."""
 

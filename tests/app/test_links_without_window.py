@@ -1,4 +1,4 @@
-"""RegionLink, Exports and WhyLink built from fakes, without a MainWindow (issue 24 item 1): the
+"""RegionLink, Exports and WhyLink built from fakes, without a MainWindow: the
 link between the Jacobian panel and the run controller, the export files and the Why? dock's runs,
 each tested alone."""
 

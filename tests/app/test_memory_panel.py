@@ -335,7 +335,7 @@ def test_a_value_the_controls_cannot_show_is_clamped_and_written_back(panel):
 
 
 def test_saved_tensors_tab_lists_what_each_variant_keeps(qtbot, panel, cpu_payload):
-    """Item 21.10: the panel says why, one row per saved tensor (from the worker's real payload)."""
+    """The Saved tensors tab says why, one row per saved tensor (from the worker's real payload)."""
     from gradviz.app.panels.memory_panel import TENSORS_TAB
     from gradviz.schema.memory import SavedTensor, tensor_rows
 

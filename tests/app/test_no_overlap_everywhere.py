@@ -1,11 +1,11 @@
-"""No text overlaps or is cut anywhere a user looks (issue 21, item 9): every dock's content (each
+"""No text overlaps or is cut anywhere a user looks: every dock's content (each
 tabbed dock brought to the top in turn, each tab inside it shown), the dialogs (F1 shortcuts,
 export, recovery) and presentation mode, on the real window at 1280x720, 1366x768 and 1920x1080
 after a real run of a failing Function (its memory study drawn too).
 
 One window serves the whole module (a window, its worker and a run cost seconds; each case only
-resizes it and looks). A case that fails in files another helper owns is marked xfail(strict)
-with the item that owns it, so the lead sees it flip when that helper's fix is merged.
+resizes it and looks). A known failure is marked xfail(strict) with its reason in ``KNOWN``, so
+the case flips to an error the moment it is fixed and the mark must go.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 FAILING = "buggy_linear_transpose"
 
-# (what, size) -> the item of issue 21 whose owner fixes it; filled from what this test found
+# (what, size) -> why that case is a known failure (size "*": at every size); empty: none is
 KNOWN: dict[tuple[str, str], str] = {}
 
 

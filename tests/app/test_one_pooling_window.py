@@ -1,4 +1,4 @@
-"""Issue 24 item 3: the window and the saved figures pool a block the same way and colour it on
+"""The window and the saved figures pool a block the same way and colour it on
 the same levels. The panel's images (what pyqtgraph draws) coloured on the panel's levels equal
 the figure's cell colours at the same pooling, map for map."""
 

@@ -1,4 +1,4 @@
-"""Presentation mode in a lecture hall (issue 21, item 6): the real window at a projector's
+"""Presentation mode in a lecture hall: the real window at a projector's
 1280x720 and at 1920x1080, driven with the keys a clicker sends, one view at a time. Measured on
 screen: every text at least 24 px, the heatmaps at least 300 px tall, no text overlapping or cut,
 a visible "which view of how many", A+ never pushing a view below its minimum, the quiz button

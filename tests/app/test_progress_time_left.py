@@ -1,4 +1,4 @@
-"""A long run shows the time it has left, not only counts (issue 21, item 11): a real Function
+"""A long run shows the time it has left, not only counts: a real Function
 big enough that the worker sends many progress messages, run in the real window."""
 
 from __future__ import annotations

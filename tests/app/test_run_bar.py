@@ -109,7 +109,7 @@ def test_unavailable_cuda_is_listed_disabled_with_the_reason(bar):
 
 
 def test_number_fields_show_the_value_they_hold_whole(qtbot):
-    """0.00316 shows as 0.00316 (it was cut to "0.0031"), 1e-7 as 1e-7, in a toolbar at 1280x720."""
+    """0.00316 shows as 0.00316 (not cut to "0.0031"), 1e-7 as 1e-7, in a toolbar at 1280x720."""
     from PySide6.QtWidgets import QMainWindow
 
     settings = RunSettings()

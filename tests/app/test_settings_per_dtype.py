@@ -1,4 +1,4 @@
-"""Run settings do not leak between files and launches (issue 21, item 8): a suggested eps is for
+"""Run settings do not leak between files and launches: a suggested eps is for
 that one re-run; eps, atol and rtol are the dtype's defaults (gradviz.schema.settings, as in the
 CLI) unless the user typed one, per field; number fields show the value they hold, whole."""
 

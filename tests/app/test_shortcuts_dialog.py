@@ -4,8 +4,8 @@ dialog's frame, title bar included, lies within the work area of the screen its 
 - The real app on a projector's 1280x720, a laptop's 1366x768 and a desktop's 1920x1080 screen,
   F1 typed into its window; measured from outside with the X tools (``wm_display``).
 - On a 1280x720 screen, the dialog fitted to a room larger than that screen (as
-  ``test_no_overlap_everywhere`` fits it to 1366x768 and 1920x1080): the old ``fit`` believed the
-  room, came out taller than the screen, and openbox pushed its title bar above the top.
+  ``test_no_overlap_everywhere`` fits it to 1366x768 and 1920x1080): a ``fit`` that believed the
+  room would come out taller than the screen, and openbox would push its title bar above the top.
 - In the suite's own display, the size and place ``fit`` asks for (before openbox corrects
   anything) for a room larger than the screen or off it: those of the screen itself.
 

@@ -3,9 +3,9 @@
 The app runs as a subprocess (``launch.run_app``, what ``gradviz`` runs), with SIGINT at its
 default as a terminal delivers it. After the signal it exits with 128 + the signal's number, prints
 no traceback, leaves no worker, and keeps the unsaved text recoverable: a Ctrl+C is not an answer
-to "Restore unsaved work?" and not a decision to discard what the editor holds. Before this, SIGINT
-with the recovery question open segfaulted, and with the window open it printed a
-KeyboardInterrupt traceback and the app ran on.
+to "Restore unsaved work?" and not a decision to discard what the editor holds. Left to Python,
+SIGINT with the recovery question open can segfault in Qt's modal loop, and with the window open
+it prints a KeyboardInterrupt traceback while the app runs on.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def test_a_whole_number_for_a_float_setting_is_stored_as_a_float():
         ("eps", 0.0, "eps must be positive"),
         ("eps", float("nan"), "finite"),
         ("atol", -1.0, "atol must be >= 0"),
-        ("dtype", "int8", "Unsupported dtype"),  # float16 and bfloat16 are checked since issue 13
+        ("dtype", "int8", "Unsupported dtype"),  # float16 and bfloat16 are checked dtypes; int8 is not
         ("device", "", "device must be a name"),
         ("seed", 2**64, "out of range"),
         ("seed", 1.5, "whole number"),

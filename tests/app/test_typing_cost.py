@@ -1,6 +1,6 @@
 """A key press copies nothing out of the editor: the stale mark, the Why? dock and the title
-all follow a key without reading the document's text (a 9 MB text took 9 copies a key, a
-third of a second). Counted in the real window, with a result on screen to compare against."""
+all follow a key without reading the document's text (each copy of a 9 MB text costs tens of
+milliseconds, and a key may not wait for one). Counted in the real window, with a result on screen to compare against."""
 
 from __future__ import annotations
 

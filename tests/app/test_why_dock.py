@@ -43,7 +43,7 @@ def test_a_passing_check_sends_no_sweep(qtbot, main_window):
     assert window.why.panel.result() is None and not window.controller.sweep_running
 
 
-# --- issue 21, item 5: nothing cut at real window sizes, a Sweep button for any Function, stale marks ---
+# --- nothing cut at real window sizes, a Sweep button for any Function, stale marks ---
 
 SIZES = [(1280, 720), (1366, 768), (1682, 1045), (1920, 1080)]  # 1682x1045: the default window on 1920x1080
 

@@ -37,7 +37,7 @@ from torch.autograd import Function
 
 class CumSum(Function):
     """The running sum, computed 50 times over: a run that lasts seconds on any machine, so the
-    time left has long enough to show (one cumsum of 2500 took 0.5 s in all, too close to the
+    time left has long enough to show (one cumsum of 2500 takes about 0.5 s in all, too close to the
     half second the estimate waits for)."""
 
     @staticmethod

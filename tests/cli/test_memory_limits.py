@@ -1,6 +1,6 @@
-"""Item 13 of issue 20: ``gradviz memory`` runs the conv-BN study in the worker, under the
-worker's memory limit, and refuses a size that cannot fit before anything is allocated (it was
-run in the CLI's own process: 23.5 GB, then the OOM killer; a huge --shape was a traceback)."""
+"""``gradviz memory`` runs the conv-BN study in the worker, under the worker's memory limit, and
+refuses a size that cannot fit before anything is allocated (in the CLI's own process a large
+study can take 23.5 GB and meet the OOM killer; a huge --shape must be one line, not a traceback)."""
 
 from __future__ import annotations
 

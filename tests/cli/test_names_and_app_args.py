@@ -1,9 +1,9 @@
-"""Items 14 and 19 (command line) of issue 20, run through the real CLI in a subprocess.
+"""Names the OS refuses and bad window arguments, run through the real CLI in a subprocess.
 
-14: a target name over 255 bytes made the OS refuse the lookup (ENAMETOOLONG) and printed an
-OSError traceback with exit 1, the FAILED code: one line and exit 2 now, for every command.
-19: ``--screenshot`` into a folder that does not exist exited 0 having written nothing, and an
-unknown ``--example`` opened the default and exited 0: both are refused before Qt starts.
+A target name over 255 bytes, which the OS refuses to look up (ENAMETOOLONG), is one line and
+exit 2 for every command, never an OSError traceback with exit 1 (the FAILED code).
+``--screenshot`` into a folder that does not exist and an unknown ``--example`` are refused
+before Qt starts, never exit 0 having written nothing or opened the default.
 """
 
 from __future__ import annotations

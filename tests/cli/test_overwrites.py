@@ -1,4 +1,4 @@
-"""Item 4 of issue 20 for the command line and the API: ``gradviz check --save DIR`` and
+"""The command line and the API: ``gradviz check --save DIR`` and
 ``Report.save(dir)`` never replace files silently. Without ``--overwrite`` / ``overwrite=True``
 they refuse, naming the files, and write nothing; with it they replace them."""
 

@@ -1,4 +1,4 @@
-"""Patterns found beyond issue 9's list, each held to gradcheck.
+"""Patterns beyond the corpus of buggy twins, each held to gradcheck.
 
 - A forward that reads ``ctx.needs_input_grad`` (or ``requires_grad``) computes something else
   when its inputs are copies that do not require grad: gradviz's forwards must see the inputs as

@@ -1,4 +1,4 @@
-"""Forward mode (issue 23 item 2): the verdict is gradcheck(check_forward_ad=True)'s, the forward
+"""Forward mode: the verdict is gradcheck(check_forward_ad=True)'s, the forward
 Jacobian is torch.func.jacfwd's, and a missing forward formula is said by name."""
 
 from __future__ import annotations

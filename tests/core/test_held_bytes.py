@@ -1,4 +1,4 @@
-"""What a check holds (issue 25): the error map and failing mask only when something reads them,
+"""What a check holds: the error map and failing mask only when something reads them,
 and a peak within the bytes the size guard promises, computed from the guard's own constants."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _json_style_check(n: int) -> tuple[CheckResult, int, int]:
 
 def test_a_check_nobody_asks_arrays_from_holds_only_the_jacobians():
     """Just under the guard, the JSON path's peak stays within what the guard promises for a check
-    that builds no maps: both Jacobians and two chunk buffers (the old compare held 21 bytes a cell)."""
+    that builds no maps: both Jacobians and two chunk buffers (not the 21 bytes a cell of every map)."""
     result, cells, peak = _json_style_check(1024)
     assert result.passed and not result.large_blocks  # the case fits the guard: the full path ran
     assert held_bytes(cells + 1, CHUNK) > result.settings.max_jacobian_bytes  # one cell more would not fit

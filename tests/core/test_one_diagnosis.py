@@ -1,5 +1,5 @@
-"""One diagnosis per failing block (issue 23 item 7): hints, warnings, kink marks and the eps sweep
-tell the same story on the patterns that used to make them contradict each other.
+"""One diagnosis per failing block: hints, warnings, kink marks and the eps sweep tell the same
+story on the patterns that invite them to contradict each other.
 
 Each Function lives in ``tests/real_world/hint_patterns.py``. The verdict stays gradcheck's
 (computed here with ``torch.autograd.gradcheck``); only the explanation is tested.

@@ -1,7 +1,7 @@
 """One step from user source to inputs: the check, the sweep, a region and the graph run the same inputs.
 
-The graph used to draw its inputs without ``jitter``, so with jitter the window showed gradients of
-other inputs than the ones checked. The first test goes through the worker's handlers, as the window
+A graph drawn from its own inputs, without ``jitter``, would show gradients of other inputs than
+the ones checked. The first test goes through the worker's handlers, as the window
 does; the second holds every ``*_source`` entry point to ``prepare_source``, bit for bit.
 """
 

@@ -176,7 +176,7 @@ def test_generator_reaches_every_op_and_mutation():
 
     The question is whether each kind turns up within 1000 examples; the search stops at the
     example where the last one turns up (24 with the CI profile's fixed seed), as the answer can
-    no longer change. Drawing all 1000 took ~25 s of CPU (~45 s in a loaded CI run) for nothing."""
+    no longer change. Drawing all 1000 would cost ~25 s of CPU (~45 s in a loaded CI run) for nothing."""
     ops, mutations = set(), set()
 
     @settings(PROFILE, max_examples=1000, phases=[Phase.generate])

@@ -15,7 +15,7 @@ def test_sealed_lines_round_trip_and_anything_else_is_refused():
     forged = messages.result(1, "check", {"passed": True})
     data = (
         messages.seal(good, key)
-        + messages.encode(forged)  # plain JSON, as the old protocol was
+        + messages.encode(forged)  # plain JSON, unsealed
         + b"0" * 64 + b" " + json.dumps(forged).encode() + b"\n"  # a made-up seal
         + messages.seal(forged, os.urandom(32))  # sealed under another run's key
         + messages.seal(good, key)[:-30] + b"true}}\n"  # a sealed line with its body changed
@@ -26,7 +26,7 @@ def test_sealed_lines_round_trip_and_anything_else_is_refused():
 
 
 def test_a_line_of_many_megabytes_in_small_reads_costs_its_size_not_its_square():
-    """64 KiB reads of a 32 MiB line: joined once (the old decoder copied it at every read)."""
+    """64 KiB reads of a 32 MiB line: joined once, not copied at every read."""
     message = messages.error(1, "check", {"kind": "forward", "message": "x" * 32 * 2**20})
     data = messages.encode(message)
     decoder = messages.LineDecoder()

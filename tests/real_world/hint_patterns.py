@@ -1,6 +1,6 @@
-"""Functions whose failing checks invite contradictory diagnoses (issue 23 item 7).
+"""Functions whose failing checks invite contradictory diagnoses.
 
-Source: gradviz's own issue 23 (this project): float32 round-off, float32 arithmetic inside a float64
+Source: written for gradviz (this project): float32 round-off, float32 arithmetic inside a float64
 forward (mixed-precision code), and straight-through estimators (BinaryConnect, DoReFa, BitNet).
 
 Pattern (a): float32 checks. ``Cube`` is right; in float32 at gradcheck's eps=1e-6 its cells fail

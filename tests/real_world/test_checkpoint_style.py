@@ -1,4 +1,4 @@
-"""Issue 23 item 5: a Function that also reads its argument another way (checkpoint style).
+"""A Function that also reads its argument another way (checkpoint style).
 
 The Functions in ``checkpoint/checkpoint_style.py`` get the module's parameters as arguments but
 read them through the module. gradcheck perturbs the caller's own tensors in place, so the

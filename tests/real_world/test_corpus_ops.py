@@ -5,10 +5,11 @@ while other test modules hold what their own import of the file defined. Running
 ``@torch.library.custom_op("ns::name")`` again makes PyTorch destroy the first definition
 (``get_library_allowing_overwrite``) and register a new one: the ``CustomOpDef`` the first import
 holds keeps a handle to the dispatcher entry just freed. Calling it then works or fails by how the
-heap was reused ("schema ... not registered yet", ``std::bad_alloc``, a crash): that was the
-order-dependent failure of ``tests/core/test_forward_ad.py`` on ``gvtest_fwd::sin_no_forward``
-after ``test_real_world.py`` in the same pytest process. A corpus file defines each op once per
-process (as ``vmap_functions.py`` does) and takes the registered one on a second run.
+heap was reused ("schema ... not registered yet", ``std::bad_alloc``, a crash), so a test fails
+or not by the order the tests ran in (``tests/core/test_forward_ad.py`` on
+``gvtest_fwd::sin_no_forward`` after ``test_real_world.py`` in the same pytest process). A corpus
+file defines each op once per process (as ``vmap_functions.py`` does) and takes the registered
+one on a second run.
 """
 
 from __future__ import annotations

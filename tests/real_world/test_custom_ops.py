@@ -1,4 +1,4 @@
-"""Issue 23 item 1: custom ops (``torch.library.custom_op`` + ``register_autograd``) as first class
+"""Custom ops (``torch.library.custom_op`` + ``register_autograd``) as first class
 as a Function: named ``ns::name`` with the schema's argument names, found in files, written into a
 reproducer, named in the graph, and checked by ``torch.library.opcheck``'s tests as named checks
 (warned beside gradcheck's verdict, which they leave alone).

@@ -1,4 +1,4 @@
-"""Issue 21 item 7, the Qt-free figures: the SVG a notebook shows and ``Report.save`` writes draws
+"""The Qt-free figures: the SVG a notebook shows and ``Report.save`` writes draws
 its heatmaps cell for cell in librsvg and in Chromium, and names a CSS font stack."""
 
 from __future__ import annotations

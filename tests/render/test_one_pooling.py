@@ -1,6 +1,6 @@
-"""Issue 24 item 3, the pooling drift: the notebook and saved figures pooled values by the mean,
-the window by the largest |value|, so a sparse diagonal faded outside the window. The figures now
-pool as the window does (gradviz.render.pooling): each diagonal tile keeps its largest value."""
+"""One pooling everywhere: the notebook and saved figures pool values as the window does, by the
+largest |value| (gradviz.render.pooling), so each diagonal tile keeps its largest value (pooled by
+the mean, a sparse diagonal would fade outside the window)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""User Functions that try to outlive, outgrow or outwit their run (issue 20, items 7-9, 19)."""
+"""User Functions that try to outlive, outgrow or outwit their run."""
 
 from __future__ import annotations
 

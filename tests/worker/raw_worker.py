@@ -1,8 +1,8 @@
 """The real worker process, spoken to line by line with a deadline on every wait.
 
-WorkerClient waits as long as the worker takes; a test of a worker that used to wedge must fail,
+WorkerClient waits as long as the worker takes; a test of a worker that could wedge must fail,
 not hang, so these tests talk to ``python -P -m gradviz.worker`` (started exactly as the clients
-start it) through this small driver instead where a wedge was the bug.
+start it) through this small driver instead where a wedge is what they test.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The two small modules the worker's run and handlers share (issue 24 item 4 moved them out of
-``run`` and ``supervisor`` so the worker's modules import in one direction): an exception that
+"""The two small modules the worker's run and handlers share (apart from ``run`` and
+``supervisor``, so the worker's modules import in one direction): an exception that
 escaped the core, as the error a run answers, and the memory a run may use."""
 
 from __future__ import annotations

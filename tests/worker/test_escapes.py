@@ -1,4 +1,4 @@
-"""User code that escapes its run (issue 20, items 6-9 and 19), done for real to the real worker.
+"""User code that escapes its run, done for real to the real worker.
 
 Real Functions start a child in a session of its own and a double-forked daemon, join the
 worker's process group, fork a child that touches hundreds of megabytes, or lie in wait as a
@@ -39,7 +39,7 @@ def cli(*args: str, cwd: Path | None = None, env: dict | None = None, **popen) -
     return subprocess.Popen([sys.executable, "-P", "-m", "gradviz", *args], cwd=cwd, env=env, text=True, **popen)
 
 
-# --- item 7: processes that leave the run's group -----------------------------------------------
+# --- processes that leave the run's group ------------------------------------------------------
 
 
 def test_a_setsid_child_and_a_daemon_end_with_a_finished_run(write_source, tmp_path):
@@ -132,7 +132,7 @@ def test_a_setsid_child_and_a_daemon_end_with_gradviz_check(write_source, tmp_pa
         kill_leftovers(pids)
 
 
-# --- item 9: a run that joins the worker's process group ----------------------------------------
+# --- a run that joins the worker's process group -----------------------------------------------
 
 
 @pytest.mark.parametrize("stop", ["timeout", "cancel"])
@@ -157,7 +157,7 @@ def test_a_run_in_the_workers_own_group_is_stopped_and_the_next_run_is_served(wr
         kill_leftovers(pids)
 
 
-# --- item 8: memory of the whole tree -----------------------------------------------------------
+# --- memory of the whole tree ------------------------------------------------------------------
 
 FORKS_AND_TOUCHES = '''
 import os, time
@@ -213,7 +213,7 @@ def wait_no_descendants(pid: int, seconds: float) -> bool:
     return False
 
 
-# --- item 6: the current folder at launch -------------------------------------------------------
+# --- the current folder at launch --------------------------------------------------------------
 
 HOSTILE = "open({marker!r}, 'w').write(__file__)\n"
 
@@ -264,7 +264,7 @@ def test_a_torch_py_in_the_current_folder_never_runs_in_the_worker(tmp_path, mon
     assert reply.ok and reply.result["passed"], reply.error
 
 
-# --- item 19: interrupting the CLI leaves no folder and no process -----------------------------
+# --- interrupting the CLI leaves no folder and no process -------------------------------------
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

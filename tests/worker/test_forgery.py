@@ -1,4 +1,4 @@
-"""A forged verdict (issue 20, item 11), done for real: user code finds the run's pipe to the worker
+"""A forged verdict, done for real: user code finds the run's pipe to the worker
 and writes a well-formed PASSED result into it, then its wrong backward is checked.
 
 The forged line is the very result the worker sent for a correct Function a moment before, under

@@ -1,5 +1,5 @@
 """Runs wait passively at the end of OpenMP regions (``protocol.launch.RUNTIME_ENVIRONMENT``): a spinning
-thread on a busy machine takes the core its partner needs (issue 25). What a run's own code sees,
+thread on a busy machine takes the core its partner needs. What a run's own code sees,
 forked and spawned; a setting the user made stands."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Endless recursion under a raised recursion limit (issue 20, item 16), for real, through the CLI.
+"""Endless recursion under a raised recursion limit, for real, through the CLI.
 
 Pure Python recursion reaches a million frames and raises RecursionError: the error names the
-user's line with the stack trimmed, in a few kilobytes (it used to be one 67 MB line the worker
-refused). Recursion through C code overflows the C stack instead: a segfault, reported as a
+user's line with the stack trimmed, in a few kilobytes (the whole traceback is one 67 MB line,
+more than the worker accepts). Recursion through C code overflows the C stack instead: a segfault, reported as a
 crash at the user's line that says it looks like endless recursion.
 """
 

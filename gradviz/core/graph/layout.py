@@ -17,8 +17,8 @@ def layered_layout(n: int, edges: np.ndarray, leaves: Sequence[int] = (), *, swe
     within a layer, nodes start in id order and a few barycenter sweeps (each node moved to the
     mean place of its neighbours in the layers above, then below) untangle crossings. No random
     seeds, so the same graph gets the same picture; O(sweeps * (N log N + E)). The standard
-    library's topological sort is all the graph library this needs (networkx took 0.2 s to import
-    in every fresh worker, on the way to the first verdict).
+    library's topological sort is all the graph library this needs (importing networkx would add
+    0.2 s to every fresh worker, on the way to the first verdict).
     """
     if n == 0:
         return np.zeros((0, 2))
