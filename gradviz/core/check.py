@@ -35,7 +35,14 @@ from gradviz.core.jacobian import CancelFn, Jacobian, Progress, ProgressFn
 from gradviz.core.loader import LoadedSource
 from gradviz.core.numerical_jacobian import numerical_jacobian
 from gradviz.core.prepare import prepare_source
-from gradviz.core.user_code import CodeFiles, backward_error, first_forward, input_infos, output_infos
+from gradviz.core.user_code import (
+    CodeFiles,
+    backward_error,
+    first_forward,
+    input_infos,
+    output_infos,
+    second_forward,
+)
 from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, UserCodeError
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
 from gradviz.schema.settings import CheckSettings, Tolerance
@@ -139,7 +146,7 @@ def check_function(
         )
     run = CheckRun(fn, inputs, first.outputs, first.out_indices, settings, first.mutates, first.code, loaded)
     empty = _empty_blocks(run)
-    again = check_warnings.second_forward(fn, inputs.args)  # the numerical reference, and the forward's noise
+    again = second_forward(fn, inputs.args)  # the numerical reference, and the forward's noise
     too_large = large.too_large(run)
     if too_large and not first.zero_analytic:
         return large.check_large(run, first.out_infos, too_large, name, progress=progress, cancel=cancel)

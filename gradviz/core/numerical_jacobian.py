@@ -101,7 +101,7 @@ def numerical_jacobian(
     ``ctx.needs_input_grad`` or ``requires_grad`` computes what it computes under gradcheck; the
     batched forward runs without autograd and is checked against plain ones. ``reference`` is
     the outputs of a plain forward on fresh copies of ``args``, detached and copied, when the
-    caller already ran one (``check_warnings.second_forward``).
+    caller already ran one (``user_code.second_forward``).
     """
     progress = progress or Progress(0)
     used, note = set(), None
