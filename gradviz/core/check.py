@@ -47,8 +47,6 @@ from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, UserCodeEr
 from gradviz.schema.results import BlockComparison, CheckResult, TensorInfo
 from gradviz.schema.settings import CheckSettings, Tolerance
 
-__all__ = ["CheckSettings", "NothingToCheck", "check_function", "check_source"]
-
 NO_FLOATING_OUTPUT = (
     "Nothing to check: {name}.forward returns no floating-point tensor (only {dtypes} outputs), so there is no "
     "Jacobian to compare."
