@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gradviz.render.figure import KINDS, block_svg, heatmap_png
 from gradviz.schema.array_files import ARRAYS, block_key, npz_bytes, write_file
 from gradviz.schema.json_schemas import stamp
-from gradviz.schema.report import result_to_dict
+from gradviz.schema.report import ALREADY_HOLDS, result_to_dict
 from gradviz.schema.strict_json import dumps
 
 if TYPE_CHECKING:
@@ -33,11 +33,7 @@ def existing_files(directory: Path, names: list[str], how: str) -> list[Path]:
     found = [directory / n for n in names if (directory / n).exists() or (directory / n).is_symlink()]
     if found:
         shown = ", ".join(p.name for p in found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
-        raise ExistingFiles(
-            f"{directory} already holds {shown}; nothing was written. Save into another folder, or pass "
-            f"{how} to replace them.",
-            found,
-        )
+        raise ExistingFiles(ALREADY_HOLDS.format(directory=directory, files=shown, how=how), found)
     return found
 
 

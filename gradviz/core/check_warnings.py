@@ -11,7 +11,6 @@ import math
 import torch
 
 from gradviz.core.diagnosis import coarser_outputs, is_nondeterministic
-from gradviz.core.jacobian import call_apply
 from gradviz.schema.results import CheckResult
 from gradviz.schema.settings import DTYPE_DEFAULTS, MACHINE_EPS, CheckSettings
 
@@ -52,19 +51,6 @@ def in_place_note(changed: list[int], in_indices: list[int], names: list[str]) -
         "so it reports a mismatch here even for a right backward; this verdict is the one it would give "
         "on fn(x.clone())."
     ]
-
-
-def second_forward(fn, args) -> tuple | None:
-    """The forward once more on fresh copies of the same inputs, as the first ran (grad mode on,
-    copies requiring grad like the inputs), its outputs detached and copied (no graph is held);
-    None when it raised. It measures the forward's noise and is the numerical Jacobian's
-    reference: one forward serves both."""
-    try:
-        with torch.enable_grad():
-            outputs = call_apply(fn.apply, args, clone=True)
-        return tuple(o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs)
-    except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
-        return None
 
 
 def forward_noise(outputs, again: tuple | None, out_indices) -> float:

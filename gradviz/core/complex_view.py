@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from gradviz.core.hints import SIGN_FLIP
 from gradviz.core.inputs import PreparedInputs
+
+REAL_AND_IMAGINARY = "[..., 0] real part, [..., 1] imaginary part"  # how a complex tensor is read as real
 
 
 class RealView:
@@ -82,8 +85,8 @@ def outputs_need_real_view(outputs: tuple) -> bool:
 
 def output_note() -> str:
     return (
-        "The Function returns a complex tensor: its Jacobian rows are torch.view_as_real(out) "
-        "([..., 0] real part, [..., 1] imaginary part), the derivatives gradcheck checks with grad_output 1 and 1j."
+        f"The Function returns a complex tensor: its Jacobian rows are torch.view_as_real(out) "
+        f"({REAL_AND_IMAGINARY}), the derivatives gradcheck checks with grad_output 1 and 1j."
     )
 
 
@@ -99,7 +102,6 @@ def conjugate_hints(blocks: list, atol: float, rtol: float) -> None:
             b.hints = [CONJUGATE_HINT, *(h for h in b.hints if not h.startswith(SIGN_FLIP))]
 
 
-SIGN_FLIP = "On every failing cell analytic = -numerical,"
 CONJUGATE_HINT = (
     "On every failing cell analytic = -numerical in the real and imaginary parts: a complex backward "
     "missing (or adding) a .conj(). PyTorch wants grad_output * conj(df/dz) for a holomorphic f "
@@ -109,6 +111,6 @@ CONJUGATE_HINT = (
 
 def _note(name: str) -> str:
     return (
-        f"{name} is complex: its Jacobian columns are torch.view_as_real({name}) ([..., 0] real part, "
-        "[..., 1] imaginary part), the Wirtinger derivatives gradcheck checks."
+        f"{name} is complex: its Jacobian columns are torch.view_as_real({name}) ({REAL_AND_IMAGINARY}), "
+        "the Wirtinger derivatives gradcheck checks."
     )

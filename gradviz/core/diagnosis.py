@@ -41,6 +41,10 @@ from gradviz.schema.results import BlockComparison, CheckResult
 from gradviz.schema.settings import MACHINE_EPS, CheckSettings, dtype_defaults
 from gradviz.schema.sweep import BlockSweep, Verdict
 
+# what a piecewise-constant forward does, said by the check's hint and by the sweep
+FLAT_THEN_JUMPS = "does not move at small steps and jumps at larger ones"
+STRAIGHT_THROUGH = "a straight-through estimator"
+BACKWARD_WRONG = "the backward is wrong here."  # said where a block fails its re-check too
 LARGE_MOVES = (0.1, 1.0, 10.0)  # the piecewise-constant probe's large steps, times (1 + |x|)
 NOISE_SHARE = 0.1  # a nondeterministic forward's noise counts above this share of atol
 
@@ -232,11 +236,11 @@ def decide(block: BlockComparison, in_name: str, found: _Evidence, settings: Che
         return Diagnosis(*key, Cause.KINK, [kink])
     hints = list(block.hints)
     if copy is not None:
-        hints = ["Fails in float64 too: the backward is wrong here.", *(copy.hints or hints)]
+        hints = [f"Fails in float64 too: {BACKWARD_WRONG}", *(copy.hints or hints)]
     elif coarse is not None and found.internal:
         hints = [
             f"Fails with {found.internal}'s eps and tolerances too, where the forward's {found.internal} round-off "
-            "no longer matters: the backward is wrong here.",
+            f"no longer matters: {BACKWARD_WRONG}",
             *(coarse.hints or hints),
         ]
     return Diagnosis(*key, Cause.BACKWARD, [kink, *hints] if kink else hints)
@@ -289,9 +293,9 @@ def piecewise_constant(
 
 def piecewise_constant_hint(in_name: str) -> str:
     return (
-        f"The forward is piecewise constant in {in_name} (round, sign, floor, a threshold): it does not move "
-        "at small steps and jumps at larger ones, so its numerical Jacobian is 0 almost everywhere, while the "
-        "backward passes a gradient by design (a straight-through estimator). Finite differences cannot "
+        f"The forward is piecewise constant in {in_name} (round, sign, floor, a threshold): it "
+        f"{FLAT_THEN_JUMPS}, so its numerical Jacobian is 0 almost everywhere, while the backward passes a "
+        f"gradient by design ({STRAIGHT_THROUGH}). Finite differences cannot "
         "validate such a backward at any eps: these cells fail whatever it returns. gradcheck fails it too; "
         "judge the surrogate gradient on its own terms (e.g. against the smooth function it stands for)."
     )
@@ -360,8 +364,8 @@ PIECEWISE = "piecewise constant:"
 def _say_piecewise_constant(b: BlockSweep) -> None:
     b.verdict = Verdict.NON_DIFFERENTIABLE
     b.message = (
-        f"{b.title}: {PIECEWISE} the forward does not move at small steps and jumps at larger ones, while the "
-        "backward passes a gradient (a straight-through estimator): no step gives a derivative to compare it with."
+        f"{b.title}: {PIECEWISE} the forward {FLAT_THEN_JUMPS}, while the backward passes a gradient "
+        f"({STRAIGHT_THROUGH}): no step gives a derivative to compare it with."
     )
 
 

@@ -26,6 +26,12 @@ ALMOST_NO_GRADIENT = (
     "numerical derivatives reach {numerical:.2g}, but the output depends on {in_name}. Look for a factor that "
     "vanishes (a tiny constant, an underflow, a detached or zeroed term) in the gradient it returns."
 )
+# the sign hint opens with this, so a complex view can replace it with its own reading (``complex_view``)
+SIGN_FLIP = "On every failing cell analytic = -numerical,"
+PARTLY_FLIPPED = (
+    SIGN_FLIP + " the others agree: a sign(...) factor or a minus is missing for some {in_name} entries (check "
+    "abs/sign/relu-like terms)."
+)
 IGNORES_GRAD_OUTPUT = (
     "Every row of the analytic Jacobian for {in_name} is the same, whichever output entry the gradient "
     "comes from: the backward ignores grad_output (multiply by grad_output, e.g. return grad_output * ...)."
@@ -54,10 +60,7 @@ def diagnose(block: BlockComparison, in_name: str) -> list[str]:
         return ["Analytic = -numerical everywhere: a sign is flipped in the backward."]
     fail = block.failing
     if _close(a[fail], -n[fail]):
-        return [
-            f"On every failing cell analytic = -numerical, the others agree: a sign(...) factor or a minus "
-            f"is missing for some {in_name} entries (check abs/sign/relu-like terms)."
-        ]
+        return [PARTLY_FLIPPED.format(in_name=in_name)]
     nn = float(np.vdot(n, n))
     if nn > 0:
         factor = float(np.vdot(a, n)) / nn

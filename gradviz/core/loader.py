@@ -26,7 +26,7 @@ from gradviz.core.callables import Checkable, CustomOpFunction, as_checkable, de
 from gradviz.core.custom_ops import Registrations, find_custom_ops
 from gradviz.schema.errors import ErrorKind, Frame, GradvizError, SettingsError, UserCodeError, from_exception
 from gradviz.schema.source_files import read_source_text
-from gradviz.schema.targets import Target, check_inputs_path, locate_module, parse_target
+from gradviz.schema.targets import CANNOT_USE_INPUTS, Target, check_inputs_path, locate_module, parse_target
 
 MAX_QUOTED_LINE = 120  # characters of a bad line quoted in a syntax error
 
@@ -396,4 +396,4 @@ _UNSAFE_GLOBAL = re.compile(r"Unsupported global: GLOBAL (\S+)")
 
 
 def _bad_inputs(path: Path, why: str) -> TargetError:
-    return TargetError(ErrorKind.EXAMPLE_INPUTS, f"Cannot use {path} as inputs: {why}")
+    return TargetError(ErrorKind.EXAMPLE_INPUTS, CANNOT_USE_INPUTS.format(path=path, why=why))

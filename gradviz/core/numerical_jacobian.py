@@ -28,6 +28,7 @@ from gradviz.core.jacobian import (
     chunk_length,
     probe_indices,
 )
+from gradviz.core.perturb import FIXED_OUTPUTS
 from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.schema.errors import ErrorKind, UserCodeError
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
@@ -100,7 +101,7 @@ def numerical_jacobian(
     ``ctx.needs_input_grad`` or ``requires_grad`` computes what it computes under gradcheck; the
     batched forward runs without autograd and is checked against plain ones. ``reference`` is
     the outputs of a plain forward on fresh copies of ``args``, detached and copied, when the
-    caller already ran one (``check_warnings.second_forward``).
+    caller already ran one (``user_code.second_forward``).
     """
     progress = progress or Progress(0)
     used, note = set(), None
@@ -255,7 +256,7 @@ class ColumnFiller:
                 ErrorKind.BAD_OUTPUT,
                 f"forward returned a different output {i} when input {self.j} element {c} was moved by "
                 f"±eps: {what} instead of {tuple(ref.shape)} {str(ref.dtype).removeprefix('torch.')}. "
-                "Finite differences need outputs whose shape and dtype do not depend on the input values.",
+                f"{FIXED_OUTPUTS}",
             )
         return got
 

@@ -22,6 +22,8 @@ from gradviz.core.jacobian import batched_phase, call_apply
 from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.schema.errors import ErrorKind, UserCodeError
 
+FIXED_OUTPUTS = "Finite differences need outputs whose shape and dtype do not depend on the input values."
+
 
 class PerturbedForward:
     """``f`` at rows of a ``(k, numel_j)`` tensor of input-j values (C order), output by output."""
@@ -140,8 +142,7 @@ class PerturbedForward:
         expected = f" instead of {tuple(ref.shape)} {str(ref.dtype).removeprefix('torch.')}" if ref is not None else ""
         raise UserCodeError(
             ErrorKind.BAD_OUTPUT,
-            f"forward returned {found} as output {i} for {what} of input {self.j}{expected}. Finite "
-            "differences need outputs whose shape and dtype do not depend on the input values.",
+            f"forward returned {found} as output {i} for {what} of input {self.j}{expected}. {FIXED_OUTPUTS}",
         )
 
     def shifted(self, columns: Sequence[int], steps: Sequence[float]) -> torch.Tensor:

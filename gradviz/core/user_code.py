@@ -2,7 +2,8 @@
 arguments, and errors in its code that point at the user's own file and line.
 
 The check and a region of a large block both start from ``first_forward`` and name a failing
-backward with ``backward_error``, so both say the same about the same code.
+backward with ``backward_error``, so both say the same about the same code; the check's
+``second_forward`` is the numerical Jacobian's reference and the measure of the forward's noise.
 """
 
 from __future__ import annotations
@@ -63,6 +64,19 @@ def first_forward(fn: Checkable, args: tuple, code: CodeFiles) -> tuple[tuple, b
         except (Exception, SystemExit) as exc:
             raise code.error(ErrorKind.FORWARD, exc, f"{fn.__name__}.forward") from None
     return outputs, mutates, undeclared, changed
+
+
+def second_forward(fn: Checkable, args: Sequence) -> tuple | None:
+    """The forward once more on fresh copies of the same inputs, as the first ran (grad mode on,
+    copies requiring grad like the inputs), its outputs detached and copied (no graph is held);
+    None when it raised. It measures the forward's noise and is the numerical Jacobian's
+    reference: one forward serves both."""
+    try:
+        with torch.enable_grad():
+            outputs = call_apply(fn.apply, args, clone=True)
+        return tuple(o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs)
+    except (Exception, SystemExit):  # the numerical Jacobian runs forward again and says what fails
+        return None
 
 
 def output_infos(outputs: tuple, fn: Checkable, code: CodeFiles, loaded: LoadedSource | None = None) -> list[TensorInfo]:

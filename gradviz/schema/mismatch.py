@@ -17,7 +17,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gradviz.schema.results import WARNED, BlockComparison, CheckResult, FoundCell, LargeBlock
+from gradviz.schema.results import (
+    NOT_THE_VERDICT,
+    WARNED,
+    BlockComparison,
+    CheckResult,
+    FoundCell,
+    LargeBlock,
+)
 
 WORST_SHOWN = 5  # cells in the table under a failure message
 WORST_COPIED = 10  # cells in a table the window copies
@@ -162,7 +169,7 @@ def mismatch_message(result: CheckResult, worst: int = WORST_SHOWN) -> str:
         if c.failed:
             lines.append(f"Failed check {c.name}: {c.detail}")
         elif c.status == WARNED:
-            lines.append(f"Warned check {c.name} (not part of gradcheck's verdict): {c.detail}")
+            lines.append(f"Warned check {c.name} ({NOT_THE_VERDICT}): {c.detail}")
     for b in failed_blocks or result.blocks:
         lines += [f"Hint ({result.block_title(b)}): {h}" for h in b.hints]
     lines += [f"Warning: {w}" for w in result.warnings]

@@ -10,7 +10,7 @@ import numpy as np
 from gradviz.schema.array_files import block_key, write_npy
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import WARNED, BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.results import NOT_THE_VERDICT, WARNED, BlockComparison, CheckResult, LargeBlock
 from gradviz.schema.strict_json import encode, encode_optional
 from gradviz.schema.sweep import BlockSweep, SweepResult
 
@@ -197,7 +197,7 @@ def warned_note(result: CheckResult) -> str:
     that found a problem (a custom op's registration, a vmap rule), said beside the verdict they
     leave alone; '' when there are none."""
     warned = [c.name for c in result.checks if c.status == WARNED]
-    return f"; warned (not part of gradcheck's verdict): {', '.join(warned)}" if warned else ""
+    return f"; warned ({NOT_THE_VERDICT}): {', '.join(warned)}" if warned else ""
 
 
 def _forward_rows(result: CheckResult) -> list[str]:
@@ -263,6 +263,12 @@ def format_sweep(sweep: SweepResult) -> str:
 SAVED_ARRAYS = ("analytic", "numerical", "forward")  # what ``gradviz check --save`` writes per block
 
 
+# every save that refuses to replace files says so in these words; ``how`` is the flag or keyword that would
+ALREADY_HOLDS = (
+    "{directory} already holds {files}; nothing was written. Pass {how} to replace them, or save into another folder."
+)
+
+
 class ExistingArrays(FileExistsError):
     """``save_blocks`` would replace files: the message names them; nothing was written."""
 
@@ -285,10 +291,8 @@ def save_blocks(result: CheckResult, directory: str | Path, *, overwrite: bool =
         paths.setdefault(directory / f"numerical_{block_key(b)}.npy", b.numerical)
     existing = [p.name for p in paths if p.exists() or p.is_symlink()]
     if existing and not overwrite:
-        raise ExistingArrays(
-            f"{directory} already holds {', '.join(existing)}; nothing was written. Pass --overwrite to "
-            "replace them, or save into another folder."
-        )
+        files = ", ".join(existing)
+        raise ExistingArrays(ALREADY_HOLDS.format(directory=directory, files=files, how="--overwrite"))
     for path, array in paths.items():
         write_npy(path, np.ascontiguousarray(array, dtype=np.float64), exclusive=not overwrite)
     return list(paths)

@@ -21,6 +21,7 @@ PASSED, FAILED, DECLARED = "passed", "failed", "not supported (declared)"
 # a check beyond gradcheck (vmap_rule) that found a problem: named and explained, but not part of the
 # verdict, which stays gradcheck's (CheckOutcome.failed is False, so CheckResult.passed ignores it)
 WARNED = "warned"
+NOT_THE_VERDICT = "not part of gradcheck's verdict"  # said beside every WARNED check
 FAST_MODE = "fast_mode"  # the check whose verdict replaces the cells' (gradcheck(fast_mode=True))
 
 

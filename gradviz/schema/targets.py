@@ -15,6 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+CANNOT_USE_INPUTS = "Cannot use {path} as inputs: {why}"  # an inputs file refused, here or where it is loaded
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 # a name in the module (dotted for nested ones), or an operator's qualified name (ns::name[.overload])
 _ATTRIBUTE = re.compile(r"^([A-Za-z_]\w*(\.[A-Za-z_]\w*)*|[A-Za-z_]\w*::[A-Za-z_]\w*(\.\w+)?)$")
@@ -103,8 +104,9 @@ def check_inputs_path(path: str | os.PathLike[str]) -> Path:
     try:
         info = os.stat(path)
     except OSError as exc:
-        raise SettingsError(f"Cannot use {path} as inputs: {exc.strerror or exc}.") from None
+        raise SettingsError(CANNOT_USE_INPUTS.format(path=path, why=f"{exc.strerror or exc}.")) from None
     if not stat.S_ISREG(info.st_mode):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise SettingsError(f"Cannot use {path} as inputs: it is {kind}; give a file written by torch.save.")
+        why = f"it is {kind}; give a file written by torch.save."
+        raise SettingsError(CANNOT_USE_INPUTS.format(path=path, why=why))
     return path

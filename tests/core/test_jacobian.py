@@ -177,7 +177,7 @@ def test_progress_object_counts():
 
 def test_a_reference_given_by_the_caller_saves_the_numerical_jacobians_own_forward():
     """check_function's noise forward is also the numerical reference: two forwards a column, no more."""
-    from gradviz.core.check_warnings import second_forward
+    from gradviz.core.user_code import second_forward
 
     calls = []
 
