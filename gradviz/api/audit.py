@@ -24,6 +24,7 @@ from gradviz.core.audit import (
     GradcheckOp,
     beyond_limit,
     capture_or_refuse,
+    checking_threads,
     node_of,
     notes_of,
     plan_checks,
@@ -31,11 +32,13 @@ from gradviz.core.audit import (
     share,
 )
 from gradviz.core.audit_capture import CapturedCall
+from gradviz.core.audit_memory import MemoryBudget, audit_limit, refuse_too_large
 from gradviz.core.callables import callable_name
 from gradviz.schema.atomic_write import write_atomically
 from gradviz.schema.audit import AuditNode, AuditResult, format_audit_table
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.json_schemas import stamp
+from gradviz.schema.settings import memory_limit_bytes
 from gradviz.schema.strict_json import dumps
 
 
@@ -192,7 +195,8 @@ def audit(fn: Callable[..., Any], *inputs: Any, max_checks: int | None = None, *
         max_checks: check at most this many distinct calls (None: every one); a call with
             exactly the inputs of an earlier call of the same node shares its check.
         **check_options: ``gradviz.check``'s keywords (eps, atol, rtol, fast_mode, ...) but
-            ``raise_exception``, applied to each node.
+            ``raise_exception``, applied to each node; ``max_memory_mb`` bounds the whole audit
+            (the captured arguments and every node's Jacobians kept in its report).
 
     Returns:
         An :class:`AuditReport`: ``passed`` (also its truth value), ``nodes`` in call order,
@@ -203,7 +207,8 @@ def audit(fn: Callable[..., Any], *inputs: Any, max_checks: int | None = None, *
         gradviz.UserCodeError: the model's forward raised (a node's own code raising while it
             is checked is that node's error, not this).
         gradviz.GradvizError: the forward called no custom Function or op, or none of its calls
-            could be checked (no verdict); or bad check settings (``SettingsError``).
+            could be checked (no verdict); checking one would pass the memory limit even
+            without holding its Jacobians (``SizeLimitError``); or bad check settings (``SettingsError``).
         TypeError: ``raise_exception`` or a keyword ``gradviz.check`` does not take.
         ValueError: ``max_checks`` is not a positive integer or None.
     """
@@ -220,19 +225,24 @@ def audit(fn: Callable[..., Any], *inputs: Any, max_checks: int | None = None, *
     if max_checks is not None and (type(max_checks) is not int or max_checks < 1):
         raise ValueError(f"max_checks must be a positive integer or None, not {max_checks!r}.")
     plan = plan_checks(capture.calls, max_checks)
+    megabytes = check_options.get("max_memory_mb")
+    limit = audit_limit(memory_limit_bytes(megabytes) if megabytes is not None else None)
+    budget = MemoryBudget(limit, refuse_too_large(capture.calls, plan, limit, name))
     nodes: list[NodeReport] = []
-    for k, call in enumerate(capture.calls):
-        earlier = plan[k]
-        if earlier == k:
-            nodes.append(_checked(call, check_options))
-        elif earlier is not None:
-            node = node_of(call)
-            share(node, nodes[earlier].node, earlier)
-            nodes.append(NodeReport(node, nodes[earlier].report))
-        else:
-            node = node_of(call)
-            node.reason = node.reason or (beyond_limit(max_checks) if max_checks is not None else None)
-            nodes.append(NodeReport(node, None))
+    with checking_threads():
+        for k, call in enumerate(capture.calls):
+            earlier = plan[k]
+            if earlier == k:
+                nodes.append(_checked(call, {**check_options, "max_memory_mb": budget.node_limit() / 2**20}))
+                budget.keep(nodes[-1].node.result)
+            elif earlier is not None:
+                node = node_of(call)
+                share(node, nodes[earlier].node, earlier)
+                nodes.append(NodeReport(node, nodes[earlier].report))
+            else:
+                node = node_of(call)
+                node.reason = node.reason or (beyond_limit(max_checks) if max_checks is not None else None)
+                nodes.append(NodeReport(node, None))
     result = AuditResult(name, [n.node for n in nodes], notes_of(plan), time.perf_counter() - start)
     refuse_unchecked(result)
     return AuditReport(result, nodes)

@@ -9,15 +9,17 @@ others passed as the constants they were. A custom op is checked as gradcheck ch
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from gradviz.core.audit_capture import Capture, CapturedCall, capture_calls
+from gradviz.core.audit_memory import MemoryBudget, audit_limit, refuse_too_large
 from gradviz.core.callables import Checkable, CustomOpFunction
 from gradviz.core.check import NothingToCheck, check_function
 from gradviz.core.inputs import PreparedInputs
@@ -133,6 +135,23 @@ def plan_checks(calls: list[CapturedCall], max_checks: int | None = None) -> lis
     return plan
 
 
+@contextlib.contextmanager
+def checking_threads() -> Iterator[None]:
+    """One torch thread while the nodes are checked; the caller's count again after.
+
+    A node's check is thousands of calls on one layer's activations, a row or a chunk of rows at
+    a time: ops too small for OpenMP's fork and join to pay for, and when the machine's cores are
+    busy its threads spin waiting for each other (the 2-layer width-64 block of
+    ``bench/audit_scale.py``: 75 s with two threads beside other work, 10 s per layer with one).
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def beyond_limit(max_checks: int) -> str:
     return f"past the limit of {max_checks} distinct call(s) checked (max_checks)"
 
@@ -183,29 +202,37 @@ def audit_callable(
         progress: called with (nodes done, nodes) after each node.
         cancel: True to stop between nodes.
 
+    ``settings.max_jacobian_bytes`` (else the default limit) bounds the whole audit: the
+    captured copies and every kept node's Jacobians (``core/audit_memory.py``).
+
     Returns:
         One node per call, in call order.
 
     Raises:
         UserCodeError: the forward raised. NoCustomNode: it called no custom node.
+        SizeLimitError: even the large-Jacobian path of some node cannot fit in the limit.
     """
     start = time.perf_counter()
     capture = capture_or_refuse(fn, args, name)
     plan = plan_checks(capture.calls, max_checks)
+    limit = audit_limit(settings.max_jacobian_bytes)
+    budget = MemoryBudget(limit, refuse_too_large(capture.calls, plan, limit, name))
     nodes: list[AuditNode] = []
-    for k, call in enumerate(capture.calls):
-        if cancel is not None and cancel():
-            raise Cancelled("The audit was cancelled.")
-        node, earlier = node_of(call), plan[k]
-        if earlier == k:
-            check_node(node, call, settings)
-        elif earlier is not None:
-            share(node, nodes[earlier], earlier)
-        elif node.reason is None and max_checks is not None:
-            node.reason = beyond_limit(max_checks)
-        nodes.append(node)
-        if progress is not None:
-            progress(k + 1, len(capture.calls))
+    with checking_threads():
+        for k, call in enumerate(capture.calls):
+            if cancel is not None and cancel():
+                raise Cancelled("The audit was cancelled.")
+            node, earlier = node_of(call), plan[k]
+            if earlier == k:
+                check_node(node, call, dataclasses.replace(settings, max_jacobian_bytes=budget.node_limit()))
+                budget.keep(node.result)
+            elif earlier is not None:
+                share(node, nodes[earlier], earlier)
+            elif node.reason is None and max_checks is not None:
+                node.reason = beyond_limit(max_checks)
+            nodes.append(node)
+            if progress is not None:
+                progress(k + 1, len(capture.calls))
     result = AuditResult(name, nodes, notes_of(plan), time.perf_counter() - start)
     refuse_unchecked(result)
     return result

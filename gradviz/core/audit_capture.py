@@ -42,6 +42,12 @@ class CapturedCall:
     grad_enabled: bool  # autograd was recording at the call (not inside another Function's forward or op)
     calls: int = 0  # how many calls of the same Function or op the forward made (set at the end)
     unbound: str | None = None  # why the keyword arguments could not be made positional
+    out_bytes: int = 0  # bytes of the tensors the call returned (what each forward of its check makes)
+
+    @property
+    def in_bytes(self) -> int:
+        """Bytes of the copies of its tensor arguments (held by the capture until the audit ends)."""
+        return tensor_bytes(self.args)
 
     @property
     def differentiated(self) -> list[int]:
@@ -76,14 +82,16 @@ def capture_calls(fn: Callable[..., Any], args: tuple[Any, ...]) -> Capture:
     counts: dict[Any, int] = {}
     inside_op = [0]  # inside a custom op's own code: below autograd, which differentiates the op alone
 
-    def record(target: Any, name: str, call_args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> None:
+    def record(
+        target: Any, name: str, call_args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]
+    ) -> CapturedCall:
         grad = torch.is_grad_enabled() and not inside_op[0]
         key = target
         counts[key] = counts.get(key, 0) + 1
         positional, unbound = _positional(call_args, kwargs, params)
-        capture.calls.append(
-            CapturedCall(target, name, stack[-1] if stack else "", counts[key], _own(positional, grad), grad, unbound=unbound)
-        )
+        call = CapturedCall(target, name, stack[-1] if stack else "", counts[key], _own(positional, grad), grad, unbound=unbound)
+        capture.calls.append(call)
+        return call
 
     with _state_restored(fn, args), _module_stack(paths, stack), _functions_recorded(record, capture), _ops_recorded(record, inside_op):
         try:
@@ -93,6 +101,17 @@ def capture_calls(fn: Callable[..., Any], args: tuple[Any, ...]) -> Capture:
     for c in capture.calls:
         c.calls = counts[c.target]
     return capture
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of the tensors in ``value`` (nested in tuples, lists and dicts too)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, list | tuple):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    return 0
 
 
 def _filename(fn: Any) -> str:
@@ -137,7 +156,7 @@ def _module_stack(paths: dict[int, str], stack: list[str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _functions_recorded(record: Callable[..., None], capture: Capture) -> Iterator[None]:
+def _functions_recorded(record: Callable[..., CapturedCall], capture: Capture) -> Iterator[None]:
     """``Function.apply`` replaced by one that records each call of a user's Function, then restored."""
     original = _FUNCTION.__dict__["apply"]
     apply = original.__func__
@@ -146,9 +165,11 @@ def _functions_recorded(record: Callable[..., None], capture: Capture) -> Iterat
         module = getattr(cls, "__module__", "") or ""
         if module.startswith("torch.") or module == "torch":
             capture.builtin_functions.add(cls.__name__)  # PyTorch's (a custom op's generated one among them)
-        else:
-            record(cls, cls.__name__, args, kwargs, _forward_parameters(cls))
-        return apply(cls, *args, **kwargs)
+            return apply(cls, *args, **kwargs)
+        call = record(cls, cls.__name__, args, kwargs, _forward_parameters(cls))
+        out = apply(cls, *args, **kwargs)
+        call.out_bytes = tensor_bytes(out)
+        return out
 
     _FUNCTION.apply = classmethod(recording)  # type: ignore[method-assign,assignment]
     try:
@@ -160,7 +181,7 @@ def _functions_recorded(record: Callable[..., None], capture: Capture) -> Iterat
 class _OpRecorder(TorchFunctionMode):
     """Sees every call of an operator overload; records those of the user's custom ops."""
 
-    def __init__(self, record: Callable[..., None], inside: list[int]) -> None:
+    def __init__(self, record: Callable[..., CapturedCall], inside: list[int]) -> None:
         super().__init__()
         self.record, self.inside = record, inside
 
@@ -170,17 +191,19 @@ class _OpRecorder(TorchFunctionMode):
             func = func.default if "default" in func.overloads() else getattr(func, func.overloads()[0])
         if isinstance(func, torch._ops.OpOverload) and func.namespace not in BUILTIN_NAMESPACES:
             target = op_definition(func) or func
-            self.record(target, op_name(target), args, kwargs, [a.name for a in func._schema.arguments])
+            call = self.record(target, op_name(target), args, kwargs, [a.name for a in func._schema.arguments])
             self.inside[0] += 1
             try:
-                return func(*args, **kwargs)
+                out = func(*args, **kwargs)
             finally:
                 self.inside[0] -= 1
+            call.out_bytes = tensor_bytes(out)
+            return out
         return func(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def _ops_recorded(record: Callable[..., None], inside: list[int]) -> Iterator[None]:
+def _ops_recorded(record: Callable[..., CapturedCall], inside: list[int]) -> Iterator[None]:
     with _OpRecorder(record, inside):
         yield
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -126,17 +127,31 @@ def example_inputs(device, dtype):
 )
 def test_no_verdict_is_one_clear_line_and_exit_2(tmp_path, name, expected):
     (tmp_path / "models.py").write_text(BROKEN)
-    work = tmp_path / "work"
+    work, temp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
-    out = gradviz("audit", f"{tmp_path / 'models.py'}:{name}", cwd=work)
+    temp.mkdir()
+    out = _audit(f"{tmp_path / 'models.py'}:{name}", cwd=work, temp=temp)
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.splitlines()[0].startswith(f"gradviz: error: {expected}")
-    if name == "Broken":  # the line of the user's code that raised
-        assert "models.py, line 9)" in out.stderr
-    assert list(work.iterdir()) == []
+    errors = [line for line in out.stderr.splitlines() if line.startswith("gradviz: error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"gradviz: error: {expected}"), out.stderr
+    if name == "Broken":  # the line of the user's code that raised, and that code's own frames under it
+        assert "models.py, line 9)" in errors[0]
+        assert out.stderr.splitlines()[1] == "Traceback (your code only):"
+    else:
+        assert out.stderr.splitlines() == errors
+    assert list(work.iterdir()) == [] and list(temp.iterdir()) == []  # nothing left behind
     as_json = gradviz("audit", f"{tmp_path / 'models.py'}:{name}", "--json", cwd=work)
     assert as_json.returncode == 2
     check_document("error", json.loads(as_json.stdout))
+
+
+def _audit(*args: str, cwd: Path, temp: Path, **env: str) -> subprocess.CompletedProcess:
+    """``gradviz audit ARGS`` with its temporary files under ``temp``."""
+    return subprocess.run(
+        [sys.executable, "-m", "gradviz", "audit", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temp), **env},
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
 
 
 def test_max_checks_limits_the_calls_checked():
@@ -161,4 +176,64 @@ def test_inputs_file_replaces_example_inputs(tmp_path):
     assert [d["node"]["shapes"][0] for d in nodes] == [[1, 1, 8], [1, 3, 8]]
     torch.manual_seed(SEED)
     oracle = [c.gradcheck() for c in record_calls(audit_models.TwoNorms(), x) if c.differentiated]
+    assert [d["node"]["passed"] for d in nodes] == oracle == [True, False]
+
+
+WIDE = '''
+import os
+import pathlib
+
+import torch
+from tests.core.audit_models import LeakyCapFn
+
+
+class Wide(torch.nn.Module):
+    def forward(self, x):
+        pathlib.Path(os.environ["AUDIT_PIDS"]).write_text(f"{os.getpid()} {os.getppid()}")
+        return LeakyCapFn.apply(x)
+
+
+def example_inputs(device, dtype):
+    return (torch.randn(128, 1024, device=device, dtype=dtype, requires_grad=True),)  # 1 MiB in float64
+'''
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_a_model_too_large_for_the_memory_limit_is_one_line_exit_2_and_nothing_left_behind(tmp_path):
+    """The capture's copy of x (1 MiB) and one forward's output (1 MiB) cannot fit in 1 MiB, even
+    with the Jacobians (128 GiB) searched rather than held: refused before any check."""
+    (tmp_path / "wide.py").write_text(WIDE)
+    work, temp, pids = tmp_path / "work", tmp_path / "tmp", tmp_path / "pids"
+    work.mkdir()
+    temp.mkdir()
+    out = _audit(f"{tmp_path / 'wide.py'}:Wide", "--max-memory-mb", "1", cwd=work, temp=temp, AUDIT_PIDS=str(pids))
+    assert out.returncode == 2 and out.stdout == "", out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("gradviz: error: Too large to audit: checking (model) → LeakyCapFn, call 1 of 1 needs")
+    assert "at least 2.0 MiB, more than the memory limit of 1.0 MiB" in lines[0]
+    assert "Traceback" not in out.stderr
+    assert list(work.iterdir()) == [] and list(temp.iterdir()) == []
+    run, worker = (int(p) for p in pids.read_text().split())  # the forward ran in the worker's run process
+    assert run != worker and _gone(run) and _gone(worker)
+
+
+def test_a_node_too_large_for_its_jacobians_gets_gradchecks_verdict_by_projections():
+    """Under --max-memory-mb 0.01 neither node's Jacobians (MiBs with the chunk buffers) may be held;
+    the captured copies and outputs (about 1 KiB) fit: each verdict is gradcheck's all the same."""
+    out = gradviz("audit", f"{MODELS}:TwoNorms", "--max-memory-mb", "0.01", "--json")
+    assert out.returncode == 1, out.stderr
+    *nodes, _ = [json.loads(line) for line in out.stdout.splitlines()]
+    assert all(d["report"]["paths"]["analytic"] == "projections" and d["report"]["large_blocks"] for d in nodes)
+    torch.manual_seed(SEED)
+    model = audit_models.TwoNorms()
+    (x,) = audit_models.example_inputs("cpu", torch.float64)
+    oracle = [c.gradcheck() for c in record_calls(model, x) if c.differentiated]
     assert [d["node"]["passed"] for d in nodes] == oracle == [True, False]
