@@ -9,6 +9,7 @@ import os
 import pytest
 
 from gradviz.protocol.launch import MEMORY_ENV
+from gradviz.schema.requests import CodeSource
 from gradviz.worker.escaped import escaped_error
 from gradviz.worker.memory_limit import MEMORY_SHARE, default_memory_limit
 
@@ -27,7 +28,7 @@ def raised_in_user_code(source: str, call: str) -> BaseException:
 
 
 def test_an_exit_in_the_users_backward_names_the_phase_and_the_line():
-    error = escaped_error(raised_in_user_code(USER_CODE, "backward"), {"source": USER_CODE})
+    error = escaped_error(raised_in_user_code(USER_CODE, "backward"), CodeSource(source=USER_CODE))
     assert error["kind"] == "backward" and error["lineno"] == 2
     assert "sys.exit(3)" in error["message"]
 
@@ -36,7 +37,7 @@ def test_an_exception_outside_the_users_file_is_gradvizs_own_bug(capsys):
     try:
         {}["missing"]
     except KeyError as exc:
-        error = escaped_error(exc, {"filename": "/elsewhere/user.py"})
+        error = escaped_error(exc, CodeSource(filename="/elsewhere/user.py"))
     assert error == {"kind": "internal", "message": "Internal error in gradviz: KeyError: 'missing'"}
     assert "KeyError" in capsys.readouterr().err  # the traceback, for a bug report
 
