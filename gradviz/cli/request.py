@@ -65,12 +65,12 @@ def code_request(
     target = parse_target(text)
     path = check_source_file(resolve_file(target.path)).resolve()
     if target.attribute or inputs is not None:
-        name = _one_name(target.attribute, function)
+        named = _one_name(target.attribute, function)
         return CodeSource(
             path=str(path),
-            target=f"{path}:{name}" if name else str(path),
+            target=f"{path}:{named}" if named else str(path),
             inputs_path=inputs_path,
-            function=name,
+            function=named,
             parameters=parameters,
         )
     return CodeSource(path=str(path), function=function, parameters=parameters)

@@ -250,8 +250,8 @@ class Supervisor:
             limit = float(run.envelope.request.timeout or 0)
             self._stop_hung(lambda dump, source: faults.timeout_error(limit, dump, source))
         elif self.memory_limit and self.meter.over(self.memory_limit):
-            limit = format_bytes(self.memory_limit)
-            self._stop_hung(lambda dump, source: faults.out_of_memory_error(limit, dump, source))
+            shown = format_bytes(self.memory_limit)
+            self._stop_hung(lambda dump, source: faults.out_of_memory_error(shown, dump, source))
 
     def _stop_hung(self, describe) -> None:
         """Ask the run for its stack, stop it and all it started, answer with where it was."""
