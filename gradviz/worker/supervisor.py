@@ -177,6 +177,9 @@ class Supervisor:
                 self.pending.append(from_message(message))
             except SettingsError as exc:  # a key misspelt, missing or of the wrong type: nothing runs
                 self.send(messages.error(message.get("id"), op, exc.to_dict()))
+            except Exception as exc:  # our own parsing bug: said, and the worker serves on
+                detail = {"kind": ErrorKind.INTERNAL.value, "message": f"Cannot read the {op} request: {exc!r}"}
+                self.send(messages.error(message.get("id"), op, detail))
         else:
             detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"Unknown request {op!r}."}
             self.send(messages.error(message.get("id"), op, detail))
