@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gradviz.schema.requests import CheckRequest, CodeSource  # noqa: E402
 from gradviz.worker.client import WorkerClient  # noqa: E402
 from tests.stopped_worker import STOPS_THE_WORKER  # noqa: E402
 
@@ -89,7 +90,7 @@ def stopped_worker_timeout() -> str:
         source.write_text(STOPS_THE_WORKER.format(pid_file=str(pid_file)))
         with WorkerClient(output=None) as client:
             client.grace = 2.0
-            reply = client.request("check", {"path": str(source), "arrays": False, "graph": False}, timeout=2)
+            reply = client.request(CheckRequest(CodeSource(path=str(source)), timeout=2, arrays=False, graph=False))
         pids = _pids(pid_file)
         try:
             if reply.kind != "timeout":

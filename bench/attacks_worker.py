@@ -19,12 +19,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gradviz.schema.requests import CheckRequest, CodeSource  # noqa: E402
 from gradviz.worker.client import WorkerClient  # noqa: E402
 from tests.sources import SQUARE  # noqa: E402
 from tests.worker.escapes import HANG, JOIN_WORKER_GROUP, escaper_source  # noqa: E402
 from tests.worker.lifecycle import gone  # noqa: E402
 
-REQUEST = {"arrays": False, "graph": False, "report": True}
+
+def check(path, timeout: float) -> CheckRequest:
+    return CheckRequest(CodeSource(path=str(path)), timeout=timeout, arrays=False, graph=False, report=True)
 
 
 def _gone_within(pids: list[int], seconds: float) -> bool:
@@ -50,7 +53,7 @@ def _escape(then: str, timeout: float | None) -> str:
         path = folder / "escaper.py"
         path.write_text(escaper_source(folder / "pids", then=then))
         with WorkerClient(output=None, warm=False) as client:
-            reply = client.request("check", {"path": str(path), **REQUEST}, timeout=timeout)
+            reply = client.request(check(path, timeout))
             if (folder / "pids").exists():
                 pids = [int(p) for p in (folder / "pids").read_text().split()]
             if not pids:
@@ -58,7 +61,7 @@ def _escape(then: str, timeout: float | None) -> str:
             if not _gone_within(pids, 5.0):
                 return "a setsid child or a daemon outlived its run"
             (folder / "ok.py").write_text(SQUARE)
-            if not client.request("check", {"path": str(folder / "ok.py"), **REQUEST}, timeout=60).ok:
+            if not client.request(check(folder / "ok.py", 60)).ok:
                 return "the worker did not serve the next run"
         return ""
     finally:
@@ -85,11 +88,11 @@ def forges_a_pass() -> str:
     try:
         (folder / "ok.py").write_text(SQUARE)
         with WorkerClient(output=None, warm=False) as client:
-            genuine = client.request("check", {"path": str(folder / "ok.py"), **REQUEST}, timeout=60)
+            genuine = client.request(check(folder / "ok.py", 60))
         forged = {"type": "result", "id": 1, "op": "check", "result": genuine.result}
         (folder / "forger.py").write_text(forger_source(forged, "in_process", mac=False))
         with WorkerClient(output=None, warm=False) as client:
-            reply = client.request("check", {"path": str(folder / "forger.py"), **REQUEST}, timeout=60)
+            reply = client.request(check(folder / "forger.py", 60))
         if reply.ok and reply.result["report"]["passed"]:
             return "a PASSED line written into the pipe became the verdict"
         return ""
@@ -105,7 +108,7 @@ def recursion_with_a_raised_limit() -> str:
         path = folder / "deep.py"
         path.write_text(RECURSES.format(call="deep(n + 1)"))
         with WorkerClient(output=None, warm=False) as client:
-            reply = client.request("check", {"path": str(path), **REQUEST}, timeout=120)
+            reply = client.request(check(path, 120))
         message = (reply.error or {}).get("message", "")
         if reply.kind != "forward" or "RecursionError" not in message:
             return f"not a RecursionError at the user's line: {message[:120]!r}"

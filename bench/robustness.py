@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gradviz.schema.requests import CheckRequest, CodeSource  # noqa: E402
+from gradviz.schema.settings import CheckSettings  # noqa: E402
 from gradviz.worker.client import Reply, WorkerClient  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -79,18 +81,19 @@ def has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def request_for(case: dict) -> dict:
+def request_for(case: dict) -> CheckRequest:
     settings = {}
     args = case.get("args", [])
     if "--device" in args:
         settings["device"] = args[args.index("--device") + 1]
-    return {
-        "path": str(CORPUS / case["file"]),
-        "settings": settings,
-        "arrays": False,
-        "graph": False,
-        "report": True,
-    }
+    return CheckRequest(
+        CodeSource(path=str(CORPUS / case["file"])),
+        CheckSettings.from_dict(settings),
+        timeout=case.get("timeout", DEFAULT_TIMEOUT),
+        arrays=False,
+        graph=False,
+        report=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.fresh or not runner.alive:
                 runner.start()
                 restarts += 1
-            reply = runner.request("check", request_for(case), timeout=case.get("timeout", DEFAULT_TIMEOUT))
+            reply = runner.request(request_for(case))
             ok, why = judge(case, reply)
             passed += ok
             failed += not ok

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gradviz.schema.library import find_builtin  # noqa: E402
+from gradviz.schema.requests import CheckRequest, CodeSource  # noqa: E402
 from gradviz.worker.client import WorkerClient  # noqa: E402
 
 
@@ -27,15 +28,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--example", default="mul_constant")
     options = parser.parse_args()
-    request = {"path": str(find_builtin(options.example)), "arrays": True, "graph": True}
+    request = CheckRequest(CodeSource(path=str(find_builtin(options.example))), arrays=True, graph=True)
     with WorkerClient(output=None, warm=True) as client:
         client.start()
         client.wait_ready()
-        client.request("check", request)  # first run: page cache, imports in the worker
+        client.request(request)  # first run: page cache, imports in the worker
         round_trips, work = [], []
         for _ in range(options.runs):
             start = time.perf_counter()
-            reply = client.request("check", request)
+            reply = client.request(request)
             round_trips.append(time.perf_counter() - start)
             assert reply.ok, reply.error
             work.append(reply.result["seconds"]["total"])

@@ -52,6 +52,7 @@ from bench.cases import Case, scaling_cases  # noqa: E402
 from bench.targets import report  # noqa: E402
 from gradviz.core.check import check_function  # noqa: E402
 from gradviz.core.inputs import prepare_inputs  # noqa: E402
+from gradviz.schema.requests import CheckRequest, CodeSource  # noqa: E402
 from gradviz.schema.settings import CheckSettings  # noqa: E402
 from gradviz.worker.client import WorkerClient  # noqa: E402
 
@@ -210,13 +211,13 @@ def cold_time(path: Path, repeats: int) -> float:
 
 
 def _cold_checks(path: Path) -> float:
-    request = {"path": str(path), "arrays": False, "graph": False, "settings": {"jacobian_only": True}}
+    request = CheckRequest(CodeSource(path=str(path)), CheckSettings(jacobian_only=True), arrays=False, graph=False)
     with WorkerClient(output=None) as client:
         client.start()
         client.wait_ready()
 
         def one_check() -> float:
-            reply = client.request("check", request)
+            reply = client.request(request)
             assert reply.ok, reply.error
             return reply.result["seconds"]["total"]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gradviz.schema.requests import CheckRequest, CodeSource  # noqa: E402
 from gradviz.worker.client import WorkerClient  # noqa: E402
 
 SOURCE = '''
@@ -54,17 +55,17 @@ def main() -> int:
     options = parser.parse_args()
     path = Path(tempfile.mkdtemp()) / "big_global.py"
     path.write_text(SOURCE.format(nbytes=options.mb * 2**20), encoding="utf-8")
-    request = {"path": str(path), "arrays": True, "graph": True}
+    request = CheckRequest(CodeSource(path=str(path)), arrays=True, graph=True)
     with WorkerClient(output=None, warm=True) as client:
         client.start()
         client.wait_ready()
         for _ in range(5):  # first runs: page cache and the allocator settle
-            assert client.request("check", request).ok
+            assert client.request(request).ok
         before = rss_mib(client.pid)
         samples, verdicts = [], set()
         start = time.perf_counter()
         for k in range(options.runs):
-            reply = client.request("check", request)
+            reply = client.request(request)
             assert reply.ok, reply.error
             verdicts.add(reply.result.get("passed"))
             if k % 50 == 49:

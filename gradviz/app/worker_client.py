@@ -30,6 +30,7 @@ from gradviz.protocol.launch import (
     worker_environment,
 )
 from gradviz.schema.errors import ErrorKind
+from gradviz.schema.requests import Request, to_message
 
 OUTPUT_LIMIT = 64 * 1024  # characters of user output kept per run: megabytes of print stay cheap
 
@@ -128,17 +129,23 @@ class WorkerClient(QObject):
         return bool(self._running)
 
     # --- requests ------------------------------------------------------------------------
-    def submit(self, op: str, *, timeout: float | None = None, **payload: Any) -> int:
-        """Send a request; its answer comes as ``finished`` or ``failed`` with the returned id."""
+    def submit(self, request: Request) -> int:
+        """Send a request; its answer comes as ``finished`` or ``failed`` with the returned id.
+
+        Args:
+            request: the job (``gradviz.schema.requests``); its ``timeout`` (None or 0: no
+                limit) is enforced by the worker, and by this client ``grace`` s later.
+
+        Returns:
+            The request's id, which its signals carry.
+        """
         if self._process is None:
             self.start()
         request_id = self._next_id
         self._next_id += 1
-        message = messages.request(op, request_id, out_dir=str(self.tmp_root / f"run{request_id}"), **payload)
-        if timeout:
-            message["timeout"] = timeout
+        message = to_message(request, request_id, str(self.tmp_root / f"run{request_id}"))
         self._running = request_id
-        self._timeout, self._cancel_sent = timeout or None, False
+        self._timeout, self._cancel_sent = request.timeout or None, False
         self._deadline.stop()
         if self.is_ready:  # else from the ready message on: the worker runs nothing before
             self._arm(unresponsive.answer_deadline(0.0, self._timeout, self.grace))

@@ -10,11 +10,13 @@ node fails, 2 when there is no verdict (the model raised, no custom node, a bad 
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from gradviz.cli.contract import ExitCode, json_document
 from gradviz.cli.gradcheck_flags import add_gradcheck_flags, gradcheck_flags
 from gradviz.cli.output import print_error, write_stdout
 from gradviz.cli.request import run_in_worker
+from gradviz.schema.requests import AuditRequest
 from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings
 
 DEFAULTS = CheckSettings()
@@ -91,7 +93,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.max_checks is not None and args.max_checks < 1:
         print_error("settings", f"--max-checks must be at least 1, not {args.max_checks}.", "", args.json, None)
         return ExitCode.ERROR
-    reply = run_in_worker("audit", args, settings, {"max_checks": args.max_checks})
+    reply = run_in_worker(args, settings, partial(AuditRequest, max_checks=args.max_checks))
     if reply is None:
         return ExitCode.ERROR
     found = reply.result

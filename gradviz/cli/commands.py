@@ -7,6 +7,8 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from gradviz.cli.contract import ExitCode, json_document, short
@@ -22,7 +24,8 @@ from gradviz.cli.request import (
     save_name,
     validated_timeout,
 )
-from gradviz.schema.settings import CheckSettings
+from gradviz.schema.requests import CheckRequest, GraphRequest, SweepRequest
+from gradviz.schema.settings import CheckSettings, SweepOptions
 
 
 def tolerances(args: argparse.Namespace) -> dict[str, float]:
@@ -82,18 +85,20 @@ def run_check(args: argparse.Namespace) -> int:
         if args.save and not args.overwrite and (refused := refuse_saved_arrays(Path(args.save))):
             print_error("io", refused, "", args.json, None)
             return ExitCode.ERROR
-    extra = {
-        "arrays": False,  # the CLI reads the report; --save writes the .npy files directly
-        "graph": False,
-        "report": True,
-        "overwrite": args.overwrite,
-        "sweep": args.sweep,
-        "settings": settings().to_dict(),
-    }
-    if args.parameters is not None:  # True: all; NAME,NAME: those
-        extra["parameters"] = args.parameters if args.parameters is True else args.parameters.split(",")
+    # each target's request but its code and --save folder; the CLI reads the report, --save
+    # writes the .npy files directly
+    base = partial(
+        CheckRequest,
+        settings=settings(),
+        timeout=timeout,
+        sweep=SweepOptions() if args.sweep else None,
+        arrays=False,
+        graph=False,
+        report=True,
+        overwrite=args.overwrite,
+    )
     codes: list[tuple[str, int]] = []
-    with WorkerSession(args.json, timeout) as session:
+    with WorkerSession(args.json) as session:
         for text in args.targets:
             listed = function_list(text) if args.all else None  # None: the target names one Function
             expand = listed is not None
@@ -113,7 +118,7 @@ def run_check(args: argparse.Namespace) -> int:
                 # only that (its folder needs the name), and each is then checked by name
                 listing = bool(save) and expand and name is None
                 shown = None if listing else save
-                code, report = check_one(session, text, name, label if several else None, shown, extra, args, not listing)
+                code, report = check_one(session, text, name, label if several else None, shown, base, args, not listing)
                 if listing and report is not None:
                     names = list(report["functions"])
                     continue
@@ -134,13 +139,13 @@ def check_one(
     name: str | None,
     label: str | None,
     save: Path | None,
-    extra: dict,
+    base: Callable[..., CheckRequest],
     args: argparse.Namespace,
     show: bool = True,
 ) -> tuple[int, dict | None]:
     """One target checked and printed (under ``label`` when there are several; not at all without
     ``show``): its exit code and its report (None when it gave no verdict: the error is printed,
-    naming ``label``)."""
+    naming ``label``). ``base``: the request, given this target's ``code`` and ``save``."""
     from gradviz.schema.errors import ErrorKind, GradvizError
 
     try:
@@ -148,13 +153,13 @@ def check_one(
             error = GradvizError(refused)
             error.kind = ErrorKind.IO
             raise error
-        code = code_request(text, name, args.inputs)
+        code = code_request(text, name, args.inputs, parameters(args))
     except GradvizError as exc:
         report_worker_error(exc.to_dict(), args.json, label)
         return ExitCode.ERROR, None
     # resolved here: the user's code may os.chdir before the arrays are written
     saved = SavedFolder(save.resolve()) if save else None
-    reply = session.ask("check", {**code, **extra, "save": str(saved.folder) if saved else None}, label)
+    reply = session.ask(base(code=code, save=str(saved.folder) if saved else None), label)
     if saved is not None:
         saved.fix_modes()
     if reply is None:
@@ -169,6 +174,13 @@ def check_one(
     if not write_stdout(text):
         return ExitCode.ERROR, None
     return (ExitCode.PASS if report["passed"] else ExitCode.MISMATCH), report
+
+
+def parameters(args: argparse.Namespace) -> bool | tuple[str, ...] | None:
+    """``--parameters``: True for all of a module's, NAME,NAME for those; None without it."""
+    if args.parameters is None or args.parameters is True:
+        return args.parameters
+    return tuple(args.parameters.split(","))
 
 
 def summarize(codes: list[tuple[str, int]], pids: list[int], as_json: bool) -> None:
@@ -235,13 +247,11 @@ def refuse_saved_arrays(folder: Path) -> str | None:
 def run_sweep(args: argparse.Namespace) -> int:
     """``gradviz sweep``: exit 0 with the curves and the verdict, 2 when the code or the arguments fail."""
     from gradviz.schema.errors import GradvizError
-    from gradviz.schema.settings import SweepOptions, parse_block
+    from gradviz.schema.settings import parse_block
 
     try:
-        options = SweepOptions(
-            block=parse_block(args.block) if args.block else None, max_columns=args.max_columns
-        ).to_dict()
-        SweepOptions.from_dict(options)
+        options = SweepOptions(block=parse_block(args.block) if args.block else None, max_columns=args.max_columns)
+        SweepOptions.from_dict(options.to_dict())  # validated as the worker reads it
     except GradvizError as exc:
         report_worker_error(exc.to_dict(), args.json)
         return ExitCode.ERROR
@@ -249,7 +259,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     def settings() -> CheckSettings:
         return CheckSettings(device=args.device, dtype=args.dtype, **tolerances(args), seed=args.seed, jitter=args.jitter)
 
-    reply = run_in_worker("sweep", args, settings, {"options": options})
+    reply = run_in_worker(args, settings, partial(SweepRequest, options=options))
     if reply is None:
         return ExitCode.ERROR
     sweep = reply.result["sweep"]
@@ -266,7 +276,7 @@ def run_graph(args: argparse.Namespace) -> int:
     def settings() -> CheckSettings:
         return CheckSettings(device=args.device, dtype=args.dtype, seed=args.seed)
 
-    reply = run_in_worker("graph", args, settings, {})
+    reply = run_in_worker(args, settings, GraphRequest)
     if reply is None:
         return ExitCode.ERROR
     graph = reply.result["graph"]

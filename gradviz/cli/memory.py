@@ -10,6 +10,7 @@ import sys
 from gradviz.cli.contract import ExitCode, json_document, short
 from gradviz.cli.output import print_error, report_worker_error, stdout_usable, write_stdout
 from gradviz.schema.memory import TENSOR_COLUMNS, ConvBNStudy, tensor_rows
+from gradviz.schema.requests import MemoryRequest
 from gradviz.schema.settings import MemoryOptions
 from gradviz.schema.units import KIB, format_bytes
 
@@ -59,7 +60,7 @@ def run_memory(args: argparse.Namespace) -> int:
         print_error(exc.kind, exc.message, "", args.json, exc.to_dict())
         return ExitCode.ERROR
     try:
-        reply = run_request("memory", {"options": options.to_dict(), "sweep": False}, output=sys.stderr)
+        reply = run_request(MemoryRequest(options=options, sweep=False), output=sys.stderr)
     except WorkerStartError as exc:
         print_error(str(exc.kind), exc.message, "", args.json, None)
         return ExitCode.ERROR

@@ -11,6 +11,7 @@ from typing import IO, Any, cast
 
 from gradviz.cli.contract import ExitCode
 from gradviz.cli.output import print_error, report_worker_error, stdout_usable
+from gradviz.schema.requests import CodeSource, Request
 from gradviz.schema.settings import CheckSettings
 
 
@@ -29,29 +30,50 @@ def resolve_file(name: str) -> Path:
         return path
 
 
-def code_request(text: str, function: str | None, inputs: str | None) -> dict:
-    """The part of a request that names the user's code: a file by ``path`` (with ``function``), or
-    a ``target`` (a module, a file's named object, or a file with ``inputs_path``); refused here
-    (GradvizError) when the file or the inputs file is not there."""
+def code_request(
+    text: str, function: str | None, inputs: str | None, parameters: bool | tuple[str, ...] | None = None
+) -> CodeSource:
+    """Where the user's code is: a file by ``path`` (with ``function``), or a ``target`` (a module,
+    a file's named object, or a file with ``inputs_path``).
+
+    Args:
+        text: the target as typed (``FILE.py[:Name]``, ``package.module:Name``, a built-in's name).
+        function: ``--function``, or None.
+        inputs: ``--inputs``, or None.
+        parameters: ``--parameters``: True for all of a module's, a tuple for those named.
+
+    Returns:
+        The request's code source.
+
+    Raises:
+        GradvizError: the file or the inputs file is not there, or two names for the Function.
+    """
     from gradviz.schema.source_files import check_source_file
     from gradviz.schema.targets import check_inputs_path, locate_module, names_a_module, parse_target
 
-    request: dict = {"function": function}
-    if inputs is not None:
-        request["inputs_path"] = str(check_inputs_path(inputs).resolve())
+    inputs_path = str(check_inputs_path(inputs).resolve()) if inputs is not None else None
     if names_a_module(text):
         module, _, name = text.partition(":")
         located = locate_module(module, Path.cwd())
-        if located is not None:
-            request["filename"] = str(located.resolve())  # to quote its lines if a run hangs or crashes
-        return {**request, "target": text, "function": _one_name(name, function)}
+        return CodeSource(
+            target=text,
+            filename=str(located.resolve()) if located is not None else None,  # to quote its lines after a hang
+            inputs_path=inputs_path,
+            function=_one_name(name, function),
+            parameters=parameters,
+        )
     target = parse_target(text)
     path = check_source_file(resolve_file(target.path)).resolve()
-    request["path"] = str(path)
     if target.attribute or inputs is not None:
-        name = _one_name(target.attribute, function)
-        request.update(target=f"{path}:{name}" if name else str(path), function=name)
-    return request
+        named = _one_name(target.attribute, function)
+        return CodeSource(
+            path=str(path),
+            target=f"{path}:{named}" if named else str(path),
+            inputs_path=inputs_path,
+            function=named,
+            parameters=parameters,
+        )
+    return CodeSource(path=str(path), function=function, parameters=parameters)
 
 
 def refuse_for_several(args: argparse.Namespace) -> None:
@@ -130,11 +152,20 @@ def _one_name(in_target: str | None, flag: str | None) -> str | None:
 
 
 def run_in_worker(
-    op: str, args: argparse.Namespace, settings: Callable[[], CheckSettings], extra: dict[str, Any]
+    args: argparse.Namespace, settings: Callable[[], CheckSettings], make: Callable[..., Request]
 ) -> Any:
     """Validate, send one request to a fresh worker, and report its failure; the Reply or None.
 
     Every bad value and bad file is refused here, before a worker starts or user code runs.
+
+    Args:
+        args: the parsed command line (its file, function, inputs, timeout, json).
+        settings: the run's settings, built from ``args``.
+        make: the request, from ``code=``, ``settings=`` and ``timeout=`` (a request class, or a
+            ``functools.partial`` of one with the command's own options).
+
+    Returns:
+        The worker's Reply, or None once its error is reported.
     """
     from gradviz.schema.errors import GradvizError
 
@@ -146,8 +177,8 @@ def run_in_worker(
     except GradvizError as exc:
         report_worker_error(exc.to_dict(), args.json)
         return None
-    with WorkerSession(args.json, timeout) as session:
-        return session.ask(op, {**code, "settings": settings().to_dict(), **extra})
+    with WorkerSession(args.json) as session:
+        return session.ask(make(code=code, settings=settings(), timeout=timeout))
 
 
 def validated_timeout(args: argparse.Namespace, settings: Callable[[], CheckSettings]) -> float | None:
@@ -164,8 +195,8 @@ class WorkerSession:
     once), started by the first; each request with a progress line on stderr when it is a
     terminal (with --json too: stdout stays the JSON). ``pids``: each worker process it used."""
 
-    def __init__(self, as_json: bool, timeout: float | None) -> None:
-        self.as_json, self.timeout = as_json, timeout
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
         self.pids: list[int] = []
         self.failed: str | None = None  # why the worker could not start, once it could not
         self.failed_kind = "worker"
@@ -188,7 +219,7 @@ class WorkerSession:
     def flush(self) -> None:
         (self._line or sys.stderr).flush()
 
-    def ask(self, op: str, request: dict[str, Any], target: str | None = None) -> Any:
+    def ask(self, request: Request, target: str | None = None) -> Any:
         """Send one request; the Reply, or None once its error is reported (naming ``target``)."""
         from gradviz.cli.progress import TerminalProgress
         from gradviz.worker.client import WorkerStartError
@@ -199,7 +230,7 @@ class WorkerSession:
         try:
             with TerminalProgress(sys.stderr) as progress:
                 self._line = progress
-                reply = self._client.request(op, request, timeout=self.timeout, progress=progress)
+                reply = self._client.request(request, progress=progress)
         except WorkerStartError as exc:  # no temporary folder, no interpreter: one line, exit 2
             self.failed, self.failed_kind = exc.message, str(exc.kind)
             print_error(self.failed_kind, self.failed, "", self.as_json, None, target)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gradviz.schema.errors import MAX_LINE_CHARS, ErrorKind, trim_frames
+from gradviz.schema.requests import CodeSource
 
 _FRAME = re.compile(r'File "(?P<file>.+?)", line (?P<line>\d+),? in (?P<name>\S+)')
 _OS_EXIT = re.compile(r"gradviz: os\._exit\((.*?)\) called")
@@ -42,12 +43,13 @@ class UserSource:
         self._lines = text.splitlines() if text is not None else None
 
     @classmethod
-    def of_request(cls, request: dict[str, Any]) -> UserSource:
-        """The code a check request runs: a file by path, or editor text under a name."""
-        if request.get("path"):
-            path = Path(request["path"]).resolve()
-            return cls(str(path))
-        return cls(request.get("filename") or "<editor>", request.get("source"))
+    def of_code(cls, code: CodeSource | None) -> UserSource:
+        """The code a request runs: a file by path, or editor text under a name (None: no code)."""
+        if code is None:
+            return cls("<editor>")
+        if code.path:
+            return cls(str(Path(code.path).resolve()))
+        return cls(code.filename or "<editor>", code.source)
 
     def line(self, number: int) -> str:
         if self._lines is None and self.filename and not self.filename.startswith("<"):

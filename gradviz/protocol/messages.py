@@ -1,8 +1,10 @@
 """Messages between a client and the worker: one JSON object per line, in both directions.
 
-Client -> worker: a request ``{"op": "check" | "sweep" | "graph" | "memory" | "region", "id": n, ...}``, or
-``{"op": "cancel", "id": n}``, or ``{"op": "quit"}``. Requests may carry ``"timeout"`` (seconds):
-the worker itself stops a run that takes longer and says where it was.
+Client -> worker: a run request, one of the typed requests of ``gradviz.schema.requests``
+written by its ``to_message`` (``{"op": "check" | "sweep" | ..., "id": n, "out_dir": ..., <its
+fields>}``; its ``timeout``, in seconds, is enforced by the worker, which stops a run that takes
+longer and says where it was), or ``{"op": "cancel", "id": n}``, ``{"op": "repeat", "id": n}``
+or ``{"op": "quit"}``.
 
 Worker -> client: ``ready`` once, then for each request any number of ``progress`` messages and
 exactly one ``result`` or ``error``. What the user's code prints never travels here: it goes to
@@ -28,10 +30,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gradviz.schema import requests
 from gradviz.schema.strict_json import dumps
 
 PROTOCOL_VERSION = 2
-RUN_OPS = ("check", "sweep", "graph", "memory", "region", "audit")  # requests that run user code (or torch) in a fresh process
+RUN_OPS = requests.RUN_OPS  # requests that run user code (or torch) in a fresh process
 CONTROL_OPS = ("cancel", "quit", "repeat")  # repeat: send the final answer to request ``id`` again
 MAX_LINE_BYTES = 64 * 2**20  # a bigger line is a broken peer, not a message
 KEY_BYTES = 32  # of each secret (a run's, a session's)
@@ -40,10 +43,6 @@ KEY_BYTES = 32  # of each secret (a run's, a session's)
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a line of strict JSON (NaN and infinities as the strings of ``strict_json``)."""
     return (dumps(message) + "\n").encode("utf-8")
-
-
-def request(op: str, request_id: int, **payload: Any) -> dict[str, Any]:
-    return {"op": op, "id": request_id, **payload}
 
 
 def ready(pid: int, torch_version: str, devices: list[dict[str, Any]]) -> dict[str, Any]:

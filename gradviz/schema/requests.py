@@ -170,6 +170,10 @@ class Envelope:
     out_dir: str
     request: Request
 
+    def to_message(self) -> dict[str, Any]:
+        """The line that carries this request again (to a spawned run process)."""
+        return to_message(self.request, self.id, self.out_dir)
+
 
 def to_message(request: Request, request_id: int, out_dir: str) -> dict[str, Any]:
     """The line a client sends for ``request``.

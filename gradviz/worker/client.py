@@ -13,7 +13,7 @@ Every hop is sealed under the session's secret (``messages.ClientSession``): a l
 did not seal is ignored and reported, never read as a verdict.
 
     with WorkerClient() as worker:
-        reply = worker.request("check", {"path": "f.py", "arrays": False}, timeout=20)
+        reply = worker.request(CheckRequest(CodeSource(path="f.py"), timeout=20, arrays=False))
     reply.ok, reply.result, reply.error
 """
 
@@ -48,6 +48,7 @@ from gradviz.protocol.launch import (
     worker_environment,
 )
 from gradviz.schema.errors import ErrorKind, GradvizError
+from gradviz.schema.requests import Request, to_message
 
 OUTPUT_HEAD = 256 * 1024  # characters of user output passed through as they come, per request
 OUTPUT_TAIL = 16 * 1024  # ... and the last ones, shown at the end when there was more
@@ -292,27 +293,27 @@ class WorkerClient:
                 self.run_root = None
 
     # --- requests ------------------------------------------------------------------------
-    def request(
-        self,
-        op: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> Reply:
-        """Send one request and wait for its answer; the worker stops it after ``timeout`` s.
+    def request(self, request: Request, *, progress: Callable[[int, int], None] | None = None) -> Reply:
+        """Send one request and wait for its answer; the worker stops it after ``request.timeout`` s.
 
         A run that hangs, crashes or is stopped comes back as an error naming the user's line;
         the worker serves on. Only the worker itself dying, or not answering ``grace`` s past
         the timeout (user code stopped it), restarts it.
+
+        Args:
+            request: the job (``gradviz.schema.requests``); its ``timeout`` (None or 0: no
+                limit) is enforced by the worker, and by this client ``grace`` s later.
+            progress: called with (done, total) as the worker reports them.
+
+        Returns:
+            How the request ended: its result, or an error.
         """
         if not self.alive:
             self.start()
         request_id = self._next_id
         self._next_id += 1
-        message = messages.request(op, request_id, out_dir=str(self.run_root / f"run{request_id}"), **(payload or {}))
-        if timeout is not None:
-            message["timeout"] = timeout
+        message = to_message(request, request_id, str(self.run_root / f"run{request_id}"))
+        timeout = request.timeout
         reply = Reply("error")
         start = time.monotonic()
         if self.info:
@@ -475,10 +476,8 @@ def _start_failed(message: dict[str, Any] | messages.BadLine) -> bool:
 
 
 def run_request(
-    op: str,
-    payload: dict[str, Any],
+    request: Request,
     *,
-    timeout: float | None = None,
     output: IO[str] | None = sys.stderr,
     progress: Callable[[int, int], None] | None = None,
 ) -> Reply:
@@ -489,7 +488,7 @@ def run_request(
     """
     with worker_session(output=output) as client:
         client.start()
-        return client.request(op, payload, timeout=timeout, progress=progress)
+        return client.request(request, progress=progress)
 
 
 @contextlib.contextmanager

@@ -14,19 +14,21 @@ from typing import Any
 
 from gradviz.protocol.faults import ENDED
 from gradviz.schema.errors import ErrorKind, from_exception, out_of_memory
+from gradviz.schema.requests import CodeSource
 
 # The method gradviz called, named by the outermost frame in the user's file.
 _PHASES = {"<module>": ErrorKind.IMPORT, "example_inputs": ErrorKind.EXAMPLE_INPUTS, "backward": ErrorKind.BACKWARD}
 
 
-def escaped_error(exc: BaseException, request: dict[str, Any]) -> dict[str, Any]:
+def escaped_error(exc: BaseException, code: CodeSource | None) -> dict[str, Any]:
     """An exception the core did not turn into a GradvizError, as a structured error.
 
     Raised in the user's file (SystemExit or KeyboardInterrupt anywhere, any exception in a
     place the core does not wrap) it names the line like any user-code error; otherwise it is
-    a gradviz bug, or the machine running out of memory, and says so plainly.
+    a gradviz bug, or the machine running out of memory, and says so plainly. ``code``: where
+    the request's code came from (None for a job that runs none, the memory study).
     """
-    filename = _request_filename(request)
+    filename = user_filename(code)
     tb, outermost = exc.__traceback__, None
     while tb is not None:
         if outermost is None and tb.tb_frame.f_code.co_filename == filename:
@@ -50,8 +52,21 @@ def escaped_error(exc: BaseException, request: dict[str, Any]) -> dict[str, Any]
     return {"kind": ErrorKind.INTERNAL.value, "message": f"Internal error in gradviz: {type(exc).__name__}: {exc}"}
 
 
-def _request_filename(request: dict[str, Any]) -> str:
-    """The file name user code runs under: what the loader gives the code it compiles."""
-    if request.get("path"):
-        return str(Path(request["path"]).resolve())
-    return request.get("filename") or "<editor>"
+def user_filename(code: CodeSource | None) -> str:
+    """The file name user code runs under: what the loader gives the code it compiles (a module
+    target's file once it is imported, as the loader names it)."""
+    if code is None:
+        return "<editor>"
+    if code.path:
+        return str(Path(code.path).resolve())
+    if code.filename:
+        return code.filename
+    if code.target:
+        from gradviz.schema.targets import parse_target
+
+        target = parse_target(code.target)
+        if not target.module:
+            return str(Path(target.path or "").resolve())
+        file = getattr(sys.modules.get(target.module), "__file__", None)
+        return str(Path(file).resolve()) if file else f"<module {target.module}>"
+    return "<editor>"

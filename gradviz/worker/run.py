@@ -29,6 +29,7 @@ from typing import IO, Any
 from gradviz.protocol import messages
 from gradviz.protocol.faults import OS_EXIT_MARK
 from gradviz.schema.errors import ErrorKind, GradvizError
+from gradviz.schema.requests import Envelope
 from gradviz.worker import containment
 from gradviz.worker.escaped import escaped_error
 
@@ -62,9 +63,9 @@ STARTED = "started"  # in a phase message: the request starts now (the worker's 
 
 
 def serve_one(
-    request: dict[str, Any], pipe_fd: int, fault_fd: int, threads: int, key: bytes, *, prepared: bool = False
+    envelope: Envelope, pipe_fd: int, fault_fd: int, threads: int, key: bytes, *, prepared: bool = False
 ) -> None:
-    """Run ``request`` in this (fresh) process, answer, and exit. Never returns. ``prepared``: a
+    """Run the request in this (fresh) process, answer, and exit. Never returns. ``prepared``: a
     spawned run already called ``become_run_process``."""
     code = 0
     try:
@@ -76,8 +77,8 @@ def serve_one(
             become_run_process(fault_fd, threads)
         channel = Channel(os.fdopen(containment.move_high(pipe_fd), "wb", buffering=0), key)
         del key
-        channel.send({**messages.phase(request.get("id"), batched=False), STARTED: True})
-        channel.send(_answer(request, channel))
+        channel.send({**messages.phase(envelope.id, batched=False), STARTED: True})
+        channel.send(_answer(envelope, channel))
     except BaseException:  # nothing may escape a forked child: the worker reports the death
         traceback.print_exc()
         code = 70
@@ -90,20 +91,20 @@ def serve_one(
 _REAL_EXIT = os._exit
 
 
-def _answer(request: dict[str, Any], channel: Channel) -> dict[str, Any]:
+def _answer(envelope: Envelope, channel: Channel) -> dict[str, Any]:
     from gradviz.core import jacobian
     from gradviz.worker.handlers import HANDLERS  # lazily: torch and the core load in the run only
 
-    op, request_id = request["op"], request.get("id")
+    op, request_id = envelope.request.op, envelope.id
     # tell the worker when user code runs under vmap: if the process dies there, it retries without
     jacobian.report_batched_phases(lambda active: channel.send(messages.phase(request_id, batched=active)))
     try:
-        payload = HANDLERS[op](request, channel.send)
+        payload = HANDLERS[op](envelope, channel.send)
         return messages.result(request_id, op, payload)
     except GradvizError as exc:
         return messages.error(request_id, op, exc.to_dict())
     except BaseException as exc:  # the user's SystemExit, KeyboardInterrupt, ... or our own bug
-        return messages.error(request_id, op, escaped_error(exc, request))
+        return messages.error(request_id, op, escaped_error(exc, getattr(envelope.request, "code", None)))
 
 
 def become_run_process(fault_fd: int, threads: int) -> None:

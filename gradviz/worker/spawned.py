@@ -4,8 +4,8 @@ The worker starts it ahead of need (``start_method``). It becomes a run process 
 process group, the fault file watched, so the dump signal dumps its stack even while it imports), reads
 its stdin in a thread (the worker's write of a large request never waits on our import), imports
 torch and, with ``GRADVIZ_WORKER_WARM=1``, pays the first-call costs as the worker does, and says
-so on ``IMPORTED_FD`` (closing it). Then it waits for its order on stdin, a JSON object ``{"request", "key", "threads"}``, and serves it like a
-forked run (``run.serve_one``). An empty stdin means the worker let it go: it exits.
+so on ``IMPORTED_FD`` (closing it). Then it waits for its order on stdin, a JSON object ``{"request", "key", "threads"}`` (the request as the client
+sent it, parsed again here), and serves it like a forked run (``run.serve_one``). An empty stdin means the worker let it go: it exits.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 import threading
 
 from gradviz.protocol.launch import WARM_ENV
+from gradviz.schema.requests import from_message
 from gradviz.worker import run
 
 
@@ -54,7 +55,8 @@ def main() -> None:
     if not chunks:
         os._exit(0)
     order = json.loads(b"".join(chunks))
-    run.serve_one(order["request"], pipe_fd, fault_fd, int(order["threads"]), bytes.fromhex(order["key"]), prepared=True)
+    envelope = from_message(order["request"])  # the worker parsed it once already: this cannot fail
+    run.serve_one(envelope, pipe_fd, fault_fd, int(order["threads"]), bytes.fromhex(order["key"]), prepared=True)
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from gradviz.protocol import process_tree
 from gradviz.protocol.launch import SAFE_PATH
+from gradviz.schema.requests import Envelope
 from gradviz.worker import containment
 
 START_ENV = "GRADVIZ_WORKER_START"
@@ -99,7 +99,7 @@ class RunStarter:
         if self.spare is None:
             self.spare = self._spawn()
 
-    def start(self, request: dict[str, Any], key: bytes) -> Started:
+    def start(self, request: Envelope, key: bytes) -> Started:
         """A run process serving ``request``, its lines sealed with ``key``."""
         if self.method == "fork":
             return self._fork(request, key)
@@ -122,7 +122,7 @@ class RunStarter:
             _discard(self.spare)
             self.spare = None
 
-    def _fork(self, request: dict[str, Any], key: bytes) -> Started:
+    def _fork(self, request: Envelope, key: bytes) -> Started:
         read_end, write_end = os.pipe()
         fault_fd = containment.fault_file()
         pid = os.fork()
@@ -157,9 +157,9 @@ class RunStarter:
         return Started(process.pid, read_end, fault_fd, process, imported)
 
 
-def _hand_over(run: Started, request: dict[str, Any], key: bytes, threads: int) -> bool:
+def _hand_over(run: Started, request: Envelope, key: bytes, threads: int) -> bool:
     """Send a spawned run its request and key on stdin; False when it is gone."""
-    order = json.dumps({"request": request, "key": key.hex(), "threads": threads}).encode()
+    order = json.dumps({"request": request.to_message(), "key": key.hex(), "threads": threads}).encode()
     stdin = run.process.stdin if run.process is not None else None
     if stdin is None:
         return False

@@ -29,12 +29,13 @@ import signal
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from gradviz.protocol import faults, messages, process_tree
 from gradviz.protocol.launch import PARENT_PID_ENV, PROTOCOL_FD_ENV, WARM_ENV, remove_stale_run_roots
-from gradviz.schema.errors import ErrorKind
+from gradviz.schema.errors import ErrorKind, SettingsError
+from gradviz.schema.requests import CheckRequest, Envelope, SweepRequest, from_message
 from gradviz.schema.units import format_bytes
 from gradviz.worker import containment
 from gradviz.worker.memory_limit import default_memory_limit  # the CLI reads it from here too
@@ -52,7 +53,7 @@ START_ALLOWANCE_S = 120.0  # past the time limit, for a spawned run still import
 class Run:
     """The run process answering one request."""
 
-    request: dict[str, Any]
+    envelope: Envelope  # the request, parsed once when it arrived
     process: Started  # its pid, message pipe (read end) and fault file
     started: float
     decoder: messages.LineDecoder
@@ -75,12 +76,12 @@ class Run:
         return self.process.faults
 
     @property
-    def id(self) -> int | None:
-        return self.request.get("id")
+    def id(self) -> int:
+        return self.envelope.id
 
     @property
     def deadline(self) -> float | None:
-        limit = self.request.get("timeout")
+        limit = self.envelope.request.timeout
         if not limit:
             return None
         return self.started + float(limit) + (0.0 if self.began else START_ALLOWANCE_S)
@@ -100,7 +101,7 @@ class Supervisor:
         self.out, self.requests_fd, self.key = out, requests_fd, key
         self.threads, self.memory_limit = threads, memory_limit
         self.run: Run | None = None
-        self.pending: deque[dict[str, Any]] = deque()  # requests waiting for the run in progress
+        self.pending: deque[Envelope | None] = deque()  # requests waiting for the run in progress; None: quit
         self.decoder = messages.SealedDecoder(key, signer="the gradviz client")
         self.last_final: dict[str, Any] | None = None  # sent again when the client asks (``repeat``)
         self.parent = os.getppid()
@@ -132,7 +133,7 @@ class Supervisor:
             if not data:  # the client closed our stdin: finish what it asked for, then quit
                 os.close(self.requests_fd)
                 self.requests_fd = -1
-                self.pending.append({"op": "quit"})
+                self.pending.append(None)
             for message in self.decoder.feed(data):
                 self._on_request(message)
         if self.run and self.run.pipe in readable:
@@ -157,43 +158,51 @@ class Supervisor:
 
     # --- requests --------------------------------------------------------------------------
     def _on_request(self, message: dict[str, Any] | messages.BadLine) -> None:
-        """Cancel and repeat act at once; everything else waits its turn behind the run in progress."""
+        """Cancel and repeat act at once; a run request is parsed at once (a bad one is answered
+        there, naming its key, and never runs) and then waits its turn behind the run in progress."""
         if isinstance(message, messages.BadLine) and message.unsealed:  # not the client's: never a request
             print(f"gradviz worker: ignored {message.describe()}", file=sys.stderr)
         elif isinstance(message, messages.BadLine):
             detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"The worker received {message.describe()}"}
             self.send(messages.error(None, None, detail))
-        elif message.get("op") == "cancel":
+        elif (op := message.get("op")) == "cancel":
             self._cancel(message.get("id"))
-        elif message.get("op") == "repeat":  # the client lost our answer among lines it did not trust
+        elif op == "repeat":  # the client lost our answer among lines it did not trust
             if self.last_final is not None and self.last_final.get("id") == message.get("id"):
                 self.send(self.last_final)
+        elif op == "quit":
+            self.pending.append(None)
+        elif op in messages.RUN_OPS:
+            try:
+                self.pending.append(from_message(message))
+            except SettingsError as exc:  # a key misspelt, missing or of the wrong type: nothing runs
+                self.send(messages.error(message.get("id"), op, exc.to_dict()))
+            except Exception as exc:  # our own parsing bug: said, and the worker serves on
+                detail = {"kind": ErrorKind.INTERNAL.value, "message": f"Cannot read the {op} request: {exc!r}"}
+                self.send(messages.error(message.get("id"), op, detail))
         else:
-            self.pending.append(message)
+            detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"Unknown request {op!r}."}
+            self.send(messages.error(message.get("id"), op, detail))
 
     def _cancel(self, request_id: object) -> None:
         if self.run and self.run.id == request_id and not self.run.answered:
             self._stop_hung(faults.cancelled_error)
             return
         for queued in list(self.pending):
-            if queued.get("id") == request_id:
+            if queued is not None and queued.id == request_id:
                 self.pending.remove(queued)
                 detail = {"kind": ErrorKind.CANCELLED.value, "message": "Cancelled before it started."}
-                self.send(messages.error(request_id, queued.get("op"), detail))
+                self.send(messages.error(request_id, queued.request.op, detail))
 
-    def _take(self, message: dict[str, Any]) -> None:
-        op = message.get("op")
+    def _take(self, envelope: Envelope | None) -> None:
         if self.run is not None:  # answered and exiting: it and all it started go now
             self._end_run()
-        if op == "quit":
+        if envelope is None:
             self.quitting = True
-        elif op in messages.RUN_OPS:
-            self._start_run(message)
         else:
-            detail = {"kind": ErrorKind.PROTOCOL.value, "message": f"Unknown request {op!r}."}
-            self.send(messages.error(message.get("id"), op, detail))
+            self._start_run(envelope)
 
-    def _start_run(self, request: dict[str, Any]) -> None:
+    def _start_run(self, request: Envelope) -> None:
         key = os.urandom(KEY_BYTES)  # the run seals its lines with it; user code never gets it handed
         self.starter.close_in_child = tuple(fd for fd in (self.requests_fd, self.out.fileno()) if fd >= 0)
         try:
@@ -201,7 +210,7 @@ class Supervisor:
         except OSError as exc:  # fork or exec refused (the process limit, memory): say so, serve on
             detail = start_failure(exc)
             detail["message"] = detail["message"].replace("The gradviz worker could not start", "No process for the run")
-            self.send(messages.error(request.get("id"), request.get("op"), detail))
+            self.send(messages.error(request.id, request.request.op, detail))
             return
         self.run = Run(request, started, time.monotonic(), messages.SealedDecoder(key))
 
@@ -241,11 +250,11 @@ class Supervisor:
             return
         process_tree.reap_exited(keep=run.pid)  # orphans the run left that ended on their own
         if run.deadline is not None and time.monotonic() > run.deadline:
-            limit = float(run.request["timeout"])
+            limit = float(run.envelope.request.timeout or 0)
             self._stop_hung(lambda dump, source: faults.timeout_error(limit, dump, source))
         elif self.memory_limit and self.meter.over(self.memory_limit):
-            limit = format_bytes(self.memory_limit)
-            self._stop_hung(lambda dump, source: faults.out_of_memory_error(limit, dump, source))
+            shown = format_bytes(self.memory_limit)
+            self._stop_hung(lambda dump, source: faults.out_of_memory_error(shown, dump, source))
 
     def _stop_hung(self, describe) -> None:
         """Ask the run for its stack, stop it and all it started, answer with where it was."""
@@ -294,7 +303,7 @@ class Supervisor:
 
     def _answer(self, detail: dict[str, Any]) -> None:
         self.run.answered = True
-        self.send(messages.error(self.run.id, self.run.request.get("op"), detail))
+        self.send(messages.error(self.run.id, self.run.envelope.request.op, detail))
 
     def _end_run(self) -> None:
         """The run and everything it started go (by ancestry, not by group); bounded waits only."""
@@ -308,7 +317,7 @@ class Supervisor:
         return containment.read_faults(self.run.faults)
 
     def _source(self) -> faults.UserSource:
-        return faults.UserSource.of_request(self.run.request)
+        return faults.UserSource.of_code(getattr(self.run.envelope.request, "code", None))
 
 
 def _tampered_error(line: messages.BadLine) -> dict[str, Any]:
@@ -320,17 +329,17 @@ def _tampered_error(line: messages.BadLine) -> dict[str, Any]:
     return {"kind": ErrorKind.PROTOCOL.value, "message": message}
 
 
-def _without_batches(run: Run) -> dict[str, Any] | None:
+def _without_batches(run: Run) -> Envelope | None:
     """The same request with plain calls only, when a run died inside a vmapped call.
 
     Legacy vmap and some user code do not mix (``.data`` on a batched tensor segfaults): that is
     gradviz's choice of path, not the user's bug, so the run is repeated the way gradcheck runs.
     """
-    request = run.request
-    settings = request.get("settings") or {}
-    if not run.batched or request.get("op") not in ("check", "sweep") or settings.get("batched") is False:
+    request = run.envelope.request
+    if not run.batched or not isinstance(request, CheckRequest | SweepRequest) or not request.settings.batched:
         return None
-    return {**request, "settings": {**settings, "batched": False}, "batched_crash": True}
+    plain = replace(request, settings=replace(request.settings, batched=False), batched_crash=True)
+    return replace(run.envelope, request=plain)
 
 
 # --- start-up -----------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from gradviz.app.memory_display import (
     sweep_curves,
 )
 from gradviz.schema.memory import ConvBNStudy
+from gradviz.schema.requests import MemoryRequest
+from gradviz.schema.settings import MemoryOptions
 from gradviz.schema.units import UNITS, choose_unit, format_bytes
 from gradviz.worker.handlers import handle_memory
 from tests.paths import ROOT
@@ -27,7 +29,7 @@ from tests.paths import ROOT
 
 @pytest.fixture(scope="module")
 def payload() -> dict:
-    return handle_memory({"options": {"layers": 3, "shape": [4, 3, 20, 20], "out_channels": 8}}, None)
+    return handle_memory(MemoryRequest(MemoryOptions(layers=3, shape=(4, 3, 20, 20), out_channels=8)), None)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from PySide6.QtGui import QImage
 from gradviz.app.memory_display import MemoryResult, read_memory
 from gradviz.app.panels.memory_panel import CPU_NOTE, EMPTY_TEXT, MemoryPanel
 from gradviz.app.state import MemorySettings
+from gradviz.schema.requests import MemoryRequest
 from gradviz.schema.settings import MemoryOptions
 from gradviz.schema.units import format_bytes
 from gradviz.worker.handlers import handle_memory
@@ -22,7 +23,7 @@ from tests.paths import ARTIFACTS
 @pytest.fixture(scope="module")
 def cpu_payload() -> dict:
     """A 3-layer study on a small input: the real worker handler, the real measurements."""
-    return handle_memory({"options": {"layers": 3, "shape": [4, 3, 20, 20], "out_channels": 8}}, None)
+    return handle_memory(MemoryRequest(MemoryOptions(layers=3, shape=(4, 3, 20, 20), out_channels=8)), None)
 
 
 def typed(payload: dict) -> MemoryResult:
@@ -171,7 +172,7 @@ def test_measure_emits_the_options_typed_in(qtbot, panel):
     assert blocker.args == [expected]
     assert panel.options() == expected
     # the options are what the worker accepts
-    assert handle_memory({"options": {**expected, "device": "cpu"}}, None)["study"]["layers"] == 5
+    assert handle_memory(MemoryRequest(MemoryOptions.from_dict({**expected, "device": "cpu"})), None)["study"]["layers"] == 5
 
 
 def test_changing_controls_does_not_ask_for_a_measurement(qtbot, panel):
@@ -273,7 +274,7 @@ def test_export_png_writes_the_plots(panel, cpu_payload, tmp_path):
 
 
 def test_screenshot_of_a_three_layer_result(qtbot, panel):
-    payload = handle_memory({"options": {"layers": 3}}, None)
+    payload = handle_memory(MemoryRequest(MemoryOptions(layers=3)), None)
     panel.set_result(typed(payload))
     qtbot.waitUntil(lambda: panel.plots_area.isVisible())
     ARTIFACTS.mkdir(exist_ok=True)

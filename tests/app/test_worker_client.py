@@ -15,6 +15,7 @@ import pytest
 
 from gradviz.app import worker_client as worker_client_module
 from gradviz.app.worker_client import WorkerClient
+from gradviz.schema.requests import CheckRequest, CodeSource
 from tests.paths import ROOT
 from tests.worker.lifecycle import spawning_source, wait_for_file, wait_gone
 
@@ -48,7 +49,7 @@ def test_an_unsealed_line_is_ignored_and_a_broken_one_fails_the_run_at_once(qtbo
         with qtbot.waitSignal(client.ready, timeout=10_000):
             client.start()
         with qtbot.waitSignal(client.failed, timeout=3_000) as failed:
-            request = client.submit("check", timeout=600, source="x", filename="<editor>")
+            request = client.submit(CheckRequest(CodeSource(source="x", filename="<editor>"), timeout=600))
         got_request, error = failed.args
         assert got_request == request and error["kind"] == "protocol"
         assert "not a gradviz message" in error["message"] and "Traceback" in error["message"]
@@ -63,11 +64,12 @@ WINDOW = textwrap.dedent(
     import sys
     from PySide6.QtCore import QCoreApplication
     from gradviz.app.worker_client import WorkerClient
+    from gradviz.schema.requests import CheckRequest, CodeSource
     app = QCoreApplication([])
     client = WorkerClient()
     def go(info):
         print(client.pid, flush=True)
-        client.submit("check", path=sys.argv[1], arrays=False, graph=False)
+        client.submit(CheckRequest(CodeSource(path=sys.argv[1]), arrays=False, graph=False))
     client.ready.connect(go)
     client.start()
     app.exec()

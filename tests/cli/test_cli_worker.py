@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from gradviz.protocol import messages as messages_module
+from gradviz.schema.requests import CheckRequest, CodeSource, to_message
+from gradviz.schema.settings import CheckSettings
 from gradviz.worker.client import WorkerClient
 from tests.cli.runner import gradviz
 from tests.paths import ROOT
@@ -193,9 +195,13 @@ def test_worker_serves_on_after_user_code_raises_system_exit_and_interrupts(writ
         pid = runner.pid
         replies = {
             name: runner.request(
-                "check",
-                {"source": source, "filename": f"<{name}>", "arrays": False, "graph": False, "settings": {"all_checks": True}},
-                timeout=60,
+                CheckRequest(
+                    CodeSource(source=source, filename=f"<{name}>"),
+                    CheckSettings(all_checks=True),
+                    timeout=60,
+                    arrays=False,
+                    graph=False,
+                )
             )
             for name, source in sources.items()
         }
@@ -212,8 +218,8 @@ def test_worker_answers_a_bad_request_line_ignores_an_unsealed_one_and_serves_on
     """A sealed line that is not JSON is the client's bug: answered. A line without the session's
     seal is not the client's at all (something wrote into the worker's stdin): never a request."""
     session = messages_module.ClientSession()
-    request = {"id": 7, "op": "check", "path": str(write_source(SQUARE)), "arrays": False, "graph": False}
-    forged = {"id": 8, "op": "check", "path": str(write_source(SQUARE, "other.py")), "arrays": False}
+    request = to_message(CheckRequest(CodeSource(path=str(write_source(SQUARE))), arrays=False, graph=False), 7, "run7")
+    forged = to_message(CheckRequest(CodeSource(path=str(write_source(SQUARE, "other.py"))), arrays=False), 8, "run8")
     not_json = b"this is not json"
     worker = subprocess.run(
         [sys.executable, "-m", "gradviz.worker"],
@@ -236,20 +242,20 @@ def test_worker_answers_a_bad_request_line_ignores_an_unsealed_one_and_serves_on
 def test_a_crashing_run_leaves_the_worker_serving(write_source):
     """User code dies in its own run process: the worker answers for it and serves on."""
     with WorkerClient(output=None) as client:
-        crashed = client.request("check", {"path": str(write_source(EXITS["os_exit_backward"])), "arrays": False})
+        crashed = client.request(CheckRequest(CodeSource(path=str(write_source(EXITS["os_exit_backward"]))), arrays=False))
         pid = client.pid
         assert crashed.kind == "crashed" and "os._exit(0)" in crashed.error["message"] and crashed.error["lineno"]
-        again = client.request("check", {"path": str(write_source(SQUARE, "ok.py")), "arrays": False, "graph": False})
+        again = client.request(CheckRequest(CodeSource(path=str(write_source(SQUARE, "ok.py"))), arrays=False, graph=False))
         assert again.ok and again.result["passed"] and client.pid == pid and client.alive
 
 
 def test_client_restarts_a_worker_that_was_killed(write_source):
     with WorkerClient(output=None) as client:
-        first = client.request("check", {"path": str(write_source(SQUARE)), "arrays": False, "graph": False})
+        first = client.request(CheckRequest(CodeSource(path=str(write_source(SQUARE))), arrays=False, graph=False))
         old = client.pid
         os.kill(old, signal.SIGKILL)
         client._process.wait()
-        again = client.request("check", {"path": str(write_source(SQUARE)), "arrays": False, "graph": False})
+        again = client.request(CheckRequest(CodeSource(path=str(write_source(SQUARE))), arrays=False, graph=False))
         assert first.ok and again.ok and client.pid != old
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from gradviz.protocol.launch import MEMORY_ENV
 from gradviz.schema.errors import SettingsError
+from gradviz.schema.requests import MemoryRequest
 from gradviz.schema.settings import MemoryOptions
 from gradviz.worker.handlers import handle_memory
 from tests.cli.runner import gradviz
@@ -71,6 +72,6 @@ def test_the_study_runs_in_the_worker_not_in_the_cli_process():
 
 def test_the_windows_memory_request_is_refused_before_allocating():
     """The window's request (study plus the sweep at 4N) goes through the same check."""
-    request = {"options": {"layers": 1, "shape": [8, 3, 32, 32], "out_channels": 99_999_999}, "sweep": True}
+    request = MemoryRequest(MemoryOptions(layers=1, shape=(8, 3, 32, 32), out_channels=99_999_999), sweep=True)
     with pytest.raises(SettingsError, match="32x32 input with 99999999 output channels"):
         handle_memory(request, None)

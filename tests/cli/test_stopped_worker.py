@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
 from tests.sources import SQUARE
@@ -106,12 +107,12 @@ def test_the_client_replaces_a_stopped_worker_and_serves_on(tmp_path):
     with WorkerClient(output=None) as client:
         client.grace = 1.0
         try:
-            reply = client.request("check", {"path": str(stops), "arrays": False, "graph": False}, timeout=2)
+            reply = client.request(CheckRequest(CodeSource(path=str(stops)), timeout=2, arrays=False, graph=False))
             pids = wait_for_pids(pid_file, 1)
             assert reply.kind == "timeout" and "stopped responding" in reply.error["message"]
             assert not client.alive
             assert wait_gone(list(pids), 10), f"still alive: {still_alive(pids)}"
-            reply = client.request("check", {"path": str(square), "arrays": False, "graph": False}, timeout=60)
+            reply = client.request(CheckRequest(CodeSource(path=str(square)), timeout=60, arrays=False, graph=False))
             assert reply.ok and reply.result["passed"]
             assert client.pid not in pids
         finally:

@@ -111,18 +111,18 @@ def runs(tmp_path_factory):
 
 def worker_replies(root) -> dict:
     from gradviz.cli.request import code_request
+    from gradviz.schema.requests import CheckRequest, GraphRequest
     from gradviz.worker.client import WorkerClient
+
+    def request(op: str, target: str, inputs: str | None):
+        code = code_request(target, None, inputs)
+        return GraphRequest(code) if op == "graph" else CheckRequest(code, report=True, graph=False)
 
     cwd = os.getcwd()
     os.chdir(root)  # the worker starts here, as it starts in the CLI's folder
     try:
         with WorkerClient(output=None) as worker:
-            return {
-                name: worker.request(
-                    op, {**code_request(target, None, inputs), "report": True, "graph": False}
-                )
-                for name, (op, target, inputs) in REQUESTS.items()
-            }
+            return {name: worker.request(request(*spec)) for name, spec in REQUESTS.items()}
     finally:
         os.chdir(cwd)
 
@@ -184,12 +184,12 @@ def test_a_module_target_request_names_the_modules_file(runs):
 
     root = runs[0]
     request = code_request("shop.ops:Cube", None, None)
-    assert request["target"] == "shop.ops:Cube" and request["function"] == "Cube"
-    assert "filename" not in request  # not found from this folder: nothing to quote, nothing wrong
+    assert request.target == "shop.ops:Cube" and request.function == "Cube"
+    assert request.filename is None  # not found from this folder: nothing to quote, nothing wrong
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        assert code_request("shop.ops:Cube", None, None)["filename"] == str(
+        assert code_request("shop.ops:Cube", None, None).filename == str(
             (root / "shop" / "ops.py").resolve()
         )
     finally:

@@ -315,9 +315,11 @@ def test_cuda_sweep_reports_peaks():
 
 def test_worker_memory_request_sweeps_only_stacks_that_fit(tmp_path):
     """A small image allows fewer than 8 layers: the sweep stops there instead of failing."""
+    from gradviz.schema.requests import Envelope, MemoryRequest
+    from gradviz.schema.settings import MemoryOptions
     from gradviz.worker.handlers import handle_memory
 
-    options = {"layers": 2, "shape": [2, 3, 8, 8], "out_channels": 4, "kernel": 3}
-    payload = handle_memory({"id": 1, "options": options, "out_dir": str(tmp_path)}, None)
+    options = MemoryOptions(layers=2, shape=(2, 3, 8, 8), out_channels=4, kernel=3)
+    payload = handle_memory(Envelope(1, str(tmp_path), MemoryRequest(options)), None)
     assert payload["study"]["layers"] == 2
     assert max(row["layers"] for row in payload["sweep"]) == 3  # 8 -> 6 -> 4 -> 2: three convs fit

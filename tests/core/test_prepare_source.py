@@ -18,6 +18,7 @@ import gradviz.core.sweep as sweep_module
 from gradviz.core.check import check_source
 from gradviz.core.loader import load_file
 from gradviz.schema.graph import GraphModel
+from gradviz.schema.requests import CodeSource, GraphRequest
 from gradviz.schema.settings import CheckSettings
 from gradviz.worker.handlers import handle_graph
 
@@ -52,7 +53,7 @@ def test_graph_shows_the_jittered_inputs_the_check_used(write_source):
     plain = check_source(load_file(path), None, CheckSettings(seed=3))
     assert not np.allclose(doubled_x, np.diagonal(plain.blocks[0].analytic))  # jitter moved them
 
-    reply = handle_graph({"id": 1, "path": str(path), "settings": settings.to_dict()}, lambda message: None)
+    reply = handle_graph(GraphRequest(CodeSource(path=str(path)), settings), lambda message: None)
     graph = GraphModel.from_dict(reply["graph"])
     (custom,) = [n for n in graph.nodes if n.kind == "custom"]
     flow = graph.flows[custom.id]

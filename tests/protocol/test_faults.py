@@ -8,6 +8,7 @@ import sys
 import time
 
 from gradviz.protocol import faults
+from gradviz.schema.requests import CodeSource
 
 HUNG = """
 import faulthandler, os, signal, sys, time
@@ -49,8 +50,8 @@ def test_a_real_dump_of_a_hung_process_names_the_users_line(tmp_path):
 
 
 def test_editor_text_is_quoted_from_the_request_not_a_file():
-    request = {"source": "a = 1\nwhile True: pass\n", "filename": "<editor>"}
-    source = faults.UserSource.of_request(request)
+    code = CodeSource(source="a = 1\nwhile True: pass\n", filename="<editor>")
+    source = faults.UserSource.of_code(code)
     dump = 'Current thread 0x1 (most recent call first):\n  File "<editor>", line 2 in <module>\n'
     (frame,) = faults.user_frames_from_dump(dump, source)
     assert frame["line"] == "while True: pass" and frame["lineno"] == 2

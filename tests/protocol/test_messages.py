@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gradviz.protocol import messages
+from gradviz.schema.requests import CheckRequest, CodeSource, to_message
 
 
 def test_messages_round_trip_through_the_decoder_in_any_chunking():
@@ -50,7 +51,8 @@ def test_non_finite_numbers_leave_as_strict_json_strings():
     line = messages.encode({"type": "result", "value": [float("nan"), float("-inf")]})
     assert b"NaN" not in line and b"Infinity" not in line  # strict JSON: gradviz.schema.strict_json
     assert json.loads(line)["value"] == ["nan", "-inf"]
-    assert json.loads(messages.encode(messages.request("check", 1, timeout=2.5)))["timeout"] == 2.5
+    request = CheckRequest(code=CodeSource(source="x"), timeout=2.5)
+    assert json.loads(messages.encode(to_message(request, 1, "/tmp/run1")))["timeout"] == 2.5
 
 
 def test_only_result_and_error_end_a_request():

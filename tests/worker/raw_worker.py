@@ -17,6 +17,7 @@ from typing import Any
 
 from gradviz.protocol import messages
 from gradviz.protocol.launch import worker_command, worker_environment
+from gradviz.schema.requests import CheckRequest, CodeSource, to_message
 
 
 class RawWorker:
@@ -45,7 +46,8 @@ class RawWorker:
         self.process.stdin.write(self.session.encode(message))
 
     def check(self, request_id: int, path: Path, **extra: Any) -> None:
-        self.send(messages.request("check", request_id, path=str(path), arrays=False, graph=False, **extra))
+        request = CheckRequest(CodeSource(path=str(path)), arrays=False, graph=False, **extra)
+        self.send(to_message(request, request_id, str(path.parent / f"run{request_id}")))
 
     def wait_for(self, accept, seconds: float) -> dict[str, Any]:
         """The first message ``accept`` takes; AssertionError past ``seconds``."""

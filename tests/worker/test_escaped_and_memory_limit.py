@@ -4,11 +4,14 @@ escaped the core, as the error a run answers, and the memory a run may use."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 
 import pytest
 
 from gradviz.protocol.launch import MEMORY_ENV
+from gradviz.schema.requests import CodeSource
 from gradviz.worker.escaped import escaped_error
 from gradviz.worker.memory_limit import MEMORY_SHARE, default_memory_limit
 
@@ -27,7 +30,7 @@ def raised_in_user_code(source: str, call: str) -> BaseException:
 
 
 def test_an_exit_in_the_users_backward_names_the_phase_and_the_line():
-    error = escaped_error(raised_in_user_code(USER_CODE, "backward"), {"source": USER_CODE})
+    error = escaped_error(raised_in_user_code(USER_CODE, "backward"), CodeSource(source=USER_CODE))
     assert error["kind"] == "backward" and error["lineno"] == 2
     assert "sys.exit(3)" in error["message"]
 
@@ -36,9 +39,25 @@ def test_an_exception_outside_the_users_file_is_gradvizs_own_bug(capsys):
     try:
         {}["missing"]
     except KeyError as exc:
-        error = escaped_error(exc, {"filename": "/elsewhere/user.py"})
+        error = escaped_error(exc, CodeSource(filename="/elsewhere/user.py"))
     assert error == {"kind": "internal", "message": "Internal error in gradviz: KeyError: 'missing'"}
     assert "KeyError" in capsys.readouterr().err  # the traceback, for a bug report
+
+
+def test_an_exit_in_a_module_targets_code_names_the_modules_line(tmp_path, monkeypatch):
+    """A ``pkg.mod:Name`` target sent without a filename: the error still names the module's line,
+    read from the module the run imported (as the loader names its file)."""
+    (tmp_path / "exits_mod.py").write_text(USER_CODE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("exits_mod")
+    try:
+        module.backward(None, None)
+    except SystemExit as exc:
+        error = escaped_error(exc, CodeSource(target="exits_mod:backward"))
+    finally:
+        del sys.modules["exits_mod"]
+    assert error["kind"] == "backward" and error["lineno"] == 2
+    assert error["filename"] == str((tmp_path / "exits_mod.py").resolve())
 
 
 @pytest.mark.parametrize(

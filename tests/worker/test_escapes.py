@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gradviz.protocol import process_tree
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
 from tests.sources import SQUARE
@@ -28,8 +29,8 @@ from tests.worker.raw_worker import RawWorker
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
-def request(path: Path) -> dict:
-    return {"path": str(path), "arrays": False, "graph": False}
+def request(path: Path, timeout: float | None = None) -> CheckRequest:
+    return CheckRequest(CodeSource(path=str(path)), timeout=timeout, arrays=False, graph=False)
 
 
 def cli(*args: str, cwd: Path | None = None, env: dict | None = None, **popen) -> subprocess.Popen:
@@ -48,11 +49,11 @@ def test_a_setsid_child_and_a_daemon_end_with_a_finished_run(write_source, tmp_p
     pids = []
     try:
         with WorkerClient(output=None) as client:
-            reply = client.request("check", request(path), timeout=60)
+            reply = client.request(request(path, timeout=60))
             assert reply.ok and reply.result["passed"], reply.error
             pids = read_pids(pid_file)
             assert wait_gone(pids, 5.0), "a process the run started outlived the run"
-            assert client.request("check", request(write_source(SQUARE, "ok.py")), timeout=60).ok
+            assert client.request(request(write_source(SQUARE, "ok.py"), timeout=60)).ok
     finally:
         kill_leftovers(pids)
 
@@ -63,7 +64,7 @@ def test_a_setsid_child_and_a_daemon_end_with_a_timed_out_run(write_source, tmp_
     pids = []
     try:
         with WorkerClient(output=None) as client:
-            reply = client.request("check", request(path), timeout=3)
+            reply = client.request(request(path, timeout=3))
             pids = read_pids(pid_file)
             assert reply.kind == "timeout", reply.error
             assert wait_gone(pids, 5.0), "a process the run started outlived the run"
@@ -91,11 +92,12 @@ def test_a_setsid_child_and_a_daemon_end_on_cancel_and_the_worker_serves_on(writ
 
 CLIENT = """
 import sys
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 client = WorkerClient(output=None)
 client.start()
 print(client.pid, flush=True)
-client.request("check", {"path": sys.argv[1], "arrays": False, "graph": False})
+client.request(CheckRequest(CodeSource(path=sys.argv[1]), arrays=False, graph=False))
 """
 
 
@@ -195,9 +197,9 @@ def test_memory_of_a_forked_child_counts_against_the_limit(write_source):
     heavy = write_source(FORKS_AND_TOUCHES.format(megabytes=400, child_lives=60), "heavy.py")
     line = next(k for k, text in enumerate(heavy.read_text().splitlines(), 1) if "os.waitpid" in text)
     with WorkerClient(output=None, memory_limit_mb=250) as client:
-        baseline = client.request("check", request(light), timeout=60)
+        baseline = client.request(request(light, timeout=60))
         assert baseline.ok and baseline.result["passed"], baseline.error  # the run and a small child fit
-        reply = client.request("check", request(heavy), timeout=60)
+        reply = client.request(request(heavy, timeout=60))
         assert reply.kind == "out_of_memory", reply.error
         assert "limit of 250.0 MiB" in reply.error["message"] and reply.error["lineno"] == line
         assert wait_no_descendants(client.pid, 5.0)  # the child went with the run
@@ -259,7 +261,7 @@ def test_a_torch_py_in_the_current_folder_never_runs_in_the_worker(tmp_path, mon
     monkeypatch.setenv("PYTHONPATH", pythonpath + os.environ.get("PYTHONPATH", ""))
     monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
     with WorkerClient(output=None) as client:
-        reply = client.request("check", request(path), timeout=60)
+        reply = client.request(request(path, timeout=60))
     assert [m for m in markers if m.exists()] == [], "code from the current folder ran"
     assert reply.ok and reply.result["passed"], reply.error
 

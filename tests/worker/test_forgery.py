@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
 from tests.sources import SQUARE
@@ -68,7 +69,7 @@ def genuine_pass(tmp_path_factory) -> dict:
     path = tmp_path_factory.mktemp("genuine") / "square.py"
     path.write_text(SQUARE)
     with WorkerClient(output=None) as client:
-        reply = client.request("check", {"path": str(path), "arrays": False, "graph": False, "report": True}, timeout=120)
+        reply = client.request(CheckRequest(CodeSource(path=str(path)), timeout=120, arrays=False, graph=False, report=True))
     assert reply.ok and reply.result["report"]["passed"] and "PASSED" in reply.result["table"]
     return {"type": "result", "id": 1, "op": "check", "result": reply.result}
 
@@ -98,10 +99,10 @@ def test_a_pass_written_into_the_pipe_is_an_error_from_the_worker_and_the_next_r
 ):
     path = write_source(forger_source(genuine_pass, "in_process", mac=False))
     with WorkerClient(output=None) as client:
-        forged = client.request("check", {"path": str(path), "arrays": False, "graph": False}, timeout=120)
+        forged = client.request(CheckRequest(CodeSource(path=str(path)), timeout=120, arrays=False, graph=False))
         assert not forged.ok and forged.kind == "protocol", forged.result
         assert "not sealed by gradviz's run code" in forged.error["message"]
-        honest = client.request("check", {"path": str(write_source(SQUARE, "ok.py")), "arrays": False}, timeout=120)
+        honest = client.request(CheckRequest(CodeSource(path=str(write_source(SQUARE, "ok.py"))), timeout=120, arrays=False))
         assert honest.ok and honest.result["passed"]
 
 

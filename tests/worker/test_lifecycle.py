@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
 from tests.sources import SQUARE
@@ -24,15 +25,15 @@ from tests.worker.lifecycle import interruptible, spawning_source, wait_for_file
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def request(path) -> dict:
-    return {"path": str(path), "arrays": False, "graph": False}
+def request(path, timeout: float | None = None) -> CheckRequest:
+    return CheckRequest(CodeSource(path=str(path)), timeout=timeout, arrays=False, graph=False)
 
 
 def test_processes_the_users_code_started_end_with_a_successful_run(write_source, tmp_path):
     pid_file = tmp_path / "child.pid"
     path = write_source(spawning_source(pid_file, hang=False))
     with WorkerClient(output=None) as client:
-        reply = client.request("check", request(path), timeout=60)
+        reply = client.request(request(path, timeout=60))
         assert reply.ok, reply.error
         assert wait_gone([int(pid_file.read_text())], 1.0)
         assert client.alive
@@ -43,22 +44,23 @@ def test_a_timed_out_run_takes_its_processes_with_it_and_names_the_line(write_so
     source = spawning_source(pid_file, hang=True)
     path = write_source(source)
     with WorkerClient(output=None) as client:
-        reply = client.request("check", request(path), timeout=3)
+        reply = client.request(request(path, timeout=3))
         assert reply.kind == "timeout" and "did not finish within 3 s" in reply.error["message"]
         line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "while True" in text)
         assert reply.error["lineno"] == line
         assert wait_gone([int(pid_file.read_text())], 1.0)
-        again = client.request("check", request(write_source(spawning_source(tmp_path / "b.pid", hang=False), "b.py")))
+        again = client.request(request(write_source(spawning_source(tmp_path / "b.pid", hang=False), "b.py")))
         assert again.ok
 
 
 CLIENT = """
 import sys
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 client = WorkerClient(output=None)
 client.start()
 print(client.pid, flush=True)
-client.request("check", {"path": sys.argv[1], "arrays": False, "graph": False})
+client.request(CheckRequest(CodeSource(path=sys.argv[1]), arrays=False, graph=False))
 """
 
 
@@ -148,9 +150,9 @@ def example_inputs(device, dtype):
 """
     printed = io.StringIO()
     with WorkerClient(output=printed) as client:
-        first = client.request("check", request(write_source(probe, "probe1.py")))
-        polluted = client.request("check", request(write_source(polluter, "polluter.py")))
-        second = client.request("check", request(write_source(probe, "probe2.py")))
+        first = client.request(request(write_source(probe, "probe1.py")))
+        polluted = client.request(request(write_source(polluter, "polluter.py")))
+        second = client.request(request(write_source(probe, "probe2.py")))
     assert polluted.ok
     assert first.ok and second.ok and not second.result["passed"]  # the bug is still caught
     before, after = [line for line in printed.getvalue().splitlines() if line.startswith("(")]
@@ -183,11 +185,11 @@ def test_a_run_past_the_memory_limit_is_stopped_with_its_line(write_source):
     path = write_source(HOG)
     line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "kept.append" in text)
     with WorkerClient(output=None, memory_limit_mb=1024) as client:
-        reply = client.request("check", request(path), timeout=120)
+        reply = client.request(request(path, timeout=120))
         assert reply.kind == "out_of_memory", reply.error
         assert f"ran out of memory at line {line}" in reply.error["message"] and "1.0 GiB" in reply.error["message"]
         assert reply.error["lineno"] == line
-        assert client.request("check", request(write_source(SQUARE, "ok.py"))).ok  # the worker serves on
+        assert client.request(request(write_source(SQUARE, "ok.py"))).ok  # the worker serves on
 
 
 def test_save_dir_is_relative_to_where_the_cli_started_whatever_the_code_does(write_source, tmp_path):
@@ -250,7 +252,7 @@ def example_inputs(device, dtype):
 def test_a_run_that_dies_inside_vmap_is_run_again_with_plain_calls(write_source):
     """A segfault inside a vmapped backward: gradviz's path, not the user's bug."""
     with WorkerClient(output=None) as client:
-        reply = client.request("check", request(write_source(DIES_WHEN_BATCHED)), timeout=120)
+        reply = client.request(request(write_source(DIES_WHEN_BATCHED), timeout=120))
     assert reply.ok and reply.result["passed"], reply.error
     assert any("died inside a batched (vmap) call" in n for n in reply.result["notes"])
     assert reply.result["paths"]["analytic"] == "loop"
@@ -260,7 +262,7 @@ def test_data_on_a_batched_grad_gets_the_right_verdict_whether_or_not_it_kills(w
     """Legacy vmap and ``.data`` may segfault, raise or carry on, by the allocator's layout: the
     verdict is gradcheck's either way, and a death is said."""
     with WorkerClient(output=None) as client:
-        reply = client.request("check", request(write_source(HIDDEN_DATA)), timeout=120)
+        reply = client.request(request(write_source(HIDDEN_DATA), timeout=120))
     assert reply.ok and reply.result["passed"], reply.error
     died = any("died inside a batched (vmap) call" in n for n in reply.result["notes"])
     assert died or reply.result["notes"] == [], reply.result["notes"]

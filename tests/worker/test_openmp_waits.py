@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 from gradviz.worker.start_method import START_ENV
 from tests.sources import SQUARE
@@ -34,6 +35,6 @@ def test_a_run_waits_passively_unless_the_user_chose(tmp_path, monkeypatch, meth
     path, seen = tmp_path / "square.py", tmp_path / "seen"
     path.write_text(SEEN.format(out=str(seen)), encoding="utf-8")
     with WorkerClient(output=None) as client:
-        reply = client.request("check", {"path": str(path), "arrays": False, "graph": False}, timeout=120)
+        reply = client.request(CheckRequest(CodeSource(path=str(path)), timeout=120, arrays=False, graph=False))
     assert reply.ok, reply.error
     assert seen.read_text(encoding="utf-8") == expected

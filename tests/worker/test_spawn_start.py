@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker import start_method
 from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
@@ -50,8 +51,8 @@ def spawn_runs():
         yield
 
 
-def request(path) -> dict:
-    return {"path": str(path), "arrays": False, "graph": False}
+def request(path, timeout: float | None = None) -> CheckRequest:
+    return CheckRequest(CodeSource(path=str(path)), timeout=timeout, arrays=False, graph=False)
 
 
 WHO = SQUARE + '''
@@ -63,7 +64,7 @@ open({out!r}, "w").write(open("/proc/self/cmdline").read().replace("\\0", " ") +
 def test_the_run_is_a_spawned_interpreter_that_got_its_key_on_stdin(write_source, tmp_path):
     out = tmp_path / "who"
     with WorkerClient(output=None) as client:
-        reply = client.request("check", request(write_source(WHO.format(out=str(out)))), timeout=120)
+        reply = client.request(request(write_source(WHO.format(out=str(out))), timeout=120))
         assert reply.ok and reply.result["passed"], reply.error
         command, parent = out.read_text().splitlines()
         assert "-m gradviz.worker.spawned" in command and int(parent) == client.pid
@@ -77,23 +78,24 @@ ABORTS = SQUARE.replace("return 2 * x * g", "import os; os.abort()")
 
 def test_a_failing_check_and_a_crash_are_answered_and_the_worker_serves_on(write_source):
     with WorkerClient(output=None) as client:
-        failed = client.request("check", request(write_source(WRONG, "wrong.py")), timeout=120)
+        failed = client.request(request(write_source(WRONG, "wrong.py"), timeout=120))
         assert failed.ok and not failed.result["passed"], failed.error
         path = write_source(ABORTS, "aborts.py")
-        crashed = client.request("check", request(path), timeout=120)
+        crashed = client.request(request(path, timeout=120))
         line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "os.abort()" in text)
         assert crashed.kind == "crashed" and crashed.error["lineno"] == line, crashed.error
         assert "SIGABRT" in crashed.error["message"] or "abort" in crashed.error["message"].lower()
-        assert client.request("check", request(write_source(SQUARE, "ok.py")), timeout=120).ok
+        assert client.request(request(write_source(SQUARE, "ok.py"), timeout=120)).ok
 
 
 CLIENT = """
 import sys
+from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker.client import WorkerClient
 client = WorkerClient(output=None)
 client.start()
 print(client.pid, flush=True)
-client.request("check", {"path": sys.argv[1], "arrays": False, "graph": False})
+client.request(CheckRequest(CodeSource(path=sys.argv[1]), arrays=False, graph=False))
 """
 
 
