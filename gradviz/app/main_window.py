@@ -45,6 +45,7 @@ from gradviz.app.step_through import mark_backward_row
 from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
+from gradviz.schema.requests import MemoryRequest
 from gradviz.schema.session import Session
 
 DEFAULT_EXAMPLE = "linear"
@@ -204,7 +205,7 @@ class MainWindow(QMainWindow):
         self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
         self.current.changed.connect(self._on_result_changed)
         self.jacobians.block_changed.connect(self._on_block_changed)
-        self.memory.measure_requested.connect(self.controller.measure_memory)
+        self.memory.measure_requested.connect(lambda _options: self.measure_memory())
         self.graph.node_selected.connect(
             lambda node_id: mark_backward_row(self.graph, self.jacobians, self.current.result, node_id)
         )
@@ -315,6 +316,10 @@ class MainWindow(QMainWindow):
         self.source.update_title()
         self.run()
 
+    def measure_memory(self) -> None:
+        """Measure the stack the memory panel shows, once nothing runs or waits."""
+        self.controller.measure_memory(MemoryRequest(self.memory_options.options()))
+
     def cancel_run(self) -> None:
         self.controller.cancel()
         self.run_bar.set_running(False, "cancelled")
@@ -351,7 +356,7 @@ class MainWindow(QMainWindow):
             loaded.result, request=request, graph=loaded.graph, graph_error=loaded.graph_error, displays=loaded.displays
         )
         if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
-            self.controller.measure_memory(self.memory.options())
+            self.measure_memory()
         QTimer.singleShot(0, self.result_shown.emit)
 
     def _on_result_changed(self) -> None:

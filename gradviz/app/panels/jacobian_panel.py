@@ -57,7 +57,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
     block_changed = Signal(int)  # index into the block selector: result.blocks, then result.large_blocks
     cellHovered = Signal(int, int)  # (row, col)
-    region_requested = Signal(dict)  # {output, input, row0, col0, rows, cols} of a large block, to compute
+    region_requested = Signal(object)  # schema.requests.Region: cells of a large block to compute
     region_cancelled = Signal()  # stop computing it
 
     def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
