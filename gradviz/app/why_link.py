@@ -110,6 +110,12 @@ class WhyLink(QObject):
         self.panel.sweep_all_requested.connect(self._on_sweep_all)
         self.panel.block_changed.connect(self._on_panel_block_changed)
         jacobians.block_changed.connect(self._on_block_changed)
+        current.changed.connect(self._on_result_changed)
+        controller.shown.stale_changed.connect(self.set_stale)
+
+    def _on_result_changed(self) -> None:
+        if self.current.result is not None:
+            self.on_result(self.controller.shown.asked, self.current.result)
 
     def on_result(self, request: CheckRequest | None, result: CheckResult) -> None:
         """A check's result is on screen: a failing one gets its sweep, a passing one none."""
