@@ -2,7 +2,8 @@
 
 Views take a state in ``__init__``, subscribe there, update their widgets with signals blocked,
 and write back through the state. Settings are the schema's own types (``CheckSettings``,
-``MemoryOptions``): the defaults and the validation live there, the state only adds signals.
+``MemoryOptions``): the defaults, the validation and the fields themselves live there; a state's
+``<field>_changed`` signals and properties are made from those fields (``SchemaState``).
 """
 
 from __future__ import annotations
@@ -146,6 +147,8 @@ class SchemaState(QObject, metaclass=_SchemaStateType):
 class RunSettings(SchemaState):
     """The run bar's state: the CheckSettings a run is sent with, and the window's time limit.
 
+    ``FIELDS`` chooses which of CheckSettings' fields the window sets (the others keep their
+    defaults) and the order they are restored in; their signals, types and checks are the schema's.
     eps, atol and rtol follow the dtype (``dtype_defaults``, as the CLI's do) unless the user
     typed one: a typed value stays, per field, when the dtype changes (``typed``). Values set by
     the program (``set``) are not typed; ``type_value`` is the user's own, and ``update`` (a
@@ -165,7 +168,7 @@ class RunSettings(SchemaState):
         "device", "dtype", "eps", "atol", "rtol", "seed", "timeout",
         "fast_mode", "check_forward_ad", "check_backward_ad", "check_batched_grad", "check_batched_forward_grad",
     )  # fmt: skip
-    EXTRA_FIELDS: ClassVar[dict[str, type]] = {"timeout": int}  # the window's own limit, whole seconds (0: never); the worker's is the request's
+    EXTRA_FIELDS: ClassVar[dict[str, type]] = {"timeout": int}  # the window's time limit: whole seconds, 0: never
 
     def __init__(
         self, values: CheckSettings | None = None, timeout: int = RUN_TIMEOUT_S, parent: QObject | None = None
