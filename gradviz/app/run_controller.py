@@ -285,7 +285,7 @@ class RunController(QObject):
         job.id, job.state = self.worker.submit(job.request), SENT  # the worker enforces the request's timeout
         self.jobs.append(job)
         self._latest[job.kind] = job.id
-        if job.kind == "check":
+        if isinstance(job.request, CheckRequest):
             self.shown.note_sent(job.id, job.request)
             self.check_started.emit(job.id)
         elif job.kind == "memory":
@@ -375,17 +375,17 @@ class RunController(QObject):
         if job is not None and job.state == PREEMPTED:  # it finished before the cancel reached it: keep it
             self.jobs = [w for w in self.jobs if w.resend_of != request]
             job.state = SENT
-        live = job is not None and job.live
-        if live and job.kind == "sweep":
+        kind = job.kind if job is not None and job.live else None  # None: no one waits for this answer
+        if kind == "sweep":
             self.sweep_finished.emit(payload)
-        elif live and job.kind == "region":
+        elif kind == "region":
             self.region_finished.emit(request, payload)
-        elif live and job.kind == "audit":
+        elif kind == "audit":
             self.audit_finished.emit(request, payload)
-        elif live and job.kind == "memory":
+        elif kind == "memory":
             self._emit_memory(payload)
         self._start_waiting()
-        if live and job.kind == "check" and self.is_current(request):  # not if a check that waited has taken its place
+        if kind == "check" and self.is_current(request):  # not if a check that waited has taken its place
             self.check_finished.emit(request, payload)
 
     def _emit_memory(self, payload: dict) -> None:
@@ -399,17 +399,17 @@ class RunController(QObject):
 
     def _on_failed(self, request: int, error: dict) -> None:
         job = self._take(request)
-        live = job is not None and job.live  # a preempted study's failure is its stop: no failure
-        if live and job.kind == "sweep":
+        kind = job.kind if job is not None and job.live else None  # a preempted study's failure is its stop
+        if kind == "sweep":
             self.sweep_failed.emit(error.get("message") or "The eps sweep failed.")
-        elif live and job.kind == "region":
+        elif kind == "region":
             self.region_failed.emit(request, error)
-        elif live and job.kind == "audit":
+        elif kind == "audit":
             self.audit_failed.emit(request, error)
-        elif live and job.kind == "memory":
+        elif kind == "memory":
             self.memory_failed.emit(error.get("message") or "The memory study failed.")
         self._start_waiting()
-        if live and job.kind == "check" and self.is_current(request):
+        if kind == "check" and self.is_current(request):
             self.check_failed.emit(request, error)
 
     def _on_crashed(self, request: int, message: str) -> None:
