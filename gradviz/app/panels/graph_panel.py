@@ -88,13 +88,9 @@ class GraphPanel(QWidget):
     node_selected = Signal(int)
 
     def __init__(
-        self,
-        parent: QWidget | None = None,
-        *,
-        view: ViewSettings | None = None,
-        current: CurrentResult | None = None,
-        shown: ShownRun | None = None,
-    ) -> None:
+        self, parent: QWidget | None = None, *, view: ViewSettings | None = None,
+        current: CurrentResult | None = None, shown: ShownRun | None = None,
+    ) -> None:  # fmt: skip
         """``current``: the check on screen, whose graph is drawn whenever it changes; ``shown``:
         what was asked and what is shown, whose stale reason fades the graph."""
         super().__init__(parent)

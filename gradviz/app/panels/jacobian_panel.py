@@ -65,13 +65,9 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     region_cancelled = Signal()  # stop computing it
 
     def __init__(
-        self,
-        parent: QWidget | None = None,
-        *,
-        view: ViewSettings | None = None,
-        current: CurrentResult | None = None,
-        shown: ShownRun | None = None,
-    ) -> None:
+        self, parent: QWidget | None = None, *, view: ViewSettings | None = None,
+        current: CurrentResult | None = None, shown: ShownRun | None = None,
+    ) -> None:  # fmt: skip
         """``current``: the check on screen, drawn whenever it changes; ``shown``: what was asked
         and what is shown, whose stale reason greys the maps."""
         super().__init__(parent)
