@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 
 from gradviz.app.panels.model_view import ModelView
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
+from gradviz.schema.requests import AuditRequest, CodeSource
 
 TITLE = "Model audit"
 GRAPH_NOTE = "A node of an audit has no graph here: open its Function in the editor and Run for its graph."
@@ -59,9 +60,13 @@ class AuditLink(QObject):
     def audit(self, path: Path, name: str) -> bool:
         """Send the audit of ``name`` in ``path`` with the run bar's settings; False if the worker is busy."""
         settings = self.window.run_settings
-        sent = self.window.controller.run_audit(
-            str(path), name, settings.check_settings().to_dict(), timeout=settings.timeout or None
+        request = AuditRequest(
+            code=CodeSource(path=str(path), function=name),
+            settings=settings.check_settings(),
+            timeout=settings.timeout or None,
+            node_files=True,  # each checked node's arrays as a check's: a clicked node opens as one
         )
+        sent = self.window.controller.run_audit(request)
         self.dock.show()
         self.dock.raise_()
         if sent:

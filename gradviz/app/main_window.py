@@ -45,6 +45,7 @@ from gradviz.app.step_through import mark_backward_row
 from gradviz.app.theme import ViewSettings, style_sheet
 from gradviz.app.why_link import WhyLink
 from gradviz.app.worker_client import WorkerClient
+from gradviz.schema.requests import MemoryRequest
 from gradviz.schema.session import Session
 
 DEFAULT_EXAMPLE = "linear"
@@ -82,14 +83,15 @@ class MainWindow(QMainWindow):
         self.controller = RunController(self.worker, self, now=self._snapshot)
         self.shown_run = self.controller.shown  # what was asked and what is shown
         self.view = ViewSettings(self)
-        view = self.view
-        self.picker = PickerPanel(view=view)
+        view, current, shown = self.view, self.current, self.shown_run
+        # each view subscribes to the state it shows: the check on screen, and why it is stale
+        self.picker = PickerPanel(view=view, document=self.document, current=current)
         self.editor = EditorPanel(view=view)
         self.run_bar = RunBar(self.run_settings, view=view)
-        self.banner = VerdictBanner(view=view)
-        self.jacobians = JacobianPanel(view=view)
+        self.jacobians = JacobianPanel(view=view, current=current, shown=shown)
+        self.banner = VerdictBanner(view=view, current=current, shown=shown, blocks=self.jacobians)
         self.loader = ResultLoader(self.jacobians.view_pixels, self)
-        self.graph = GraphPanel(view=view)
+        self.graph = GraphPanel(view=view, current=current, shown=shown)
         self.memory = MemoryPanel(self.memory_options, view=view)
         self.output = OutputPanel()
         self.source = SourceController(
@@ -107,7 +109,7 @@ class MainWindow(QMainWindow):
         self.presentation = PresentationMode(
             self, layout=self.layout_manager, view=view, run_bar=self.run_bar, banner=self.banner, editor=self.editor,
             jacobians=self.jacobians, graph=self.graph, document=self.document, runner=self.runner,
-            load_example=self.load_builtin,
+            load_example=self.load_builtin, current=current,
         )  # fmt: skip
         self.presenter = self.presentation.presenter
         say = self.statusBar().showMessage
@@ -200,23 +202,15 @@ class MainWindow(QMainWindow):
             lambda: self.memory.set_measuring(False, "Stopped for the run; it measures again after it.")
         )
         self.loader.loaded.connect(self._on_loaded)
-        self.shown_run.changed.connect(self._update_stale)
         self.loader.failed.connect(lambda request, message: self._on_check_failed(request, {"kind": "io", "message": message}))
-        self.current.changed.connect(self._on_result_changed)
-        self.jacobians.block_changed.connect(self._on_block_changed)
-        self.memory.measure_requested.connect(self.controller.measure_memory)
+        self.memory.measure_requested.connect(lambda _options: self.measure_memory())
         self.graph.node_selected.connect(
             lambda node_id: mark_backward_row(self.graph, self.jacobians, self.current.result, node_id)
         )
-        # what is on screen against what is in the editor
-        self.editor.text_edited.connect(self._update_stale)
-        self.document.path_changed.connect(self._on_document_changed)
-        self.document.function_changed.connect(self._update_stale)
-        for name in RunSettings.FIELDS:
-            getattr(self.run_settings, f"{name}_changed").connect(self._update_stale)
-        # the tree's highlight follows the document, also when a load was cancelled
-        self.picker.builtin_chosen.connect(self._show_document_in_picker)
-        self.picker.file_chosen.connect(self._show_document_in_picker)
+        # what is on screen against what is in the editor: what the window shows now changes with these
+        self.shown_run.watch(
+            self.editor.text_edited, self.document.path_changed, self.document.function_changed, self.run_settings.changed
+        )
         self.view.high_contrast_changed.connect(self._on_contrast_changed)
         self.view.subscribe(lambda: self.setStyleSheet(style_sheet(self.view.theme)))  # controls' text size
         self.view.quiz_changed.connect(self.actions["quiz"].setChecked)
@@ -315,6 +309,10 @@ class MainWindow(QMainWindow):
         self.source.update_title()
         self.run()
 
+    def measure_memory(self) -> None:
+        """Measure the stack the memory panel shows, once nothing runs or waits."""
+        self.controller.measure_memory(MemoryRequest(self.memory_options.options()))
+
     def cancel_run(self) -> None:
         self.controller.cancel()
         self.run_bar.set_running(False, "cancelled")
@@ -333,7 +331,7 @@ class MainWindow(QMainWindow):
         else:
             self.banner.show_running(self.shown_run.running_name(), "Waiting for the memory study to stop…")
             self.run_bar.set_progress_text("waiting for the memory study…")
-        self._update_stale()
+        self.shown_run.refresh()
 
     def _on_check_started(self, request: int) -> None:
         self.editor.clear_error()
@@ -351,22 +349,8 @@ class MainWindow(QMainWindow):
             loaded.result, request=request, graph=loaded.graph, graph_error=loaded.graph_error, displays=loaded.displays
         )
         if self.memory.result() is None and not self.controller.memory_asked:  # populate it once at launch
-            self.controller.measure_memory(self.memory.options())
+            self.measure_memory()
         QTimer.singleShot(0, self.result_shown.emit)
-
-    def _on_result_changed(self) -> None:
-        result = self.current.result
-        if result.functions:
-            self.picker.set_functions(result.functions, self.document.function or result.function)
-        self.jacobians.set_result(result, self.current.displays)
-        self.graph.set_graph(self.current.graph, self.current.graph_error)
-        self.presenter.reset()
-        self.banner.show_result(result, self.jacobians.current_block())
-        self.why.on_result(self.shown_run.asked, result)  # the stale marks followed ShownRun.changed
-
-    def _on_block_changed(self, *_args) -> None:
-        if self.current.result is not None and self.banner.state in ("passed", "failed"):
-            self.banner.show_result(self.current.result, self.jacobians.current_block())
 
     def _on_check_failed(self, request: int, error: dict) -> None:
         if not self.controller.is_current(request):
@@ -377,7 +361,7 @@ class MainWindow(QMainWindow):
         if failure.mark_editor:
             self.editor.show_error(failure.message, failure.line, failure.traceback)
         self.banner.show_message(failure.headline, failure.state, failure.details)
-        self._update_stale()
+        self.shown_run.refresh()
         if failure.reported is not None:
             self.run_failed.emit(failure.reported)
 
@@ -407,22 +391,6 @@ class MainWindow(QMainWindow):
     def stale_reason(self) -> str | None:
         """Why the result on screen no longer matches the editor, in words; None when it does."""
         return self.shown_run.stale_reason()
-
-    def _update_stale(self, *_args) -> None:
-        reason = self.shown_run.stale_reason()
-        self.jacobians.set_stale(reason)
-        self.graph.set_stale(reason)
-        self.banner.set_stale(reason)
-        self.why.set_stale(reason)
-
-    def _on_document_changed(self) -> None:
-        self._show_document_in_picker()
-        self.presenter.reset()
-        self._update_stale()
-
-    def _show_document_in_picker(self, *_args) -> None:
-        path = self.document.path if self.document.path and not self.document.builtin_name else None
-        self.picker.show_document(self.document.builtin_name, str(path) if path else None)
 
     # --- presentation mode, text scale, contrast, quiz -----------------------------------------
     def set_presentation(self, on: bool) -> None:

@@ -20,7 +20,7 @@ from gradviz.app import window_layout
 from gradviz.app.presentation_views import PresentationStage
 from gradviz.app.presenter import VIEWS, Presenter
 from gradviz.app.runner import Runner
-from gradviz.app.state import SourceDocument
+from gradviz.app.state import CurrentResult, SourceDocument
 from gradviz.app.theme import PRESENTATION_MIN_PX, PRESENTATION_SCALE, ViewSettings, points_for_pixels
 from gradviz.schema.library import builtin_functions
 
@@ -49,9 +49,11 @@ class PresentationMode(QObject):
         document: SourceDocument,
         runner: Runner,
         load_example: Callable[[str], None],
+        current: CurrentResult | None = None,
     ) -> None:
         """``banner``: the verdict banner (made compact); ``jacobians`` and ``graph``: the panels
-        the clicker steps through; ``runner``: Run; ``load_example(name)``: a built-in example."""
+        the clicker steps through; ``runner``: Run; ``load_example(name)``: a built-in example;
+        a new document or a new result on screen (``current``) starts the lecture's sequence again."""
         super().__init__(window)
         self.window, self.layout, self.view = window, layout, view
         self.run_bar, self.banner, self.editor, self.jacobians = run_bar, banner, editor, jacobians
@@ -60,6 +62,9 @@ class PresentationMode(QObject):
         self.stage: PresentationStage | None = None
         self._centre: QWidget | None = None
         self.presenter = Presenter(_Lecture(self), self)
+        document.path_changed.connect(self.presenter.reset)
+        if current is not None:
+            current.changed.connect(self.presenter.reset)
         # a moment after the text size, the view or the screen changes: does the view still fit?
         self._fit_timer = QTimer(self)
         self._fit_timer.setSingleShot(True)

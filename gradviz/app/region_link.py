@@ -16,13 +16,14 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from gradviz.app.run_controller import RunController
 from gradviz.app.state import CurrentResult
+from gradviz.schema.requests import Region, RegionRequest
 from gradviz.schema.result_files import read_region
 
 
 class RegionPanel(Protocol):
     """What the link uses of the Jacobian panel's large-block page."""
 
-    region_requested: Any  # Signal(dict): output, input, row0, col0, rows, cols
+    region_requested: Any  # Signal(Region): the cells of a block to compute
     region_cancelled: Any  # Signal()
 
     def set_region_started(self) -> None: ...
@@ -58,12 +59,14 @@ class RegionLink(QObject):
         for signal in source_changes:
             signal.connect(self._on_source_changed)
 
-    def _on_region_requested(self, region: dict) -> None:
+    def _on_region_requested(self, region: Region) -> None:
         request = self.controller.shown.sent_request
         if request is None or self.current.result is None:
             self._on_region_failed(0, {"message": "Run a check first: a region belongs to a check's result."})
             return
-        self.controller.run_region(request, region)
+        self.controller.run_region(
+            RegionRequest(code=request.code, region=region, settings=request.settings, timeout=request.timeout)
+        )
 
     def _on_region_finished(self, _request: int, summary: dict) -> None:
         try:

@@ -1,25 +1,39 @@
-"""The run queue between the window and the worker: request ids, what waits, which answer is whose.
+"""The run queue between the window and the worker: one table of jobs, and the rules of who goes when.
 
-The worker runs one request at a time. A check asked for while it starts up waits and goes as
-soon as the worker is ready. A memory study never holds a check back: a check asked for while
-one runs stops it (the worker cancels it within a second), goes, and the study starts again
-after it; a memory study waits behind a check and never goes before a waiting one. A region of a
-large block (cells computed on demand) waits behind whatever runs, and a new check drops it. Answers to requests that are no longer current (a
-check since replaced or cancelled) stop here, so the views only hear about the check they show.
-Any QObject with WorkerClient's signals and methods will do as the worker (tests use a fake).
+The worker runs one request at a time. Each job the window asks for (a check, the memory study,
+an eps sweep, a region of a large block, a model audit) is a row of the table: its kind, the
+typed request, the worker's id once sent, and its state. What may wait, what a new check drops,
+what a check stops and sends again, and which waiting job goes first are the ``RULES`` below,
+one line per kind. Answers to jobs that are no longer current (a check since replaced, a sweep a
+new check made moot) stop here, so the views only hear about what they show. Any QObject with
+WorkerClient's signals and methods will do as the worker (tests use a fake).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
 from gradviz.app.memory_display import read_memory
-from gradviz.app.state import CheckRequest, RunSnapshot, ShownRun
+from gradviz.app.state import RunSnapshot, ShownRun
+from gradviz.schema.requests import (
+    AuditRequest,
+    CheckRequest,
+    MemoryRequest,
+    RegionRequest,
+    Request,
+    SweepRequest,
+)
 
-__all__ = ["CheckRequest", "RunController", "Worker"]  # CheckRequest lives with the state it is part of
+__all__ = ["RULES", "Job", "RunController", "Worker"]
+
+WAITING, SENT, CANCELLED, PREEMPTED, DROPPED = "waiting", "sent", "cancelled", "preempted", "dropped"
+# sent: its answers count; cancelled: told to stop, its answer (failed, kind cancelled) still counts;
+# preempted: stopped for a check, sent again after it; dropped: its answer counts no more
+NEW_RUN_NOTE = "Stopped: a new run started."
 
 
 class Worker(Protocol):
@@ -36,13 +50,62 @@ class Worker(Protocol):
     def busy(self) -> bool: ...
     @property
     def running(self) -> int: ...
-    def submit(self, op: str, *, timeout: float | None = None, **payload: Any) -> int: ...
+    def submit(self, request: Request) -> int: ...
     def cancel(self) -> None: ...
     def discard_results_before(self, request_id: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class Rule:
+    """How one kind of job shares the worker."""
+
+    priority: int  # of the waiting jobs the lowest goes first; a job waits behind any lower one
+    queues: bool = True  # it waits for the worker; else it is refused while anything runs or waits
+    dropped_by_check: bool = False  # a new check makes it moot: dropped if waiting, stopped if in flight
+    preemptible: bool = False  # a check asked for while it runs stops it ...
+    resend: bool = False  # ... and it goes again after the check
+    replaced_note: str = ""  # said (as its failure, id 0) when a newer ask takes the waiting one's place
+
+
+RULES: dict[str, Rule] = {
+    "check": Rule(0),
+    "region": Rule(1, dropped_by_check=True, replaced_note="Replaced by a newer region."),
+    "sweep": Rule(2, dropped_by_check=True),
+    "memory": Rule(3, preemptible=True, resend=True),  # it never goes before a waiting check
+    "audit": Rule(4, queues=False),
+}
+
+
+@dataclass
+class Job:
+    """One row of the table: a request asked for, waiting or sent and not yet answered."""
+
+    kind: str
+    request: Request
+    id: int = 0  # the worker's id once sent
+    state: str = WAITING
+    resend_of: int = 0  # the preempted job this one sends again
+
+    @property
+    def priority(self) -> int:
+        return RULES[self.kind].priority
+
+    @property
+    def preemptible(self) -> bool:
+        return RULES[self.kind].preemptible
+
+    @property
+    def resend(self) -> bool:
+        return RULES[self.kind].resend
+
+    @property
+    def live(self) -> bool:
+        """Its answers are reported."""
+        return self.state in (SENT, CANCELLED)
+
+
 class RunController(QObject):
-    """Owns the request ids and the queue; turns the worker's answers into the window's events."""
+    """Owns the job table; turns the worker's answers into the window's events."""
 
     check_queued = Signal(bool)  # a check waits: True while the worker starts, False behind another request
     check_started = Signal(int)  # request id of the check just sent
@@ -73,20 +136,8 @@ class RunController(QObject):
         super().__init__(parent)
         self.worker = worker
         self.shown = ShownRun(now, busy=lambda: self.busy, parent=self)  # what was asked and what is shown
-        self._check = 0  # id of the latest check sent: only its answers count
-        self._memory = 0  # id of the latest memory study sent
-        self._memory_options: dict = {}  # what it was sent with, to send it again after a check
-        self._preempted = 0  # id of a memory study stopped for a check, whose answer has not come yet
-        self._cancelled = 0  # id of a check told to stop whose answer has not come yet
-        self._awaited: set[int] = set()  # ids sent and not answered: an answer counts once
-        self._waiting: CheckRequest | None = None
-        self._sweep = 0  # id of the latest eps sweep sent
-        self._sweep_waiting: CheckRequest | None = None
-        self._sweep_options: dict | None = None
-        self._memory_waiting: dict | None = None
-        self._region = 0  # id of the latest region sent
-        self._region_waiting: tuple[CheckRequest, dict] | None = None
-        self._audit = 0  # id of the latest model audit sent
+        self.jobs: list[Job] = []  # waiting, and sent but not answered
+        self._latest: dict[str, int] = {}  # kind: id of the latest job of that kind sent
         worker.ready.connect(self._on_ready)
         worker.progress.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
@@ -98,122 +149,62 @@ class RunController(QObject):
         """Send the check now if the worker is free, else as soon as it is. While a check runs
         (and was not cancelled) a second one is not queued: the window's Run is disabled then."""
         self.shown.note_asked(request)
-        running = self.worker.running if self.worker.busy else 0
-        if running and running == self._check and running != self._cancelled:
+        running = self._running_job()
+        if running is not None and running.kind == "check" and running.state == SENT:
             return
-        if running and running == self._sweep and running in self._awaited:
-            self._awaited.discard(running)  # a new check makes the sweep of the old one moot
+        for job in [job for job in self.jobs if RULES[job.kind].dropped_by_check]:
+            self._drop(job, NEW_RUN_NOTE)
+        if running is not None and running.preemptible and running.state == SENT:
+            running.state = PREEMPTED
             self.worker.cancel()
-        self._sweep_waiting = None
-        self._drop_region("Stopped: a new run started.")
-        if running and running == self._memory and running in self._awaited and not self._preempted:
-            self._preempted = running  # the study goes again after the check
-            self._memory_waiting = self._memory_options
-            self.worker.cancel()
+            if running.resend:
+                self._wait(Job(running.kind, running.request, resend_of=running.id))
             self.memory_paused.emit()
-        if running or not self.worker.is_ready:
-            self._waiting = request  # the latest request wins
+        if self.worker.busy or not self.worker.is_ready:
+            self._wait(Job("check", request))
             self.check_queued.emit(not self.worker.is_ready)
             return
-        self._send_check(request)
+        self._send(Job("check", request))
 
-    def measure_memory(self, options: dict) -> None:
+    def measure_memory(self, request: MemoryRequest) -> None:
         """Send the memory study now if nothing runs or waits, else after that."""
-        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
-            self._memory_waiting = options
-            return
-        self._memory_waiting = None
-        self._memory_options = options
-        self._memory = self.worker.submit("memory", options=options)
-        self._awaited.add(self._memory)
-        self.memory_started.emit()
+        self._ask(Job("memory", request))
 
-    def run_sweep(self, request: CheckRequest, options: dict | None = None) -> None:
-        """The eps sweep of ``request``'s Function (the Why? panel), after any check: it never
-        holds a check back, and a new check drops it."""
-        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
-            self._sweep_waiting = request
-            self._sweep_options = options
-            return
-        self._sweep_waiting = None
-        self._sweep = self.worker.submit(
-            "sweep",
-            timeout=request.timeout,
-            settings=request.settings.to_dict(),
-            options=options or {},  # the worker's SweepOptions: the block the user chose
-            **_code(request),
-        )
-        self._awaited.add(self._sweep)
+    def run_sweep(self, request: SweepRequest) -> None:
+        """The eps sweep (the Why? panel), after any check: it never holds a check back, and a
+        new check drops it."""
+        self._ask(Job("sweep", request))
 
-    def run_region(self, request: CheckRequest, region: dict) -> None:
-        """Cells of a block too large to hold, computed exactly, at the inputs of ``request``'s check
-        (``region``: output, input, row0, col0, rows, cols). Sent when nothing runs or waits; the
-        latest ask waits in place of an older one."""
-        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
-            if self._region_waiting is not None:
-                self.region_failed.emit(0, {"kind": "cancelled", "message": "Replaced by a newer region."})
-            self._region_waiting = (request, region)
-            return
-        self._region_waiting = None
-        self._region = self.worker.submit(
-            "region", timeout=request.timeout, settings=request.settings.to_dict(), region=region, **_code(request)
-        )
-        self._awaited.add(self._region)
-        self.region_started.emit(self._region)
+    def run_region(self, request: RegionRequest) -> None:
+        """Cells of a block too large to hold, computed exactly at the inputs of the check whose
+        code and settings ``request`` carries. Sent when nothing runs or waits; the latest ask
+        waits in place of an older one."""
+        self._ask(Job("region", request))
 
-    def run_audit(self, path: str, name: str, settings: dict, timeout: float | None = None) -> bool:
-        """Audit the model ``name`` of the file ``path``, each checked node's arrays written as a
-        check's are; False (nothing sent) while anything else runs or waits."""
-        if self.worker.busy or not self.worker.is_ready or self._waiting is not None:
-            return False
-        self._audit = self.worker.submit(
-            "audit", timeout=timeout, path=path, function=name, settings=settings, node_files=True
-        )
-        self._awaited.add(self._audit)
-        self.audit_started.emit(self._audit)
-        return True
-
-    @property
-    def audit_running(self) -> bool:
-        return bool(self._audit) and self._audit in self._awaited
-
-    def cancel_audit(self) -> None:
-        """Stop the audit in flight; its answer comes as audit_failed, kind cancelled."""
-        if self.audit_running and self.worker.running == self._audit:
-            self.worker.cancel()
-
-    def cancel_region(self) -> None:
-        """Stop the region in flight (its answer comes as region_failed, kind cancelled) or drop the waiting one."""
-        self._drop_region("Cancelled.", stop=False)
-        if self.region_running:
-            self.worker.cancel()
-
-    @property
-    def region_running(self) -> bool:
-        return bool(self._region) and self.worker.busy and self.worker.running == self._region
-
-    @property
-    def region_waiting(self) -> bool:
-        return self._region_waiting is not None
-
-    @property
-    def sweep_running(self) -> bool:
-        return bool(self._sweep) and self._sweep in self._awaited
-
-    @property
-    def sweep_pending(self) -> bool:
-        """A sweep is sent and unanswered, or waits for the worker (behind a check or a study)."""
-        return self.sweep_running or self._sweep_waiting is not None
+    def run_audit(self, request: AuditRequest) -> bool:
+        """Audit a model, each checked node's arrays written as a check's are; False (nothing
+        sent) while anything else runs or waits."""
+        return self._ask(Job("audit", request))
 
     def cancel(self) -> None:
         """Drop a waiting check and stop whatever runs; a stopped check's answer (failed, kind
         cancelled, naming the line) still comes as check_failed."""
-        self._waiting = None
-        self._drop_region("Cancelled.", stop=False)
+        self._drop_waiting("check")
+        self._drop_waiting("region", "Cancelled.")
         if self.worker.busy:
-            if self.worker.running == self._check:
-                self._cancelled = self._check
-            self.worker.cancel()
+            self._stop(self._running_job())
+
+    def cancel_region(self) -> None:
+        """Stop the region in flight (its answer comes as region_failed, kind cancelled) or drop the waiting one."""
+        self._drop_waiting("region", "Cancelled.")
+        if self.region_running:
+            self._stop(self._running_job())
+
+    def cancel_audit(self) -> None:
+        """Stop the audit in flight; its answer comes as audit_failed, kind cancelled."""
+        running = self._running_job()
+        if running is not None and running.kind == "audit" and running.live:
+            self._stop(running)
 
     def note_shown(self, request: int, function: str) -> None:
         """The check ``request`` (of ``function``) is on screen: the files of older runs can go."""
@@ -228,93 +219,173 @@ class RunController(QObject):
     @property
     def current_check(self) -> int:
         """Id of the check whose answer counts (0 before the first)."""
-        return self._check
+        return self._latest.get("check", 0)
 
     def is_current(self, request: int) -> bool:
-        return bool(request) and request == self._check
+        return bool(request) and request == self.current_check
 
     @property
     def check_waiting(self) -> bool:
-        return self._waiting is not None
-
-    @property
-    def memory_asked(self) -> bool:
-        """A memory study was sent or is waiting."""
-        return bool(self._memory) or self._memory_waiting is not None
-
-    @property
-    def memory_running(self) -> bool:
-        """A memory study is in flight (and not being stopped for a check)."""
-        return bool(self._memory) and self.worker.busy and self.worker.running == self._memory and not self._preempted
+        return self._waiting("check") is not None
 
     @property
     def busy(self) -> bool:
         """A check is in flight or waiting."""
-        return self._waiting is not None or (self.worker.busy and self.worker.running == self._check)
+        return self.check_waiting or self._running("check")
 
-    # --- the worker's answers --------------------------------------------------------------
-    def _send_check(self, request: CheckRequest) -> None:
-        self._check = self.worker.submit(
-            "check",
-            timeout=request.timeout,  # enforced by the worker, which says where the code was
-            settings=request.settings.to_dict(),
-            **_code(request),
-        )
-        self._awaited.add(self._check)
-        self.shown.note_sent(self._check, request)
-        self.check_started.emit(self._check)
+    @property
+    def memory_asked(self) -> bool:
+        """A memory study was sent or is waiting."""
+        return "memory" in self._latest or self._waiting("memory") is not None
 
-    def _drop_region(self, message: str, *, stop: bool = True) -> None:
-        """Forget the waiting region, and with ``stop`` the one in flight; each ends as region_failed."""
-        if self._region_waiting is not None:
-            self._region_waiting = None
-            self.region_failed.emit(0, {"kind": "cancelled", "message": message})
-        if stop and self.region_running and self._region in self._awaited:
-            self._awaited.discard(self._region)
+    @property
+    def memory_running(self) -> bool:
+        """A memory study is in flight (and not being stopped for a check)."""
+        return self._running("memory")
+
+    @property
+    def region_running(self) -> bool:
+        return self._running("region")
+
+    @property
+    def region_waiting(self) -> bool:
+        return self._waiting("region") is not None
+
+    @property
+    def sweep_running(self) -> bool:
+        return any(job.kind == "sweep" and job.live for job in self.jobs)
+
+    @property
+    def sweep_pending(self) -> bool:
+        """A sweep is sent and unanswered, or waits for the worker (behind a check or a study)."""
+        return self.sweep_running or self._waiting("sweep") is not None
+
+    @property
+    def audit_running(self) -> bool:
+        return any(job.kind == "audit" and job.live for job in self.jobs)
+
+    # --- the table -------------------------------------------------------------------------
+    def _ask(self, job: Job) -> bool:
+        """Send ``job`` if the worker is free and nothing goes before it, else let it wait (or,
+        for a kind that does not queue, refuse it). True when it was sent."""
+        free = not self.worker.busy and self.worker.is_ready
+        if free and not any(w.state == WAITING and w.priority <= job.priority for w in self.jobs):
+            self._send(job)
+            return True
+        if RULES[job.kind].queues:
+            self._wait(job)
+        return False
+
+    def _wait(self, job: Job) -> None:
+        """``job`` waits; the latest ask of a kind takes the place of the one waiting."""
+        self._drop_waiting(job.kind, RULES[job.kind].replaced_note)
+        self.jobs.append(job)
+
+    def _send(self, job: Job) -> None:
+        job.id, job.state = self.worker.submit(job.request), SENT  # the worker enforces the request's timeout
+        self.jobs.append(job)
+        self._latest[job.kind] = job.id
+        if isinstance(job.request, CheckRequest):
+            self.shown.note_sent(job.id, job.request)
+            self.check_started.emit(job.id)
+        elif job.kind == "memory":
+            self.memory_started.emit()
+        elif job.kind == "region":
+            self.region_started.emit(job.id)
+        elif job.kind == "audit":
+            self.audit_started.emit(job.id)
+
+    def _stop(self, job: Job | None) -> None:
+        """Tell the worker to stop ``job`` (the one in flight); its answer still counts."""
+        if job is not None and job.state == SENT:
+            job.state = CANCELLED
+        self.worker.cancel()
+
+    def _drop(self, job: Job, note: str) -> None:
+        """Forget ``job``: waiting, it never goes; in flight, it is stopped and its answer ignored.
+        A region says so (region_failed), its panel waits for it."""
+        if job.state == WAITING:
+            self.jobs.remove(job)
+            self._say_dropped(job, 0, note)
+        elif job.live:
+            job.state = DROPPED
             self.worker.cancel()
-            self.region_failed.emit(self._region, {"kind": "cancelled", "message": message})
+            self._say_dropped(job, job.id, note)
+
+    def _drop_waiting(self, kind: str, note: str = "") -> None:
+        waiting = self._waiting(kind)
+        if waiting is not None:
+            self.jobs.remove(waiting)
+            self._say_dropped(waiting, 0, note)
+
+    def _say_dropped(self, job: Job, request: int, note: str) -> None:
+        if job.kind == "region" and note:
+            self.region_failed.emit(request, {"kind": "cancelled", "message": note})
+
+    def _waiting(self, kind: str) -> Job | None:
+        return next((job for job in self.jobs if job.kind == kind and job.state == WAITING), None)
+
+    def _running_job(self) -> Job | None:
+        """The job the worker runs now (None when idle)."""
+        if not self.worker.busy:
+            return None
+        return next((job for job in self.jobs if job.id == self.worker.running and job.state != WAITING), None)
+
+    def _running(self, kind: str) -> bool:
+        """A job of ``kind`` is in flight and its answers count."""
+        job = self._running_job()
+        return job is not None and job.kind == kind and job.live
+
+    def _take(self, request: int) -> Job | None:
+        """The sent job ``request`` leaves the table: it is answered."""
+        job = next((job for job in self.jobs if request and job.id == request and job.state != WAITING), None)
+        if job is not None:
+            self.jobs.remove(job)
+        return job
 
     def _start_waiting(self) -> None:
-        """The worker is free: a waiting check first, then a waiting region, sweep or memory study."""
+        """The worker is free: the waiting job of the lowest priority goes."""
         if self.worker.busy or not self.worker.is_ready:
             return
-        if self._waiting is not None:
-            request, self._waiting = self._waiting, None
-            self._send_check(request)
-        elif self._region_waiting is not None:
-            self.run_region(*self._region_waiting)
-        elif self._sweep_waiting is not None:
-            self.run_sweep(self._sweep_waiting, self._sweep_options)
-        elif self._memory_waiting is not None:
-            self.measure_memory(self._memory_waiting)
+        waiting = [job for job in self.jobs if job.state == WAITING]
+        if waiting:
+            job = min(waiting, key=lambda job: job.priority)
+            self.jobs.remove(job)
+            self._send(job)
 
+    # --- the worker's answers --------------------------------------------------------------
     def _on_ready(self, _info: dict) -> None:
         self._start_waiting()
 
     def _on_progress(self, request: int, done: int, total: int) -> None:
-        if self.is_current(request) and request in self._awaited:
+        job = next((job for job in self.jobs if request and job.id == request and job.live), None)
+        if job is None:
+            return
+        if job.kind == "check" and self.is_current(request):
             self.progress.emit(done, total)
-        elif request == self._region and request in self._awaited:
+        elif job.kind == "region":
             self.region_progress.emit(done, total)
-        elif request == self._memory and request in self._awaited and not self._preempted:
+        elif job.kind == "memory":
             self.memory_progress.emit(done, total)
-        elif request == self._audit and request in self._awaited:
+        elif job.kind == "audit":
             self.audit_progress.emit(done, total)
 
     def _on_finished(self, request: int, payload: dict) -> None:
-        awaited = self._answered(request)
-        if awaited and request == self._sweep:
+        job = self._take(request)
+        if job is not None and job.state == PREEMPTED:  # it finished before the cancel reached it: keep it
+            self.jobs = [w for w in self.jobs if w.resend_of != request]
+            job.state = SENT
+        kind = job.kind if job is not None and job.live else None  # None: no one waits for this answer
+        if kind == "sweep":
             self.sweep_finished.emit(payload)
-        if awaited and request == self._region:
+        elif kind == "region":
             self.region_finished.emit(request, payload)
-        if awaited and request == self._audit:
+        elif kind == "audit":
             self.audit_finished.emit(request, payload)
-        if awaited and request == self._memory:
-            if self._was_preempted(request):  # it finished before the cancel reached it: keep it
-                self._memory_waiting = None
+        elif kind == "memory":
             self._emit_memory(payload)
         self._start_waiting()
-        if awaited and self.is_current(request):  # not if a check that waited has taken its place
+        if kind == "check" and self.is_current(request):  # not if a check that waited has taken its place
             self.check_finished.emit(request, payload)
 
     def _emit_memory(self, payload: dict) -> None:
@@ -327,55 +398,29 @@ class RunController(QObject):
             self.memory_finished.emit(result)
 
     def _on_failed(self, request: int, error: dict) -> None:
-        awaited = self._answered(request)
-        if awaited and request == self._sweep:
+        job = self._take(request)
+        kind = job.kind if job is not None and job.live else None  # a preempted study's failure is its stop
+        if kind == "sweep":
             self.sweep_failed.emit(error.get("message") or "The eps sweep failed.")
-        if awaited and request == self._region:
+        elif kind == "region":
             self.region_failed.emit(request, error)
-        if awaited and request == self._audit:
+        elif kind == "audit":
             self.audit_failed.emit(request, error)
-        if awaited and request == self._memory and not self._was_preempted(request):
+        elif kind == "memory":
             self.memory_failed.emit(error.get("message") or "The memory study failed.")
         self._start_waiting()
-        if awaited and self.is_current(request):
+        if kind == "check" and self.is_current(request):
             self.check_failed.emit(request, error)
 
     def _on_crashed(self, request: int, message: str) -> None:
-        if request and request == self._audit:
-            if self._answered(request):
-                self.audit_failed.emit(request, {"kind": "crashed", "message": message})
-        elif request and request == self._region:
-            if self._answered(request):
-                self.region_failed.emit(request, {"kind": "crashed", "message": message})
-        elif request and request == self._sweep:
-            if self._answered(request):
-                self.sweep_failed.emit(message)
-        elif self._answered(request) and request == self._memory:
-            if not self._was_preempted(request):
-                self.memory_failed.emit(message)
-        else:
+        job = self._take(request)
+        if job is None or job.kind == "check":
             self.shown.note_worker_died()
             self.worker_died.emit(message)
+        elif not job.live:
+            pass  # dropped, or stopped for a check: no one waits for its answer
+        elif job.kind in ("region", "audit"):
+            getattr(self, f"{job.kind}_failed").emit(request, {"kind": "crashed", "message": message})
+        else:
+            getattr(self, f"{job.kind}_failed").emit(message)
         self._start_waiting()  # a new worker is starting: its ready signal sends what waits
-
-    def _was_preempted(self, request: int) -> bool:
-        if request and request == self._preempted:
-            self._preempted = 0
-            return True
-        return False
-
-    def _answered(self, request: int) -> bool:
-        """Take ``request`` off the awaited ones; False for an answer no one waits for any more."""
-        if request == self._cancelled:
-            self._cancelled = 0
-        if request not in self._awaited:
-            return False
-        self._awaited.discard(request)
-        return True
-
-
-def _code(request: CheckRequest) -> dict:
-    """Where the worker finds the code: a target it imports, or the source text."""
-    if request.target:
-        return {"target": request.target, "inputs_path": request.inputs_path}
-    return {"source": request.source, "filename": request.filename, "function": request.function}

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gradviz.app.run_controller import RunController
-from gradviz.app.state import CheckRequest, RunSettings, SourceDocument
+from gradviz.app.state import RunSettings, SourceDocument
+from gradviz.schema.requests import CheckRequest, CodeSource
 
 
 class Runner:
@@ -29,16 +30,19 @@ class Runner:
 
     def build_request(self) -> CheckRequest:
         """A check of the editor's code (or the target) with the run bar's settings."""
-        target, inputs_path = self.document.target or (None, None)
         return CheckRequest(
-            source=self._code(),
-            filename=self.document.filename,
-            function=self.document.function,
+            code=self.code_source(),
             settings=self.settings.check_settings(),
-            timeout=self.settings.timeout or None,
-            target=target,
-            inputs_path=inputs_path,
+            timeout=self.settings.timeout or None,  # enforced by the worker, which says where the code was
         )
+
+    def code_source(self) -> CodeSource:
+        """Where the worker finds the code: the target it imports (the editor only describes
+        it), else the editor's text under the document's name."""
+        if self.document.target:
+            target, inputs_path = self.document.target
+            return CodeSource(target=target, inputs_path=inputs_path)
+        return CodeSource(source=self._code(), filename=self.document.filename, function=self.document.function)
 
     def run(self) -> None:
         """Run the editor's code (or the target) now if the worker is free, else as soon as it is."""

@@ -2,11 +2,13 @@
 
 Views take a state in ``__init__``, subscribe there, update their widgets with signals blocked,
 and write back through the state. Settings are the schema's own types (``CheckSettings``,
-``MemoryOptions``): the defaults and the validation live there, the state only adds signals.
+``MemoryOptions``): the defaults, the validation and the fields themselves live there; a state's
+``<field>_changed`` signals and properties are made from those fields (``SchemaState``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import typing
 from collections.abc import Callable, Mapping
@@ -19,6 +21,7 @@ from PySide6.QtCore import QObject, Signal
 from gradviz.app.code_version import CodeVersion
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.graph import GraphModel
+from gradviz.schema.requests import CheckRequest
 from gradviz.schema.results import CheckResult
 from gradviz.schema.settings import (
     GRADCHECK_FLAGS,
@@ -34,28 +37,51 @@ def _field(name: str) -> property:
     return property(lambda self: self.get(name), lambda self, value: self.set(name, value), doc=name)
 
 
-class SchemaState(QObject):
-    """A schema dataclass behind signals: ``<field>_changed`` for each name in ``FIELDS``.
+QT_TYPES: dict[Any, type] = {str: str, float: float, bool: bool}  # any other value travels as object:
+# a seed reaches 2**64 - 1 (more than a Qt int holds), a shape is a tuple, a limit may be None
 
-    ``set`` raises SettingsError for a value the schema refuses; ``update`` (values from a
-    session or QSettings) drops such a value and says why, so a bad file is never fatal.
+
+class _SchemaStateType(type(QObject)):  # type: ignore[misc]
+    """Builds each state class's ``<field>_changed`` signal and property from its schema's fields.
+
+    Qt reads a class's signals when the class is made, so they are added to its namespace here,
+    before the QObject metaclass sees it (glue's callback properties, napari's EventedModel: a
+    field is declared once, in the schema, and its change signal comes with it).
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any):
+        schema = namespace.get("schema")
+        if schema is not None:
+            hints = typing.get_type_hints(schema)
+            extra = namespace.get("EXTRA_FIELDS", {})
+            names = namespace.get("FIELDS") or tuple(f.name for f in dataclasses.fields(schema))
+            namespace["FIELDS"] = tuple(names)
+            for field_name in names:
+                kind = extra[field_name] if field_name in extra else hints[field_name]
+                namespace.setdefault(f"{field_name}_changed", Signal(QT_TYPES.get(kind, object)))
+                namespace.setdefault(field_name, _field(field_name))
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
+
+class SchemaState(QObject, metaclass=_SchemaStateType):
+    """A schema dataclass behind signals: ``<field>_changed`` and a property for each of its fields.
+
+    ``FIELDS`` (default: every field of ``schema``, in its order) are the ones this state carries;
+    ``EXTRA_FIELDS`` names the state's own values beyond the schema, with their types. ``set``
+    raises SettingsError for a value the schema refuses; ``update`` (values from a session or
+    QSettings) drops such a value and says why, so a bad file is never fatal.
     """
 
     schema: ClassVar[type]
     FIELDS: ClassVar[tuple[str, ...]]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A property per name in FIELDS (``state.eps``, ``state.eps = 1e-6``); the signals stay
-        written out in each class, as Qt needs them at class creation."""
-        super().__init_subclass__(**kwargs)
-        for name in cls.FIELDS:
-            setattr(cls, name, _field(name))
+    EXTRA_FIELDS: ClassVar[dict[str, type]] = {}
+    changed = Signal(str)  # the name of a field that changed, after that field's own signal
 
     def __init__(self, values: Any = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._values = values if values is not None else self.schema()
         self._values.validate()
-        self._types = typing.get_type_hints(self.schema)
+        self._types = {**typing.get_type_hints(self.schema), **self.EXTRA_FIELDS}
 
     def get(self, name: str) -> Any:
         return getattr(self._values, name)
@@ -69,7 +95,7 @@ class SchemaState(QObject):
         candidate = self.schema.from_dict({**self._values.to_dict(), name: value})  # validates
         if getattr(candidate, name) != getattr(self._values, name):
             self._values = candidate
-            getattr(self, f"{name}_changed").emit(getattr(candidate, name))
+            self._emit(name)
 
     def set_together(self, values: Mapping[str, Any]) -> None:
         """Set several values at once, validated as one (gradcheck's options depend on one
@@ -82,7 +108,11 @@ class SchemaState(QObject):
         old, self._values = self._values, candidate
         for name in values:
             if getattr(candidate, name) != getattr(old, name):
-                getattr(self, f"{name}_changed").emit(getattr(candidate, name))
+                self._emit(name)
+
+    def _emit(self, name: str) -> None:
+        getattr(self, f"{name}_changed").emit(self.get(name))
+        self.changed.emit(name)
 
     def update(self, values: Mapping[str, Any], *, from_text: bool = False) -> list[str]:
         """Apply each value that passes validation; return a sentence for each one dropped.
@@ -117,6 +147,8 @@ class SchemaState(QObject):
 class RunSettings(SchemaState):
     """The run bar's state: the CheckSettings a run is sent with, and the window's time limit.
 
+    ``FIELDS`` chooses which of CheckSettings' fields the window sets (the others keep their
+    defaults) and the order they are restored in; their signals, types and checks are the schema's.
     eps, atol and rtol follow the dtype (``dtype_defaults``, as the CLI's do) unless the user
     typed one: a typed value stays, per field, when the dtype changes (``typed``). Values set by
     the program (``set``) are not typed; ``type_value`` is the user's own, and ``update`` (a
@@ -136,24 +168,12 @@ class RunSettings(SchemaState):
         "device", "dtype", "eps", "atol", "rtol", "seed", "timeout",
         "fast_mode", "check_forward_ad", "check_backward_ad", "check_batched_grad", "check_batched_forward_grad",
     )  # fmt: skip
-    device_changed = Signal(str)
-    dtype_changed = Signal(str)
-    eps_changed = Signal(float)
-    atol_changed = Signal(float)
-    rtol_changed = Signal(float)
-    seed_changed = Signal(object)  # torch's seeds reach 2**64 - 1: more than a Qt int holds
-    timeout_changed = Signal(object)  # seconds; 0: never
-    fast_mode_changed = Signal(bool)
-    check_forward_ad_changed = Signal(bool)
-    check_backward_ad_changed = Signal(bool)
-    check_batched_grad_changed = Signal(bool)
-    check_batched_forward_grad_changed = Signal(bool)
+    EXTRA_FIELDS: ClassVar[dict[str, type]] = {"timeout": int}  # the window's time limit: whole seconds, 0: never
 
     def __init__(
         self, values: CheckSettings | None = None, timeout: int = RUN_TIMEOUT_S, parent: QObject | None = None
     ) -> None:
         super().__init__(values, parent)
-        self._types["timeout"] = int
         self._timeout = check_run_timeout(timeout)
         own = dtype_defaults(self._values.dtype)
         self._typed = {name for name in TOLERANCE_FIELDS if getattr(self._values, name) != getattr(own, name)}
@@ -220,7 +240,7 @@ class RunSettings(SchemaState):
             super().set(name, value)
         elif check_run_timeout(value) != self._timeout:
             self._timeout = value
-            self.timeout_changed.emit(value)
+            self._emit("timeout")
 
 
 def check_run_timeout(value: object) -> int:
@@ -234,13 +254,6 @@ class MemorySettings(SchemaState):
     """The memory panel's state: the conv-BN stack the next measurement builds."""
 
     schema = MemoryOptions
-    FIELDS = ("layers", "shape", "out_channels", "kernel", "device", "dtype")
-    layers_changed = Signal(object)
-    shape_changed = Signal(object)  # (N, C, H, W)
-    out_channels_changed = Signal(object)
-    kernel_changed = Signal(object)
-    device_changed = Signal(str)
-    dtype_changed = Signal(str)
 
     def options(self) -> MemoryOptions:
         """A copy of the options the next measurement is asked for."""
@@ -276,19 +289,6 @@ class CurrentResult(QObject):
 
 
 @dataclass(frozen=True)
-class CheckRequest:
-    """One check as it was asked for: the code, its Function, the settings and the time limit."""
-
-    source: str
-    filename: str  # what tracebacks call the code: a path, or <editor>
-    function: str | None
-    settings: CheckSettings
-    timeout: float | None = None  # seconds before the worker stops the run; None: never
-    target: str | None = None  # pkg.mod:Name or file.py:Name, loaded by the worker instead of source
-    inputs_path: str | None = None  # tensors saved with torch.save, for a target
-
-
-@dataclass(frozen=True)
 class RunSnapshot:
     """What the window showed when a check was sent (or shows now): compared, they say whether
     the result on screen still belongs to the editor."""
@@ -318,6 +318,7 @@ class ShownRun(QObject):
     """
 
     changed = Signal()  # a check was sent, shown or failed: the stale reason may have changed
+    stale_changed = Signal(object)  # why the result on screen is stale now (str), or None: it is current
 
     def __init__(
         self,
@@ -333,6 +334,17 @@ class ShownRun(QObject):
         self._in_flight: dict[int, RunSnapshot | None] = {}  # request id: what the window showed when sent
         self.shown: ShownCheck | None = None
         self.failed = False  # the last run failed: the result on screen is older
+        self.changed.connect(self.refresh)
+
+    def watch(self, *signals: Any) -> None:
+        """Signals that change what the window shows now (an edit, another file or Function, a
+        setting): after each, the views hear the stale reason again (``stale_changed``)."""
+        for signal in signals:
+            signal.connect(self.refresh)
+
+    def refresh(self, *_args: Any) -> None:
+        """Say the stale reason now to the views that show it."""
+        self.stale_changed.emit(self.stale_reason())
 
     # --- fed by the run controller -------------------------------------------------------------
     def note_asked(self, request: CheckRequest) -> None:

@@ -25,8 +25,10 @@ from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.why_panel import WhyPanel
 from gradviz.app.run_controller import RunController
 from gradviz.app.runner import Runner
-from gradviz.app.state import CheckRequest, CurrentResult, RunSettings, RunSnapshot
+from gradviz.app.state import CurrentResult, RunSettings, RunSnapshot
+from gradviz.schema.requests import CheckRequest, SweepRequest
 from gradviz.schema.results import BlockComparison, CheckResult
+from gradviz.schema.settings import SweepOptions
 from gradviz.schema.sweep import SweepResult
 
 TITLE = "Why?"
@@ -37,6 +39,12 @@ CHANGED_SINCE = "the code, the file or the settings changed since this sweep. Sw
 
 def _blank(code: CodeVersion | str) -> bool:
     return code.is_blank() if isinstance(code, CodeVersion) else not code.strip()
+
+
+def sweep_of(check: CheckRequest, block: tuple[int, int] | None = None) -> SweepRequest:
+    """The eps sweep of the very code, settings and time limit of ``check``; ``block``: sweep
+    that (output, input) block cell by cell, else every block that fits."""
+    return SweepRequest(code=check.code, settings=check.settings, timeout=check.timeout, options=SweepOptions(block=block))
 
 
 class _WhyFigure:
@@ -102,6 +110,12 @@ class WhyLink(QObject):
         self.panel.sweep_all_requested.connect(self._on_sweep_all)
         self.panel.block_changed.connect(self._on_panel_block_changed)
         jacobians.block_changed.connect(self._on_block_changed)
+        current.changed.connect(self._on_result_changed)
+        controller.shown.stale_changed.connect(self.set_stale)
+
+    def _on_result_changed(self) -> None:
+        if self.current.result is not None:
+            self.on_result(self.controller.shown.asked, self.current.result)
 
     def on_result(self, request: CheckRequest | None, result: CheckResult) -> None:
         """A check's result is on screen: a failing one gets its sweep, a passing one none."""
@@ -117,7 +131,7 @@ class WhyLink(QObject):
         if not (result.passed or request is None):
             self._request = request
             self.panel.show_message(SWEEPING_TEXT)
-            self.controller.run_sweep(request)
+            self.controller.run_sweep(sweep_of(request))
         self._update()
 
     def set_stale(self, reason: str | None) -> None:
@@ -146,7 +160,7 @@ class WhyLink(QObject):
         self._request = self.runner.build_request()
         self._asked_in_flight = self.controller.shown.now(keep=True)
         self.panel.show_message(SWEEPING_ASKED_TEXT)
-        self.controller.run_sweep(self._request)
+        self.controller.run_sweep(sweep_of(self._request))
         self._update()
 
     def _on_sweep_finished(self, payload: dict) -> None:
@@ -202,5 +216,5 @@ class WhyLink(QObject):
             request = self._request or self.runner.build_request()
             self._request = request
             self.panel.show_message(SWEEPING_TEXT)
-            self.controller.run_sweep(request, {"block": list(block)})
+            self.controller.run_sweep(sweep_of(request, (block[0], block[1])))
             self._update()

@@ -75,8 +75,8 @@ DRIVER = textwrap.dedent(
     _run_check = RunController.run_check
 
     def counted(self, request):
-        RUNS.append(request.filename)
-        say("RUN:", request.filename)
+        RUNS.append(request.code.filename)
+        say("RUN:", request.code.filename)
         return _run_check(self, request)
 
     RunController.run_check = counted

@@ -60,7 +60,7 @@ def test_save_writes_back_every_byte_the_user_did_not_type(qtbot, main_window, t
     assert saved == expected
     compile(saved, str(path), "exec")
     # Run checks what Save wrote, as Python reads it (the BOM is the file's, not the code's)
-    assert window.runner.build_request().source == saved.decode("utf-8-sig")
+    assert window.runner.build_request().code.source == saved.decode("utf-8-sig")
 
 
 def test_the_recovery_copy_holds_the_same_bytes(qtbot, main_window, tmp_path):

@@ -52,14 +52,14 @@ def refusal(**options) -> str | None:
     return None
 
 
-def record_requests(window, monkeypatch) -> list[dict]:
-    """The payloads of the worker requests the window sends from now on."""
-    sent: list[dict] = []
+def record_requests(window, monkeypatch) -> list:
+    """The typed requests the window sends to the worker from now on."""
+    sent: list = []
     submit = window.worker.submit
 
-    def recording(op, **payload):
-        sent.append({"op": op, **payload})
-        return submit(op, **payload)
+    def recording(request):
+        sent.append(request)
+        return submit(request)
 
     monkeypatch.setattr(window.worker, "submit", recording)
     return sent
@@ -176,8 +176,8 @@ def test_each_option_goes_with_the_request(qtbot, main_window, monkeypatch):
         assert window.run_settings.get(name) == wanted[name]
         toggled.append(name)
         run_and_wait(qtbot, window)
-        request = [r for r in sent if r["op"] == "check"][-1]
-        assert {n: request["settings"][n] for n in NAMES} == wanted
+        request = [r for r in sent if r.op == "check"][-1]
+        assert {n: getattr(request.settings, n) for n in NAMES} == wanted
         assert window.current.result.settings.to_dict()[name] == wanted[name]  # the worker ran with it
     assert {"fast_mode", "check_batched_grad"} <= set(toggled)
 

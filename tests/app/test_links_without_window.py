@@ -16,15 +16,16 @@ from gradviz.app.region_link import RegionLink
 from gradviz.app.run_controller import RunController
 from gradviz.app.state import CurrentResult, SourceDocument
 from gradviz.schema.graph import GraphModel, Node
+from gradviz.schema.requests import Region
 from tests.app.test_run_controller import FakeWorker, check
 
-REGION = {"output": 0, "input": 0, "row0": 0, "col0": 0, "rows": 4, "cols": 4}
+REGION = Region(output=0, input=0, row0=0, col0=0, rows=4, cols=4)
 
 
 class FakeRegionPanel(QObject):
     """The Jacobian panel's large-block page: its two signals, and what it was told."""
 
-    region_requested = Signal(dict)
+    region_requested = Signal(object)
     region_cancelled = Signal()
     text_edited = Signal()  # stands for the editor's signal
 
@@ -69,8 +70,8 @@ def test_a_region_goes_with_the_code_and_settings_of_the_check_on_screen(region_
     current.result = "a result on screen"  # any result: the link only asks whether there is one
     panel.region_requested.emit(REGION)
     region = worker.sent[-1]
-    assert region["op"] == "region" and region["region"] == REGION
-    assert region["source"] == "the checked code" and region["settings"]["eps"] == 1e-3
+    assert region.op == "region" and region.request.region == REGION
+    assert region.request.code.source == "the checked code" and region.request.settings.eps == 1e-3
     assert ("started",) in panel.told
 
 
@@ -252,12 +253,13 @@ def test_a_failing_check_gets_its_sweep_of_the_same_request(why_link):
     request = link.runner.build_request()
     link.on_result(request, FakeResult())
     [sweep] = worker.sent
-    assert sweep["op"] == "sweep" and sweep["source"] == request.source and link.sweep_in_flight()
+    assert sweep.op == "sweep" and sweep.request.code == request.code and link.sweep_in_flight()
+    assert sweep.request.settings == request.settings and sweep.request.options.block is None
 
 
 def test_use_float64_changes_the_run_bar_and_runs(why_link):
     link, worker, settings = why_link
     settings.dtype = "float32"
     link.panel.use_float64_requested.emit()
-    assert settings.dtype == "float64" and worker.sent[-1]["op"] == "check"
-    assert worker.sent[-1]["settings"]["dtype"] == "float64"
+    assert settings.dtype == "float64" and worker.sent[-1].op == "check"
+    assert worker.sent[-1].request.settings.dtype == "float64"

@@ -17,6 +17,7 @@ curves and text.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -64,6 +65,9 @@ from gradviz.render.graph_text import (
 )
 from gradviz.schema.graph import GraphModel, Node, NodeFlow
 
+if TYPE_CHECKING:
+    from gradviz.app.state import CurrentResult, ShownRun
+
 __all__ = ["CTX_MARK", "EMPTY_TEXT", "GraphPanel", "format_shape", "node_label"]  # the tests' names
 
 INK = "#222"
@@ -83,9 +87,15 @@ class GraphPanel(QWidget):
 
     node_selected = Signal(int)
 
-    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, *, view: ViewSettings | None = None,
+        current: CurrentResult | None = None, shown: ShownRun | None = None,
+    ) -> None:  # fmt: skip
+        """``current``: the check on screen, whose graph is drawn whenever it changes; ``shown``:
+        what was asked and what is shown, whose stale reason fades the graph."""
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
+        self.current = current
         self._graph: GraphModel | None = None
         self._nodes: list[Node] = []
         self._index: dict[int, int] = {}  # node id -> row in self._nodes
@@ -98,6 +108,13 @@ class GraphPanel(QWidget):
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
         self.set_graph(None)
+        if current is not None:
+            current.changed.connect(self._on_result_changed)
+        if shown is not None:
+            shown.stale_changed.connect(self.set_stale)
+
+    def _on_result_changed(self) -> None:
+        self.set_graph(self.current.graph, self.current.graph_error)
 
     # building ---------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ itself chooses which block, region and cell to show.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
@@ -46,6 +47,9 @@ from gradviz.app.panels.stale_note import StaleNote
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.results import BlockComparison, BlockRegion, CheckResult, LargeBlock
 
+if TYPE_CHECKING:
+    from gradviz.app.state import CurrentResult, ShownRun
+
 WORST_ZOOM = 32  # cells across when "Go to worst cell" zooms into a large block
 EMPTY_TEXT = "No result yet: run a check to see its Jacobians."
 STALE_OPACITY = 0.35
@@ -57,12 +61,18 @@ class JacobianPanel(LargeBlockRegions, QWidget):
 
     block_changed = Signal(int)  # index into the block selector: result.blocks, then result.large_blocks
     cellHovered = Signal(int, int)  # (row, col)
-    region_requested = Signal(dict)  # {output, input, row0, col0, rows, cols} of a large block, to compute
+    region_requested = Signal(object)  # schema.requests.Region: cells of a large block to compute
     region_cancelled = Signal()  # stop computing it
 
-    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, *, view: ViewSettings | None = None,
+        current: CurrentResult | None = None, shown: ShownRun | None = None,
+    ) -> None:  # fmt: skip
+        """``current``: the check on screen, drawn whenever it changes; ``shown``: what was asked
+        and what is shown, whose stale reason greys the maps."""
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
+        self.current = current
         self._result: CheckResult | None = None
         self._index = 0
         self._cell: tuple[int, int] | None = None
@@ -150,6 +160,13 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
         self.set_result(None)
+        if current is not None:
+            current.changed.connect(self._on_result_changed)
+        if shown is not None:
+            shown.stale_changed.connect(self.set_stale)
+
+    def _on_result_changed(self) -> None:
+        self.set_result(self.current.result, self.current.displays)
 
     # public API -------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRectF
 
+from gradviz.schema.requests import Region
 from gradviz.schema.results import BlockRegion, LargeBlock, region_around
 
 REGION_PLOTS_HEIGHT = 300  # px the heatmaps of a region need for their colour bars' captions too
@@ -37,9 +38,7 @@ class LargeBlockRegions:
                 self._choose_region(k)
                 return
         self.region_controls.set_running(True, f"Computing rows {row0:,}… and columns {col0:,}…")
-        self.region_requested.emit(
-            {"output": large.output, "input": large.input, "row0": row0, "col0": col0, "rows": rows, "cols": cols}
-        )
+        self.region_requested.emit(Region(large.output, large.input, row0, col0, rows, cols))
 
     def compute_around_worst(self) -> None:
         """The region around the worst found cell, as the page's button asks."""

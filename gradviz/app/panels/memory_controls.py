@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradviz.app.panels.field_binding import bind_fields, show_value
 from gradviz.app.state import MemorySettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
@@ -63,7 +64,8 @@ class MemoryControls(QWidget):
             "kernel": self.kernel_spin,
         }
         self.dtype_combo = QComboBox()
-        self.dtype_combo.addItems(sorted(DTYPES))  # float32 first: the study's default
+        for dtype in sorted(DTYPES):  # float32 first: the study's default
+            self.dtype_combo.addItem(dtype, dtype)
         self.device_combo = QComboBox()
         self.device_combo.setToolTip("Where to measure; peak memory is measured on CUDA")
         self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -99,33 +101,18 @@ class MemoryControls(QWidget):
         """Offer these devices, keeping the current one if it is still there."""
         with QSignalBlocker(self.device_combo):
             self.device_combo.clear()
-            self.device_combo.addItems(list(names))
-        self._on_device_changed()
+            for name in names:
+                self.device_combo.addItem(name, name)
+        show_value(self.device_combo, self.state, "device")
 
     def _connect_state(self) -> None:
-        state = self.state
-        for name, spin in self.count_spins.items():
-            getattr(state, f"{name}_changed").connect(lambda _value, name=name: self._on_count_changed(name))
-            spin.valueChanged.connect(lambda value, name=name: state.set(name, value))
-        state.shape_changed.connect(self._on_shape_changed)
+        """Each option both ways; the shape (four boxes for one tuple) has its own pair."""
+        self.fields = {**self.count_spins, "dtype": self.dtype_combo, "device": self.device_combo}
+        bind_fields(self.state, self.fields)
+        self.state.shape_changed.connect(self._on_shape_changed)
         for box in self.shape_spins:
             box.valueChanged.connect(self._on_shape_edited)
-        state.dtype_changed.connect(self._on_dtype_changed)
-        self.dtype_combo.currentTextChanged.connect(lambda text: setattr(state, "dtype", text))
-        state.device_changed.connect(self._on_device_changed)
-        self.device_combo.currentTextChanged.connect(lambda text: setattr(state, "device", text))
-        for name in self.count_spins:
-            self._on_count_changed(name)
         self._on_shape_changed()
-        self._on_dtype_changed()
-        self._on_device_changed()
-
-    def _on_count_changed(self, name: str) -> None:
-        spin, value = self.count_spins[name], self.state.get(name)
-        with QSignalBlocker(spin):
-            spin.setValue(min(max(value, spin.minimum()), spin.maximum()))
-        if spin.value() != value:
-            self.state.set(name, spin.value())
 
     def _on_shape_changed(self, *_args) -> None:
         for box, value in zip(self.shape_spins, self.state.shape):
@@ -139,17 +126,6 @@ class MemoryControls(QWidget):
 
     def _shown_shape(self) -> tuple[int, int, int, int]:
         return tuple(box.value() for box in self.shape_spins)
-
-    def _on_dtype_changed(self, *_args) -> None:
-        with QSignalBlocker(self.dtype_combo):
-            self.dtype_combo.setCurrentText(self.state.dtype)
-
-    def _on_device_changed(self, *_args) -> None:
-        combo = self.device_combo
-        with QSignalBlocker(combo):
-            combo.setCurrentIndex(max(combo.findText(self.state.device), 0))
-        if combo.count() and combo.currentText() != self.state.device:
-            self.state.device = combo.currentText()
 
 
 class MeasureProgress(QWidget):

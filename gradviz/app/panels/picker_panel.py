@@ -7,6 +7,7 @@ the tree with the arrow keys loads what is highlighted, as a click does."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont
@@ -24,6 +25,9 @@ from PySide6.QtWidgets import (
 
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.library import CATEGORIES, builtin_functions
+
+if TYPE_CHECKING:
+    from gradviz.app.state import CurrentResult, SourceDocument
 
 RECENT_GROUP = "Recent files"
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -50,9 +54,19 @@ class PickerPanel(QWidget):
     open_requested = Signal()
     function_chosen = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        view: ViewSettings | None = None,
+        document: SourceDocument | None = None,
+        current: CurrentResult | None = None,
+    ) -> None:
+        """``document``: the code in the editor, highlighted in the tree; ``current``: the check on
+        screen, whose Functions the chooser lists."""
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
+        self.document, self.current = document, current
         self._current: tuple[str, str] | None = None  # ("builtin", name) or ("file", path) in the editor
         self.tree = LibraryTree()
         self.tree.setHeaderHidden(True)
@@ -84,6 +98,22 @@ class PickerPanel(QWidget):
         self.new_button.clicked.connect(self.new_requested)
         self.open_button.clicked.connect(self.open_requested)
         self.functions.currentTextChanged.connect(lambda name: name and self.function_chosen.emit(name))
+        if document is not None:  # the highlight follows the document, also when a load was cancelled
+            for signal in (document.path_changed, self.builtin_chosen, self.file_chosen):
+                signal.connect(self._on_document_changed)
+            if current is not None:
+                current.changed.connect(self._on_result_changed)
+
+    def _on_document_changed(self, *_args: Any) -> None:
+        document = self.document
+        path = document.path if document.path and not document.builtin_name else None
+        self.show_document(document.builtin_name, str(path) if path else None)
+
+    def _on_result_changed(self) -> None:
+        """The Functions the checked file defines (the check chose one if the document had none)."""
+        result = self.current.result
+        if result is not None and result.functions:
+            self.set_functions(result.functions, self.document.function or result.function)
 
     def _fill_library(self) -> None:
         bold = QFont()

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradviz.app.panels.check_options import CheckOptionsButton
+from gradviz.app.panels.field_binding import bind_fields, show_value
 from gradviz.app.state import RunSettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
@@ -105,18 +106,6 @@ def _group(*widgets: QWidget) -> QWidget:
     return group
 
 
-def _show_number(box: QSpinBox | QDoubleSpinBox, settings: RunSettings, name: str) -> None:
-    """Show a setting in a spin box, clamped to its range; a clamped value is written back."""
-    value = settings.get(name)
-    shown = min(max(value, box.minimum()), box.maximum())
-    with QSignalBlocker(box):
-        box.setValue(shown)
-    if isinstance(box, ScientificSpinBox):
-        box.fit_text()
-    if shown != value:
-        settings.set(name, box.value())
-
-
 class RunBar(QToolBar):
     run_requested = Signal()
     cancel_requested = Signal()
@@ -136,7 +125,8 @@ class RunBar(QToolBar):
         self.device.setToolTip("Where forward and backward run")
         self.device.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.dtype = QComboBox()
-        self.dtype.addItems(list(DTYPES))
+        for dtype in DTYPES:
+            self.dtype.addItem(dtype, dtype)
         self.dtype.setToolTip("float64 is what gradcheck advises: finite differences need the digits")
         self.tolerance = {name: ScientificSpinBox(*bounds) for name, bounds in TOLERANCES.items()}
         follows = "; the dtype's default unless you type a value (a typed value stays when the dtype changes)"
@@ -181,20 +171,13 @@ class RunBar(QToolBar):
                 # 1280 px wide window puts the last group into the overflow menu)
                 self.addWidget(_group(self.options_button))
 
+        # each setting the bar shows and the widget it shows it in; bound both ways below (gradcheck's
+        # options are the options dialog's)
+        self.fields: dict[str, QWidget] = {
+            "device": self.device, "dtype": self.dtype, **self.tolerance, "seed": self.seed, "timeout": self.timeout,
+        }  # fmt: skip
         self.set_devices([{"name": "cpu", "label": "CPU", "available": True, "reason": ""}])
-        settings.device_changed.connect(self._on_device_changed)
-        settings.dtype_changed.connect(self._on_dtype_changed)
-        for name in TOLERANCES:
-            getattr(settings, f"{name}_changed").connect(lambda _value, name=name: self._on_tolerance_changed(name))
-        settings.seed_changed.connect(self._on_seed_changed)
-        settings.timeout_changed.connect(self._on_timeout_changed)
-        self._show_settings()
-        self.device.currentIndexChanged.connect(lambda _: setattr(settings, "device", self.device.currentData()))
-        self.dtype.currentTextChanged.connect(lambda text: setattr(settings, "dtype", text))
-        for name, box in self.tolerance.items():
-            box.valueChanged.connect(lambda value, name=name: settings.type_value(name, value))
-        self.seed.valueChanged.connect(lambda value: setattr(settings, "seed", value))
-        self.timeout.valueChanged.connect(lambda value: setattr(settings, "timeout", value))
+        bind_fields(settings, self.fields, settings.type_value)  # an edit is the user's: a typed tolerance stays
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
         self.view.subscribe(self._on_theme_changed)
@@ -221,37 +204,7 @@ class RunBar(QToolBar):
                     item.setEnabled(False)
                     item.setToolTip(d["reason"])
                     self.device.setItemData(k, f"{d['label']}: {d['reason']}", Qt.ItemDataRole.ToolTipRole)
-        self._on_device_changed()
-
-    def _show_settings(self) -> None:
-        self._on_device_changed()
-        self._on_dtype_changed()
-        for name in TOLERANCES:
-            self._on_tolerance_changed(name)
-        self._on_seed_changed()
-        self._on_timeout_changed()
-
-    # A widget that cannot show a value (a device not offered, a number out of its range) shows
-    # the nearest it can and writes that back, so what runs is what the run bar shows.
-
-    def _on_device_changed(self, *_args) -> None:
-        with QSignalBlocker(self.device):
-            self.device.setCurrentIndex(max(self.device.findData(self.settings.device), 0))
-        if self.device.count() and self.device.currentData() != self.settings.device:
-            self.settings.device = self.device.currentData()
-
-    def _on_dtype_changed(self, *_args) -> None:
-        with QSignalBlocker(self.dtype):
-            self.dtype.setCurrentText(self.settings.dtype)
-
-    def _on_tolerance_changed(self, name: str) -> None:
-        _show_number(self.tolerance[name], self.settings, name)
-
-    def _on_seed_changed(self, *_args) -> None:
-        _show_number(self.seed, self.settings, "seed")
-
-    def _on_timeout_changed(self, *_args) -> None:
-        _show_number(self.timeout, self.settings, "timeout")
+        show_value(self.device, self.settings, "device")
 
     # --- run state -----------------------------------------------------------------------
     def set_running(self, running: bool, message: str = "") -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from html import escape
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QTextDocument
@@ -19,6 +20,17 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVB
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.report import verdict_line
 from gradviz.schema.results import PASSED, WARNED, BlockComparison, CheckResult
+
+if TYPE_CHECKING:
+    from gradviz.app.state import CurrentResult, ShownRun
+
+
+class BlockOnScreen(Protocol):
+    """What the banner reads of the Jacobian panel: the block shown, whose hints it lists."""
+
+    block_changed: Any  # Signal
+
+    def current_block(self) -> BlockComparison | None: ...
 
 STYLES = {
     "passed": "background:#e6f4ea; color:#0d5223; border:1px solid #9ad0a8;",
@@ -71,9 +83,20 @@ class ElidedLabel(QLabel):
 class VerdictBanner(QWidget):
     expanded_changed = Signal(bool)  # the details were shown in full (True) or folded to one line
 
-    def __init__(self, parent: QWidget | None = None, *, view: ViewSettings | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        view: ViewSettings | None = None,
+        current: CurrentResult | None = None,
+        shown: ShownRun | None = None,
+        blocks: BlockOnScreen | None = None,
+    ) -> None:
+        """``current``: the check on screen, whose verdict is shown whenever it changes, with the
+        hints of the block ``blocks`` shows; ``shown``: whose stale reason greys the verdict."""
         super().__init__(parent)
         self.view = view if view is not None else ViewSettings(self)
+        self.current, self.blocks = current, blocks
         self.headline = QLabel()
         self.details = QLabel()
         self.details.setTextFormat(Qt.TextFormat.RichText)  # a lone line with an entity is still HTML
@@ -114,6 +137,26 @@ class VerdictBanner(QWidget):
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
         self.show_message("Pick a Function and press Run (Ctrl+Enter).", "idle")
+        if current is not None:
+            current.changed.connect(self._on_result_changed)
+            if blocks is not None:
+                blocks.block_changed.connect(self._on_block_changed)
+        if shown is not None:
+            shown.stale_changed.connect(self.set_stale)
+
+    def _on_result_changed(self) -> None:
+        self.show_result(self.current.result, self._block_shown())
+
+    def _on_block_changed(self, *_args: Any) -> None:
+        """Another block on screen: its hints, under the verdict of the result on screen."""
+        if self.current.result is not None and self._state in ("passed", "failed"):
+            self.show_result(self.current.result, self._block_shown())
+
+    def _block_shown(self) -> BlockComparison | None:
+        """The block on screen if it is one of the result's (the panel may not have drawn it yet)."""
+        block = self.blocks.current_block() if self.blocks is not None else None
+        result = self.current.result if self.current is not None else None
+        return block if result is not None and any(block is b for b in result.blocks) else None
 
     @property
     def state(self) -> str:
