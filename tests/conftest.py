@@ -65,3 +65,13 @@ def write_source(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="module")
+def cli():
+    """``cli("check", FILE, ...)``: a ``gradviz`` command run in this process, every call of the
+    module served by one worker (``tests.cli.runner.InProcessCli``); its CompletedProcess."""
+    from tests.cli.runner import InProcessCli
+
+    with InProcessCli() as run:
+        yield run
