@@ -75,3 +75,14 @@ def cli():
 
     with InProcessCli() as run:
         yield run
+
+
+@pytest.fixture(scope="module")
+def shared_worker():
+    """One started ``WorkerClient`` for the module's tests that need a verdict from the real
+    worker, not a fresh one: each run is a process forked from it, and it serves on after any."""
+    from gradviz.worker.client import WorkerClient
+
+    with WorkerClient(output=None) as client:
+        client.start()
+        yield client
