@@ -81,8 +81,8 @@ class InProcessCli:
             self._client.close()
             self._client = None
 
-    def __call__(self, *args: str) -> subprocess.CompletedProcess:
-        """What ``gradviz(*args)`` returns, the JSON documents validated the same way."""
+    def __call__(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """What ``gradviz(*args, cwd=cwd)`` returns, the JSON documents validated the same way."""
         import gradviz.worker.client as client_module
         from gradviz.cli.main import main
 
@@ -94,7 +94,7 @@ class InProcessCli:
         for name, value in replaced.items():
             setattr(client_module, name, value)
         try:
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            with contextlib.chdir(cwd or os.getcwd()), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 try:
                     code = main(list(args))
                 except SystemExit as exc:  # argparse's usage errors and --help

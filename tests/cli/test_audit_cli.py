@@ -55,8 +55,8 @@ def test_table_lists_the_failing_node_first(cli):
     assert "Built-in PyTorch operations" in out.stdout
 
 
-def test_module_target_that_passes_exits_0():
-    out = gradviz("audit", "tests.core.audit_models:transformer", cwd=ROOT)
+def test_module_target_that_passes_exits_0(cli):
+    out = cli("audit", "tests.core.audit_models:transformer", cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert all(verdict for _, verdict in _oracle(audit_models.transformer))
     assert "PASSED: transformer, all 11 checked" in out.stdout
