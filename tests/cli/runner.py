@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -91,6 +91,7 @@ class InProcessCli:
         stdout, stderr = io.StringIO(), io.StringIO()
         replaced = {"worker_session": self._session, "run_request": self._run_request}
         originals = {name: getattr(client_module, name) for name in replaced}
+        _refuse_early_imports(originals)
         for name, value in replaced.items():
             setattr(client_module, name, value)
         try:
@@ -119,7 +120,16 @@ class InProcessCli:
         finally:
             client._output.sink = None
 
-    def _run_request(self, op: str, payload: dict, *, timeout: float | None = None, output=sys.stderr, progress=None):
+    def _run_request(
+        self,
+        op: str,
+        payload: dict,
+        *,
+        timeout: float | None = None,
+        output: IO[str] | None = sys.stderr,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Any:
+        """``run_request``, with the shared worker."""
         with self._session(output=output) as client:
             return client.request(op, payload, timeout=timeout, progress=progress)
 
@@ -134,6 +144,17 @@ class InProcessCli:
             self.close()
             self._client, self._started_under = WorkerClient(output=None), under
         return self._client
+
+
+def _refuse_early_imports(originals: dict[str, object]) -> None:
+    """The CLI takes ``worker_session`` and ``run_request`` from ``gradviz.worker.client`` when it
+    needs a worker, so replacing them there reaches it. A CLI module that imported one at its top
+    would start a worker of its own for each call, unseen: say so instead."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("gradviz.cli") and module is not None:
+            held = [attr for attr, value in originals.items() if getattr(module, attr, None) is value]
+            if held:
+                raise RuntimeError(f"{name} imports {', '.join(held)} at its top: update tests/cli/runner.py's InProcessCli")
 
 
 def validate_json(args: tuple[str, ...], out: subprocess.CompletedProcess) -> None:
