@@ -48,14 +48,14 @@ def settings_store(tmp_path):
 
 # A window test's set-up cost is mostly its worker importing torch (about 3 s of CPU). The worker
 # never runs user code (each run is a fresh process forked from it) and "serves on, in the same
-# clean state as before" after any run, so consecutive window tests of one module hand the idle
-# worker process on: the next test gets a new WorkerClient and a new window around the same live
-# worker. A worker is handed on only to the very next test, only if that test is in the same
-# module and makes a window too (so no idle worker outlives the tests that use it), only if it is
-# ready, idle and not stopped, and only if the worker's environment would be the same. Otherwise,
-# and always for the last window test of a module, the window closes as a user closes it and the
-# test fails if its worker outlives it. Closing a window ends its worker:
-# tests/app/test_early_worker.py checks that on its own, and every unshared window here does.
+# clean state as before" after any run, so consecutive window tests hand the idle worker process
+# on: the next test gets a new WorkerClient and a new window around the same live worker. A worker
+# is handed on only to the very next test, only if that test makes a window too (in this module or
+# the next one this process runs: so no idle worker outlives the tests that use it), only if it is
+# ready, idle and not stopped, and only if the worker's environment would be the same. Otherwise
+# the window closes as a user closes it and the test fails if its worker outlives it. Closing a
+# window ends its worker: tests/app/test_early_worker.py checks that on its own, and every
+# unshared window here does.
 _handed_on: dict[str, object] = {}  # "process", "info", "env": the worker the next test takes
 _open_window: dict[str, object] = {}  # test id -> its main window, until the test's teardown
 
@@ -67,7 +67,6 @@ def pytest_runtest_teardown(item, nextitem):
     window = _open_window.pop(item.nodeid, None)
     shares = bool(
         nextitem is not None
-        and nextitem.module is item.module
         and "main_window" in getattr(nextitem, "fixturenames", ())
     )
     if not shares:
