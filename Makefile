@@ -7,6 +7,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# when this make started: `make test` ends with the seconds since, set-up included (pytest's own
+# last line gives the suite's; CI's limit is 15 minutes for all of it)
+MAKE_START := $(shell date +%s)
+ELAPSED = echo "make $@: $$(( $$(date +%s) - $(MAKE_START) )) s in all, set-up included"
 
 # whole files to each of two processes, slow files first (tests/conftest.py); `make test` lists
 # the 15 slowest tests, to keep the `slow` marker (pyproject.toml) on the tests that are slow
@@ -39,10 +43,10 @@ test: bytecode
 	$(BIN)/ruff check gradviz tests bench resources main.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
-	$(PYTEST) --durations=15
+	$(PYTEST) --durations=15; status=$$?; $(ELAPSED); exit $$status
 
 test-fast: bytecode
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -m "not slow"; status=$$?; $(ELAPSED); exit $$status
 
 lint: setup
 	$(BIN)/ruff check gradviz tests bench resources main.py

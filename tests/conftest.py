@@ -65,3 +65,24 @@ def write_source(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="module")
+def cli():
+    """``cli("check", FILE, ...)``: a ``gradviz`` command run in this process, every call of the
+    module served by one worker (``tests.cli.runner.InProcessCli``); its CompletedProcess."""
+    from tests.cli.runner import InProcessCli
+
+    with InProcessCli() as run:
+        yield run
+
+
+@pytest.fixture(scope="module")
+def shared_worker():
+    """One started ``WorkerClient`` for the module's tests that need a verdict from the real
+    worker, not a fresh one: each run is a process forked from it, and it serves on after any."""
+    from gradviz.worker.client import WorkerClient
+
+    with WorkerClient(output=None) as client:
+        client.start()
+        yield client

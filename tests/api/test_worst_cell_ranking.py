@@ -17,7 +17,6 @@ import numpy as np
 
 import gradviz
 from gradviz.schema.mismatch import worst_cells
-from tests.cli.runner import gradviz as run_cli
 from tests.real_world import oracle
 
 # u's four cells, then v's: a permutation, so the worst cells are in neither row-major nor block order
@@ -97,16 +96,16 @@ def test_near_ties_below_float32_are_ranked_in_float64_everywhere(tmp_path):
         ]
 
 
-def test_the_cli_names_the_same_worst_cells(tmp_path):
+def test_the_cli_names_the_same_worst_cells(cli, tmp_path):
     path, _ = _near_tie(tmp_path)
-    out = run_cli("check", str(path), "--json")
+    out = cli("check", str(path), "--json")
     assert out.returncode == 1, out.stderr
     blocks = json.loads(out.stdout)["blocks"]
     expected = _expected_labels()
     assert [b["worst_cell"] for b in blocks] == [
         next(label for label in expected if f"/ {name}[" in label) for name in "uv"
     ]
-    text = run_cli("check", str(path))
+    text = cli("check", str(path))
     for name in "uv":
         first = next(label for label in expected if f"/ {name}[" in label)
         assert re.search(rf"out0 / {name} .*  {re.escape(first)}  analytic", text.stdout), text.stdout

@@ -38,31 +38,6 @@ def make_check_result(tmp_path):
 
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _typed_submit_until_the_client_takes_it():
-    """TEMPORARY, for a branch whose WorkerClient still takes ``submit(op, timeout=, **payload)``:
-    the window sends typed requests (``submit(request)``), translated here into that form. It
-    does nothing once the client takes a request; delete it then."""
-    import inspect
-
-    from gradviz.app.worker_client import WorkerClient
-    from gradviz.schema.requests import to_dict
-
-    old = WorkerClient.submit
-    if "op" not in inspect.signature(old).parameters:
-        yield
-        return
-
-    def submit(self, request):
-        fields = to_dict(request)
-        fields = {**(fields.pop("code", None) or {}), **fields, "timeout": None}
-        return old(self, request.op, timeout=request.timeout, **{k: v for k, v in fields.items() if v is not None})
-
-    WorkerClient.submit = submit
-    yield
-    WorkerClient.submit = old
-
-
 @pytest.fixture
 def settings_store(tmp_path):
     """A QSettings in a temp file, so tests never touch the user's preferences."""
@@ -73,14 +48,14 @@ def settings_store(tmp_path):
 
 # A window test's set-up cost is mostly its worker importing torch (about 3 s of CPU). The worker
 # never runs user code (each run is a fresh process forked from it) and "serves on, in the same
-# clean state as before" after any run, so consecutive window tests of one module hand the idle
-# worker process on: the next test gets a new WorkerClient and a new window around the same live
-# worker. A worker is handed on only to the very next test, only if that test is in the same
-# module and makes a window too (so no idle worker outlives the tests that use it), only if it is
-# ready, idle and not stopped, and only if the worker's environment would be the same. Otherwise,
-# and always for the last window test of a module, the window closes as a user closes it and the
-# test fails if its worker outlives it. Closing a window ends its worker:
-# tests/app/test_early_worker.py checks that on its own, and every unshared window here does.
+# clean state as before" after any run, so consecutive window tests hand the idle worker process
+# on: the next test gets a new WorkerClient and a new window around the same live worker. A worker
+# is handed on only to the very next test, only if that test makes a window too (in this module or
+# the next one this process runs: so no idle worker outlives the tests that use it), only if it is
+# ready, idle and not stopped, and only if the worker's environment would be the same. Otherwise
+# the window closes as a user closes it and the test fails if its worker outlives it. Closing a
+# window ends its worker: tests/app/test_early_worker.py checks that on its own, and every
+# unshared window here does.
 _handed_on: dict[str, object] = {}  # "process", "info", "env": the worker the next test takes
 _open_window: dict[str, object] = {}  # test id -> its main window, until the test's teardown
 
@@ -92,7 +67,6 @@ def pytest_runtest_teardown(item, nextitem):
     window = _open_window.pop(item.nodeid, None)
     shares = bool(
         nextitem is not None
-        and nextitem.module is item.module
         and "main_window" in getattr(nextitem, "fixturenames", ())
     )
     if not shares:

@@ -1,4 +1,5 @@
-"""``gradviz audit`` in a real process: the model runs in the worker, the table lists the failing
+"""``gradviz audit`` (in a real process where its working folder is checked, else in this one with
+the module's worker, the ``cli`` fixture): the model runs in the worker, the table lists the failing
 nodes first, ``--json`` gives one document per node (its report a valid check document) and a
 summary; each node's verdict is gradcheck's at the inputs the model gave it (the oracle records
 them in this process); exit 0 / 1 / 2."""
@@ -46,8 +47,8 @@ def test_failing_model_from_a_file_matches_gradcheck_node_by_node(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 
-def test_table_lists_the_failing_node_first():
-    out = gradviz("audit", f"{MODELS}:TwoNorms")
+def test_table_lists_the_failing_node_first(cli):
+    out = cli("audit", f"{MODELS}:TwoNorms")
     assert out.returncode == 1, out.stderr
     lines = out.stdout.splitlines()
     assert lines[1].startswith("rest → BadRMSNormFn, call 2 of 2") and "failed" in lines[1]
@@ -55,8 +56,8 @@ def test_table_lists_the_failing_node_first():
     assert "Built-in PyTorch operations" in out.stdout
 
 
-def test_module_target_that_passes_exits_0():
-    out = gradviz("audit", "tests.core.audit_models:transformer", cwd=ROOT)
+def test_module_target_that_passes_exits_0(cli):
+    out = cli("audit", "tests.core.audit_models:transformer", cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert all(verdict for _, verdict in _oracle(audit_models.transformer))
     assert "PASSED: transformer, all 11 checked" in out.stdout
@@ -125,7 +126,7 @@ def example_inputs(device, dtype):
         ("plain", "Nothing to audit: plain's forward calls no custom torch.autograd.Function"),
     ],
 )
-def test_no_verdict_is_one_clear_line_and_exit_2(tmp_path, name, expected):
+def test_no_verdict_is_one_clear_line_and_exit_2(cli, tmp_path, name, expected):
     (tmp_path / "models.py").write_text(BROKEN)
     work, temp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
@@ -140,7 +141,7 @@ def test_no_verdict_is_one_clear_line_and_exit_2(tmp_path, name, expected):
     else:
         assert out.stderr.splitlines() == errors
     assert list(work.iterdir()) == [] and list(temp.iterdir()) == []  # nothing left behind
-    as_json = gradviz("audit", f"{tmp_path / 'models.py'}:{name}", "--json", cwd=work)
+    as_json = cli("audit", f"{tmp_path / 'models.py'}:{name}", "--json")
     assert as_json.returncode == 2
     check_document("error", json.loads(as_json.stdout))
 
@@ -154,23 +155,23 @@ def _audit(*args: str, cwd: Path, temp: Path, **env: str) -> subprocess.Complete
     )  # fmt: skip
 
 
-def test_max_checks_limits_the_calls_checked():
-    out = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1", "--json")
+def test_max_checks_limits_the_calls_checked(cli):
+    out = cli("audit", f"{MODELS}:TwoNorms", "--max-checks", "1", "--json")
     assert out.returncode == 0, out.stderr  # the wrong second call is past the limit: not checked
     *nodes, summary = [json.loads(line) for line in out.stdout.splitlines()]
     assert [d["node"]["status"] for d in nodes] == ["passed", "not checked"]
     assert summary["audit"]["checked"] == 1 and summary["audit"]["not_checked"] == ["rest → BadRMSNormFn, call 2 of 2"]
-    refused = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "0")
+    refused = cli("audit", f"{MODELS}:TwoNorms", "--max-checks", "0")
     assert refused.returncode == 2 and "--max-checks must be at least 1" in refused.stderr
-    table = gradviz("audit", f"{MODELS}:TwoNorms", "--max-checks", "1")
+    table = cli("audit", f"{MODELS}:TwoNorms", "--max-checks", "1")
     assert "all 1 checked custom node call(s) match finite differences (1 call(s) not checked" in table.stdout
 
 
-def test_inputs_file_replaces_example_inputs(tmp_path):
+def test_inputs_file_replaces_example_inputs(cli, tmp_path):
     torch.manual_seed(5)
     x = torch.randn(1, 3, audit_models.WIDTH, dtype=torch.float64)  # three rows, not example_inputs' four
     torch.save((x,), tmp_path / "inputs.pt")
-    out = gradviz("audit", f"{MODELS}:TwoNorms", "--inputs", str(tmp_path / "inputs.pt"), "--json")
+    out = cli("audit", f"{MODELS}:TwoNorms", "--inputs", str(tmp_path / "inputs.pt"), "--json")
     assert out.returncode == 1, out.stderr
     *nodes, _ = [json.loads(line) for line in out.stdout.splitlines()]
     assert [d["node"]["shapes"][0] for d in nodes] == [[1, 1, 8], [1, 3, 8]]

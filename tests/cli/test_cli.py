@@ -1,4 +1,6 @@
-"""The command line, run as a subprocess the way CI scripts run it."""
+"""The command line. The version, a passing check, the start without a display and a check from
+another folder run in a subprocess the way CI scripts run them; the other commands run in this
+process (the ``cli`` fixture), served by one worker for the module."""
 
 from __future__ import annotations
 
@@ -29,16 +31,16 @@ def test_pass_exits_zero_with_table(write_source):
     assert "PASSED" in out.stdout and "out0 / x" in out.stdout
 
 
-def test_fail_exits_one_and_names_worst_cell(write_source):
-    out = gradviz("check", str(write_source(BUGGY)))
+def test_fail_exits_one_and_names_worst_cell(cli, write_source):
+    out = cli("check", str(write_source(BUGGY)))
     assert out.returncode == 1
     assert "FAILED" in out.stdout and "out0[" in out.stdout and "analytic" in out.stdout
     assert "factor" in out.stdout  # the hint: analytic = 0.5 x numerical
 
 
-def test_user_code_error_exits_two_without_python_internals(write_source):
+def test_user_code_error_exits_two_without_python_internals(cli, write_source):
     path = write_source(SQUARE.replace("return x * x", "return x * y"))
-    out = gradviz("check", str(path))
+    out = cli("check", str(path))
     assert out.returncode == 2
     assert "NameError" in out.stderr and f"{path.resolve()}" in out.stderr
     assert "site-packages" not in out.stderr and "gradviz/core" not in out.stderr
@@ -48,18 +50,18 @@ def test_user_code_error_exits_two_without_python_internals(write_source):
     "args",
     [["--device", "cuda:7"], ["--eps", "-1"], ["--function", "Nope"]],
 )
-def test_bad_arguments_exit_two(write_source, args):
-    out = gradviz("check", str(write_source(SQUARE)), *args)
+def test_bad_arguments_exit_two(cli, write_source, args):
+    out = cli("check", str(write_source(SQUARE)), *args)
     assert out.returncode == 2 and out.stderr.startswith("gradviz: error:")
 
 
-def test_missing_file_exits_two(tmp_path):
-    out = gradviz("check", str(tmp_path / "nope.py"))
+def test_missing_file_exits_two(cli, tmp_path):
+    out = cli("check", str(tmp_path / "nope.py"))
     assert out.returncode == 2 and "Cannot read" in out.stderr
 
 
-def test_json_schema_and_user_prints_kept_off_stdout(write_source):
-    out = gradviz("check", str(write_source(NOISY)), "--json")
+def test_json_schema_and_user_prints_kept_off_stdout(cli, write_source):
+    out = cli("check", str(write_source(NOISY)), "--json")
     assert out.returncode == 0
     data = json.loads(out.stdout)  # stdout is exactly one JSON object
     assert "hello from forward" in out.stderr
@@ -82,8 +84,8 @@ def test_json_schema_and_user_prints_kept_off_stdout(write_source):
     assert set(data["seconds"]) == {"analytic", "numerical", "total"}
 
 
-def test_json_is_strict_with_non_finite_values(write_source):
-    out = gradviz("check", str(write_source(NAN)), "--json")
+def test_json_is_strict_with_non_finite_values(cli, write_source):
+    out = cli("check", str(write_source(NAN)), "--json")
     assert out.returncode == 1
     data = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
     assert data["blocks"][0]["max_abs_error"] in ("inf", "nan")
@@ -91,14 +93,14 @@ def test_json_is_strict_with_non_finite_values(write_source):
     assert any("NaN or Inf" in w for w in data["warnings"])
 
 
-def test_json_error_object(write_source):
-    out = gradviz("check", str(write_source("x = (")), "--json")
+def test_json_error_object(cli, write_source):
+    out = cli("check", str(write_source("x = (")), "--json")
     assert out.returncode == 2
     assert json.loads(out.stdout)["error"]["kind"] == "syntax"
 
 
-def test_save_writes_both_jacobians_equal_to_torch(write_source, tmp_path):
-    out = gradviz("check", str(write_source(BUGGY)), "--save", str(tmp_path / "arrays"))
+def test_save_writes_both_jacobians_equal_to_torch(cli, write_source, tmp_path):
+    out = cli("check", str(write_source(BUGGY)), "--save", str(tmp_path / "arrays"))
     assert out.returncode == 1
     analytic = np.load(tmp_path / "arrays" / "analytic_o0_i0.npy")
     numerical = np.load(tmp_path / "arrays" / "numerical_o0_i0.npy")
@@ -111,10 +113,10 @@ def test_save_writes_both_jacobians_equal_to_torch(write_source, tmp_path):
     np.testing.assert_allclose(analytic, np.diag(x.numpy()))  # the buggy backward: g * x
 
 
-def test_builtin_name_and_list():
-    listed = gradviz("list")
+def test_builtin_name_and_list(cli):
+    listed = cli("list")
     assert listed.returncode == 0 and "Seed examples:" in listed.stdout and "linear" in listed.stdout
-    out = gradviz("check", "linear")
+    out = cli("check", "linear")
     assert out.returncode == 0 and "LinearFunction" in out.stdout
 
 
@@ -123,10 +125,10 @@ def test_no_arguments_without_display_points_to_check():
     assert out.returncode == 2 and "gradviz check" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
-def test_memory_json_matches_the_core_study():
+def test_memory_json_matches_the_core_study(cli):
     from gradviz.core.memory import conv_bn_study
 
-    out = gradviz("memory", "--layers", "2", "--shape", "2,3,12,12", "--json")
+    out = cli("memory", "--layers", "2", "--shape", "2,3,12,12", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert set(data) >= {"device", "layers", "shape", "variants", "saved_difference_bytes", "formula_bytes"}
@@ -138,8 +140,8 @@ def test_memory_json_matches_the_core_study():
 
 
 @pytest.mark.parametrize("args", [["--layers", "40"], ["--shape", "1,2"], ["--device", "cuda:9"]])
-def test_memory_bad_arguments_exit_two(args):
-    out = gradviz("memory", *args)
+def test_memory_bad_arguments_exit_two(cli, args):
+    out = cli("memory", *args)
     assert out.returncode == 2 and out.stderr.startswith("gradviz: error:")
 
 
@@ -163,8 +165,8 @@ def _real_graph_names(name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", ["linear", "fused_conv_bn", "abs_product"])
-def test_graph_json_matches_the_real_graph(name):
-    out = gradviz("graph", name, "--json")
+def test_graph_json_matches_the_real_graph(cli, name):
+    out = cli("graph", name, "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert sorted(n["name"] for n in data["nodes"]) == _real_graph_names(name)
@@ -181,10 +183,10 @@ def test_graph_json_matches_the_real_graph(name):
         assert {s["name"] for s in custom["saved"] if s["via"] == "ctx_attribute"} == {"sum", "sqrt_var"}
 
 
-def test_graph_text_and_errors(write_source):
-    out = gradviz("graph", "linear")
+def test_graph_text_and_errors(cli, write_source):
+    out = cli("graph", "linear")
     assert out.returncode == 0 and "LinearFunctionBackward" in out.stdout and "backward order" in out.stdout
-    broken = gradviz("graph", str(write_source(SQUARE.replace("return x * x", "return x * y"))))
+    broken = cli("graph", str(write_source(SQUARE.replace("return x * x", "return x * y"))))
     assert broken.returncode == 2
     assert "NameError" in broken.stderr and "line" in broken.stderr
     assert "Traceback (most recent call last)" not in broken.stderr
@@ -203,29 +205,29 @@ def test_a_function_imported_from_a_sibling_package_is_found_from_any_directory(
     assert [i["name"] for i in report["inputs"]] == ["x"]
 
 
-def test_function_flag_finds_an_imported_function_by_name(write_source):
+def test_function_flag_finds_an_imported_function_by_name(cli, write_source):
     source = SQUARE + "\nfrom torch.nn.modules._functions import BackwardHookFunction  # noqa: F401\n"
     path = write_source(source)
-    out = gradviz("check", str(path), "--function", "BackwardHookFunction", "--json")
+    out = cli("check", str(path), "--function", "BackwardHookFunction", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["function"] == "BackwardHookFunction"
-    listed = gradviz("check", str(path), "--function", "Nope")
+    listed = cli("check", str(path), "--function", "Nope")
     assert listed.returncode == 2
     # its own Function first, then the imported one
     assert "this source defines Square, BackwardHookFunction" in listed.stderr
 
 
-def test_default_checks_are_named_lines_and_jacobian_only_drops_them(write_source):
+def test_default_checks_are_named_lines_and_jacobian_only_drops_them(cli, write_source):
     # a backward that ignores grad_output of a scalar output: the Jacobian is right (one row, g = 1)
     source = SQUARE.replace("return x * x", "return (x * x).sum()").replace("return 2 * x * g", "return 2 * x")
     path = write_source(source)
-    out = gradviz("check", str(path), "--json")
+    out = cli("check", str(path), "--json")
     assert out.returncode == 1
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert list(checks) == ["reentrant", "multiplied_by_grad_output", "undefined_output_grads"]
     assert not checks["multiplied_by_grad_output"]["passed"]
     assert "x[" in checks["multiplied_by_grad_output"]["detail"]  # which input, where, the value
-    table = gradviz("check", str(path))
+    table = cli("check", str(path))
     assert "multiplied_by_grad_output  failed" in table.stdout
-    only = gradviz("check", str(path), "--jacobian-only", "--json")
+    only = cli("check", str(path), "--jacobian-only", "--json")
     assert only.returncode == 0 and json.loads(only.stdout)["checks"] == []

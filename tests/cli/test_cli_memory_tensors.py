@@ -1,5 +1,5 @@
-"""``gradviz memory`` lists what each variant saves, text and JSON, run as a subprocess (the study
-itself runs in the worker)."""
+"""``gradviz memory`` lists what each variant saves, text and JSON (the study itself runs in the
+worker; the CLI runs in this process, the ``cli`` fixture)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from gradviz.core.memory import conv_bn_study
 from gradviz.schema.memory import TENSOR_COLUMNS, SavedTensor, VariantMemory, tensor_rows
 from gradviz.schema.units import format_bytes
-from tests.cli.runner import gradviz
 
 ARGS = ("memory", "--layers", "2", "--shape", "2,3,12,12", "--out-channels", "4")
 
@@ -21,8 +20,8 @@ def study() -> dict:
     return conv_bn_study(2, (2, 3, 12, 12), 4).to_dict()
 
 
-def test_json_lists_every_saved_tensor_with_the_node_that_saved_it(study):
-    out = gradviz(*ARGS, "--json")
+def test_json_lists_every_saved_tensor_with_the_node_that_saved_it(cli, study):
+    out = cli(*ARGS, "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     for name in ("unfused", "fused"):
@@ -37,8 +36,8 @@ def test_json_lists_every_saved_tensor_with_the_node_that_saved_it(study):
     assert {t["attribute"] for t in fused["ctx_tensors"]} == {"ctx.sum", "ctx.sqrt_var"}
 
 
-def test_text_has_one_row_per_saved_tensor_of_each_variant(study):
-    out = gradviz(*ARGS)
+def test_text_has_one_row_per_saved_tensor_of_each_variant(cli, study):
+    out = cli(*ARGS)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     for name in ("unfused", "fused"):

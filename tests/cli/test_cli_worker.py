@@ -1,7 +1,10 @@
 """``gradviz check`` runs the Function in a worker process: timeouts, exits and prints.
 
 Whatever the user's code does (loop forever, sys.exit, os._exit, abort, print megabytes),
-the check ends, says why, and never reads as a pass; stdout carries only the report.
+the check ends, says why, and never reads as a pass; stdout carries only the report. What the
+user's code does to its run process goes through the ``cli`` fixture (this process, the module's
+one worker, which serves on after each run); timeouts, Ctrl+C, a worker killed or left running,
+and the worker's own message handling each start their own processes.
 """
 
 from __future__ import annotations
@@ -74,8 +77,8 @@ def test_timeout_stops_an_endless_loop_and_leaves_no_worker(write_source):
     assert workers_of(process.pid) == []
 
 
-def test_timeout_is_no_limit_on_a_quick_check(write_source):
-    out = gradviz("check", str(write_source(SQUARE)), "--timeout", "60")
+def test_timeout_is_no_limit_on_a_quick_check(cli, write_source):
+    out = cli("check", str(write_source(SQUARE)), "--timeout", "60")
     assert out.returncode == 0 and "PASSED" in out.stdout
 
 
@@ -101,8 +104,8 @@ EXITS = {
 
 
 @pytest.mark.parametrize("name", list(EXITS))
-def test_ending_the_process_never_passes(write_source, name):
-    out = gradviz("check", str(write_source(EXITS[name])), "--json", "--all-checks")
+def test_ending_the_process_never_passes(cli, write_source, name):
+    out = cli("check", str(write_source(EXITS[name])), "--json", "--all-checks")
     assert out.returncode == 2, out.stderr
     error = json.loads(out.stdout)["error"]
     assert ENDED in error["message"], error
@@ -125,24 +128,24 @@ NOISY = (
 )
 
 
-def test_user_prints_stay_off_stdout_with_json(write_source):
-    out = gradviz("check", str(write_source(NOISY)), "--json")
+def test_user_prints_stay_off_stdout_with_json(cli, write_source):
+    out = cli("check", str(write_source(NOISY)), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["passed"]  # stdout is exactly the report
     for text in ("at import", "in example_inputs", "print in forward", "write in forward", "fd 1 in forward", "in backward"):
         assert text in out.stderr and text not in out.stdout
 
 
-def test_table_on_stdout_prints_on_stderr(write_source):
-    out = gradviz("check", str(write_source(NOISY)))
+def test_table_on_stdout_prints_on_stderr(cli, write_source):
+    out = cli("check", str(write_source(NOISY)))
     assert out.returncode == 0 and "PASSED" in out.stdout and "out0 / x" in out.stdout
     assert "print in forward" in out.stderr and "print in forward" not in out.stdout
 
 
-def test_megabytes_of_print_do_not_hang(write_source):
+def test_megabytes_of_print_do_not_hang(cli, write_source):
     source = "print('x' * 30_000_000)\n" + SQUARE.replace("return x * x", "print('y' * 2_000_000); return x * x")
     start = time.monotonic()
-    out = gradviz("check", str(write_source(source)), "--json", "--timeout", "60")
+    out = cli("check", str(write_source(source)), "--json", "--timeout", "60")
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout)["passed"]
     assert time.monotonic() - start < 60
@@ -177,10 +180,10 @@ def test_ctrl_c_stops_the_check_and_its_worker(write_source):
                 os.killpg(pid, signal.SIGKILL)
 
 
-def test_save_into_a_file_fails_cleanly(write_source, tmp_path):
+def test_save_into_a_file_fails_cleanly(cli, write_source, tmp_path):
     blocker = tmp_path / "taken"
     blocker.write_text("not a directory")
-    out = gradviz("check", str(write_source(SQUARE)), "--save", str(blocker))
+    out = cli("check", str(write_source(SQUARE)), "--save", str(blocker))
     assert out.returncode == 2 and out.stderr.startswith(f"gradviz: error: Cannot write {blocker}")
 
 
@@ -277,12 +280,12 @@ def test_out_of_memory_is_named_with_its_size(exc, expected):
     assert error.message.startswith("Square.forward ran out of memory: ") and expected in error.message
 
 
-def test_buffers_changed_in_place_are_not_flagged(write_source):
+def test_buffers_changed_in_place_are_not_flagged(cli, write_source):
     """Running statistics updated in place are fine; an input needing gradients is not."""
     source = SQUARE.replace("def forward(ctx, x)", "def forward(ctx, x, stats)").replace(
         "return x * x", "stats.add_(1)\n        return x * x"
     ).replace("return 2 * x * g", "return 2 * x * g, None").replace(
         "requires_grad=True),)", "requires_grad=True), torch.zeros(3))"
     )
-    out = gradviz("check", str(write_source(source)), "--json")
+    out = cli("check", str(write_source(source)), "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["warnings"] == []

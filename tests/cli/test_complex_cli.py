@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from tests.cli.refusal_sources import fn_source
-from tests.cli.runner import gradviz
 from tests.real_world.oracle import gradcheck_passes
 
 CASES = {
@@ -28,10 +27,10 @@ def _gradcheck_verdict(forward: str, backward: str, inputs: str) -> bool:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_cli_gives_gradchecks_verdict_on_complex_functions(write_source, case):
+def test_the_cli_gives_gradchecks_verdict_on_complex_functions(cli, write_source, case):
     forward, backward, inputs = CASES[case]
     expected = _gradcheck_verdict(forward, backward, inputs)
-    out = gradviz("check", str(write_source(fn_source(forward, backward, inputs))), "--json")
+    out = cli("check", str(write_source(fn_source(forward, backward, inputs))), "--json")
     data = json.loads(out.stdout)
     assert out.returncode == (0 if expected else 1), out.stderr
     assert data["passed"] is expected
@@ -42,8 +41,8 @@ def test_both_verdicts_occur():
     assert {_gradcheck_verdict(*c) for c in CASES.values()} == {True, False}
 
 
-def test_a_complex_function_sweeps(write_source):
+def test_a_complex_function_sweeps(cli, write_source):
     forward, backward, inputs = CASES["complex_input_wrong"]
-    out = gradviz("sweep", str(write_source(fn_source(forward, backward, inputs))), "--json")
+    out = cli("sweep", str(write_source(fn_source(forward, backward, inputs))), "--json")
     assert out.returncode in (0, 1), out.stderr
     assert json.loads(out.stdout)["verdict"] == "backward_wrong"

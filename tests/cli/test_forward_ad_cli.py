@@ -13,7 +13,6 @@ import torch
 
 import gradviz
 from gradviz.schema.settings import CheckSettings
-from tests.cli.runner import gradviz as run_cli
 from tests.core.test_forward_ad import gradcheck_verdict
 from tests.real_world import jvp_functions as jf
 
@@ -44,9 +43,9 @@ def _inputs():
     ],
     ids=["wrong_jvp_default", "wrong_jvp_forward", "forward_only", "batched_forward"],
 )
-def test_exit_code_and_json_give_gradchecks_verdict(function, flags, options):
+def test_exit_code_and_json_give_gradchecks_verdict(cli, function, flags, options):
     expected = gradcheck_verdict(getattr(jf, function), _inputs(), **options)
-    out = run_cli("check", str(SOURCE), "--function", function, "--json", *flags)
+    out = cli("check", str(SOURCE), "--function", function, "--json", *flags)
     assert out.returncode == (0 if expected else 1), out.stderr
     data = json.loads(out.stdout)  # validated against the shipped schema by the runner
     assert data["passed"] == expected
@@ -57,8 +56,8 @@ def test_exit_code_and_json_give_gradchecks_verdict(function, flags, options):
         assert data["blocks"] == []
 
 
-def test_table_shows_forward_blocks_and_save_writes_them(tmp_path):
-    out = run_cli("check", str(SOURCE), "--function", "SinWrongJvp", "--forward-ad", "--save", str(tmp_path))
+def test_table_shows_forward_blocks_and_save_writes_them(cli, tmp_path):
+    out = cli("check", str(SOURCE), "--function", "SinWrongJvp", "--forward-ad", "--save", str(tmp_path))
     assert out.returncode == 1, out.stderr
     assert "forward mode (jvp / forward AD) against numerical" in out.stdout
     assert "forward-mode cells outside tolerance" in out.stdout
@@ -67,16 +66,16 @@ def test_table_shows_forward_blocks_and_save_writes_them(tmp_path):
     np.testing.assert_array_equal(saved, api.forward[0, 0])  # the same inputs: the file's, under the seed
 
 
-def test_a_function_without_jvp_is_one_clear_line_not_a_traceback():
-    out = run_cli("check", str(SOURCE), "--function", "SinNoJvp", "--forward-ad")
+def test_a_function_without_jvp_is_one_clear_line_not_a_traceback(cli):
+    out = cli("check", str(SOURCE), "--function", "SinNoJvp", "--forward-ad")
     assert out.returncode == 1
     assert "SinNoJvp has no jvp" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
 
 
-def test_batched_forward_grad_without_forward_ad_is_refused_as_gradcheck_refuses():
+def test_batched_forward_grad_without_forward_ad_is_refused_as_gradcheck_refuses(cli):
     with pytest.raises(AssertionError):
         torch.autograd.gradcheck(jf.SinJvp.apply, _inputs(), check_batched_forward_grad=True)
-    out = run_cli("check", str(SOURCE), "--function", "SinJvp", "--batched-forward-grad")
+    out = cli("check", str(SOURCE), "--function", "SinJvp", "--batched-forward-grad")
     assert out.returncode == 2
     assert "requires check_forward_ad" in out.stdout + out.stderr

@@ -57,8 +57,8 @@ def test_schemas_are_valid_draft_2020_12():
         jsonschema.Draft202012Validator.check_schema(load(name))
 
 
-def test_check_with_an_infinite_backward_writes_inf_as_a_string(non_finite):
-    out = gradviz("check", str(non_finite), "--json")
+def test_check_with_an_infinite_backward_writes_inf_as_a_string(cli, non_finite):
+    out = cli("check", str(non_finite), "--json")
     assert out.returncode == 1, out.stderr
     data = document(out, "check")
     assert data["blocks"][0]["max_abs_error"] == "inf" and "Infinity" not in out.stdout
@@ -67,8 +67,8 @@ def test_check_with_an_infinite_backward_writes_inf_as_a_string(non_finite):
         check_document("check", {**data, "blocks": [{**data["blocks"][0], "max_abs_error": None}]})
 
 
-def test_graph_keeps_the_sign_of_an_infinite_gradient(non_finite):
-    out = gradviz("graph", str(non_finite), "--json")
+def test_graph_keeps_the_sign_of_an_infinite_gradient(cli, non_finite):
+    out = cli("graph", str(non_finite), "--json")
     assert out.returncode == 0, out.stderr
     data = document(out, "graph")
     norms = [g["norm"] for flow in data["flows"] for g in flow["grad_inputs"] if g]

@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from gradviz.schema.settings import CheckSettings
-from tests.cli.runner import gradviz
 from tests.real_world.oracle import module_gradcheck_passes
 
 SOURCE = textwrap.dedent(
@@ -79,14 +78,14 @@ def _oracle(root, factory: str, names: list[str], monkeypatch) -> bool:
     return module_gradcheck_passes(module, x, names)
 
 
-def _check(root, *args: str) -> tuple[int, dict]:
-    out = gradviz("check", f"{PACKAGE}.nets:{args[0]}", *args[1:], "--json", cwd=root)
+def _check(cli, root, *args: str) -> tuple[int, dict]:
+    out = cli("check", f"{PACKAGE}.nets:{args[0]}", *args[1:], "--json", cwd=root)
     return out.returncode, json.loads(out.stdout)
 
 
 @pytest.mark.parametrize("factory", ["good", "bad"])
-def test_all_parameters_give_gradchecks_verdict(package, factory, monkeypatch):
-    code, document = _check(package, factory, "--parameters")
+def test_all_parameters_give_gradchecks_verdict(cli, package, factory, monkeypatch):
+    code, document = _check(cli, package, factory, "--parameters")
     names = [i["name"] for i in document["inputs"]]
     assert names == ["x", "layer.weight", "layer.bias"]
     expected = _oracle(package, factory, names[1:], monkeypatch)
@@ -96,31 +95,31 @@ def test_all_parameters_give_gradchecks_verdict(package, factory, monkeypatch):
     assert failing == ([] if expected else ["layer.weight"])
 
 
-def test_the_table_names_the_failing_parameter_block(package):
-    out = gradviz("check", f"{PACKAGE}.nets:bad", "--parameters", cwd=package)
+def test_the_table_names_the_failing_parameter_block(cli, package):
+    out = cli("check", f"{PACKAGE}.nets:bad", "--parameters", cwd=package)
     assert out.returncode == 1
     failing = [line for line in out.stdout.splitlines() if line.startswith("out0 / layer.weight")]
     assert failing and "out0 / x" in out.stdout
 
 
-def test_named_parameters_are_the_only_ones_checked(package, monkeypatch):
-    code, document = _check(package, "bad", "--parameters", "layer.bias")
+def test_named_parameters_are_the_only_ones_checked(cli, package, monkeypatch):
+    code, document = _check(cli, package, "bad", "--parameters", "layer.bias")
     assert [i["name"] for i in document["inputs"]] == ["x", "layer.bias"]
     assert document["passed"] == _oracle(package, "bad", ["layer.bias"], monkeypatch)
     assert code == (0 if document["passed"] else 1)
 
 
-def test_an_unknown_parameter_name_is_refused_with_the_valid_ones(package):
-    out = gradviz("check", f"{PACKAGE}.nets:good", "--parameters", "layer.wieght", cwd=package)
+def test_an_unknown_parameter_name_is_refused_with_the_valid_ones(cli, package):
+    out = cli("check", f"{PACKAGE}.nets:good", "--parameters", "layer.wieght", cwd=package)
     assert out.returncode == 2
     assert "layer.wieght" in out.stderr and "layer.weight, layer.bias" in out.stderr
 
 
-def test_a_file_target_with_its_factory_works_and_a_function_class_is_refused(package, monkeypatch):
+def test_a_file_target_with_its_factory_works_and_a_function_class_is_refused(cli, package, monkeypatch):
     nets = package / PACKAGE / "nets.py"
-    out = gradviz("check", f"{nets}:bad", "--parameters", "layer.weight", "--json", cwd=package)
+    out = cli("check", f"{nets}:bad", "--parameters", "layer.weight", "--json", cwd=package)
     document = json.loads(out.stdout)
     assert [i["name"] for i in document["inputs"]] == ["x", "layer.weight"]
     assert document["passed"] == _oracle(package, "bad", ["layer.weight"], monkeypatch) is False
-    refused = gradviz("check", f"{nets}:LinearFn", "--parameters", cwd=package)
+    refused = cli("check", f"{nets}:LinearFn", "--parameters", cwd=package)
     assert refused.returncode == 2 and "LinearFn is a torch.autograd.Function" in refused.stderr

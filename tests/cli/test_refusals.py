@@ -63,8 +63,8 @@ def test_bad_settings_exit_two_before_any_user_code_runs(write_source, flags, fr
 
 
 @pytest.mark.parametrize("seed", [str(2**64 - 1), str(-(2**63))])
-def test_seeds_at_the_edges_of_torchs_range_are_accepted(write_source, seed):
-    assert gradviz("check", str(write_source(SQUARE)), f"--seed={seed}").returncode == 0
+def test_seeds_at_the_edges_of_torchs_range_are_accepted(cli, write_source, seed):
+    assert cli("check", str(write_source(SQUARE)), f"--seed={seed}").returncode == 0
 
 
 def test_directory_fifo_device_and_symlink_loop_are_refused_before_reading(tmp_path):
@@ -140,21 +140,21 @@ NESTED_SUM = "x = " + "+".join(["1"] * 300_000) + "\n"
     ],
     ids=["brackets", "unary", "sum", "nul"],
 )
-def test_source_the_compiler_cannot_take_is_a_syntax_error(write_source, tail, fragment):
-    out = gradviz("check", str(write_source(SQUARE + tail)), "--json")
+def test_source_the_compiler_cannot_take_is_a_syntax_error(cli, write_source, tail, fragment):
+    out = cli("check", str(write_source(SQUARE + tail)), "--json")
     line = refused(out, fragment)
     assert len(line) < 400  # a 6000-character line is not quoted whole
     assert json.loads(out.stdout)["error"]["kind"] == "syntax"
 
 
-def test_zero_element_input_is_nothing_to_check(write_source):
+def test_zero_element_input_is_nothing_to_check(cli, write_source):
     source = fn_source("return x * 2", "return g * 2", "torch.randn(0, 3, device=device, dtype=dtype, requires_grad=True)")
-    out = gradviz("check", str(write_source(source)), "--json")
+    out = cli("check", str(write_source(source)), "--json")
     refused(out, "Nothing to check")
     assert json.loads(out.stdout)["error"]["kind"] == "nothing_to_check"
 
 
-def test_one_empty_input_beside_a_real_one_is_a_warning(write_source):
+def test_one_empty_input_beside_a_real_one_is_a_warning(cli, write_source):
     source = HEADER + """
 class Mul(Function):
     @staticmethod
@@ -187,8 +187,8 @@ def example_inputs(device, dtype):
     ],
     ids=["sparse_output", "meta_input", "sparse_differentiable_input"],
 )
-def test_tensors_gradviz_cannot_compare_are_refused_clearly(write_source, forward, backward, inputs, fragment):
-    out = gradviz("check", str(write_source(fn_source(forward, backward, inputs))), "--json")
+def test_tensors_gradviz_cannot_compare_are_refused_clearly(cli, write_source, forward, backward, inputs, fragment):
+    out = cli("check", str(write_source(fn_source(forward, backward, inputs))), "--json")
     refused(out, fragment)
 
 
@@ -200,7 +200,7 @@ def test_tensors_gradviz_cannot_compare_are_refused_clearly(write_source, forwar
     ],
     ids=["expanded", "overlapping_as_strided"],
 )
-def test_differentiable_inputs_whose_elements_share_memory_are_refused(write_source, inputs):
+def test_differentiable_inputs_whose_elements_share_memory_are_refused(cli, write_source, inputs):
     """Moving one element would move several; gradcheck refuses (or gets) them wrong too."""
-    out = gradviz("check", str(write_source(fn_source("return x * 2", "return g * 2", inputs))), "--json")
+    out = cli("check", str(write_source(fn_source("return x * 2", "return g * 2", inputs))), "--json")
     refused(out, "has elements that share memory")

@@ -13,7 +13,6 @@ import torch
 import gradviz
 from gradviz.core.loader import load_file
 from gradviz.schema.settings import CheckSettings
-from tests.cli.runner import gradviz as run_cli
 from tests.real_world.oracle import load_module
 
 OPS = '''
@@ -72,7 +71,7 @@ def _gradcheck(op) -> bool:
     return torch.autograd.gradcheck(op, (_drawn_x(),), raise_exception=False)
 
 
-def test_check_all_finds_every_operator_with_gradchecks_verdict(write_source):
+def test_check_all_finds_every_operator_with_gradchecks_verdict(cli, write_source):
     ns = "gvtest_reg_all"
     path = write_source(OPS.format(ns=ns), "ops.py")
     load_module(path)  # registers the ops here too, for the oracle
@@ -82,7 +81,7 @@ def test_check_all_finds_every_operator_with_gradchecks_verdict(write_source):
         f"{ns}::cube_wrong": _gradcheck(torch.ops.gvtest_reg_all.cube_wrong.default),
     }
     assert sorted(expected.values()) == [False, True, True]
-    out = run_cli("check", str(path), "--all", "--json")
+    out = cli("check", str(path), "--all", "--json")
     assert out.returncode == 1, out.stdout + out.stderr
     documents = [json.loads(line) for line in out.stdout.splitlines()]
     verdicts = {d["function"]: d["passed"] for d in documents}
@@ -92,14 +91,14 @@ def test_check_all_finds_every_operator_with_gradchecks_verdict(write_source):
     assert "No torch.autograd.Function subclass or custom op" not in out.stderr
 
 
-def test_a_file_target_names_an_operator_and_its_overload(write_source):
+def test_a_file_target_names_an_operator_and_its_overload(cli, write_source):
     path = write_source(OPS.format(ns="gvtest_reg_one"), "ops.py")
-    out = run_cli("check", f"{path}:gvtest_reg_one::scale.shifted", "--json")
+    out = cli("check", f"{path}:gvtest_reg_one::scale.shifted", "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
     assert data["function"] == "gvtest_reg_one::scale.shifted"
     assert [i["name"] for i in data["inputs"]] == ["x"]  # alpha and shift keep the schema's defaults
-    missing = run_cli("check", f"{path}:gvtest_reg_one::nope", "--json")
+    missing = cli("check", f"{path}:gvtest_reg_one::nope", "--json")
     assert missing.returncode == 2
     assert "registers no operator gvtest_reg_one::nope" in json.loads(missing.stdout)["error"]["message"]
 

@@ -14,7 +14,6 @@ from gradviz.core.loader import load_file, load_target
 from gradviz.core.prepare import prepare_source
 from gradviz.schema.errors import UserCodeError
 from gradviz.schema.settings import CheckSettings
-from tests.cli.runner import gradviz as run_cli
 
 TWO_FUNCTIONS = '''
 import torch
@@ -57,9 +56,9 @@ lib.impl("blend", lambda x, w, alpha=0.5, n=2, flag=False: (x * w * alpha) * n, 
 '''
 
 
-def test_all_gives_example_inputs_only_to_the_function_it_fits(write_source):
+def test_all_gives_example_inputs_only_to_the_function_it_fits(cli, write_source):
     path = write_source(TWO_FUNCTIONS)
-    out = run_cli("check", str(path), "--all", "--json")
+    out = cli("check", str(path), "--all", "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     square, product = [json.loads(line) for line in out.stdout.splitlines()]
     assert (square["function"], product["function"]) == ("Square", "Product3")
@@ -69,9 +68,9 @@ def test_all_gives_example_inputs_only_to_the_function_it_fits(write_source):
     assert "forward() takes" not in out.stdout + out.stderr
 
 
-def test_example_inputs_that_fits_no_function_is_refused_naming_inputs(write_source):
+def test_example_inputs_that_fits_no_function_is_refused_naming_inputs(cli, write_source):
     path = write_source(TWO_FUNCTIONS.replace("for _ in range(3)", "for _ in range(2)"))
-    out = run_cli("check", str(path), "--json")
+    out = cli("check", str(path), "--json")
     assert out.returncode == 2, out.stdout + out.stderr
     error = json.loads(out.stdout)["error"]
     assert error["kind"] == "example_inputs"
@@ -80,19 +79,19 @@ def test_example_inputs_that_fits_no_function_is_refused_naming_inputs(write_sou
     assert error["lineno"] == TWO_FUNCTIONS.lstrip("\n").splitlines().index("def example_inputs(device, dtype):") + 1
 
 
-def test_an_inputs_file_that_does_not_fit_is_refused_naming_inputs(write_source, tmp_path):
+def test_an_inputs_file_that_does_not_fit_is_refused_naming_inputs(cli, write_source, tmp_path):
     path = write_source(TWO_FUNCTIONS)
     saved = tmp_path / "two.pt"
     torch.save((torch.randn(3, dtype=torch.float64),) * 2, saved)
-    out = run_cli("check", f"{path}:Product3", "--inputs", str(saved), "--json")
+    out = cli("check", f"{path}:Product3", "--inputs", str(saved), "--json")
     assert out.returncode == 2, out.stdout + out.stderr
     message = json.loads(out.stdout)["error"]["message"]
     assert message.startswith(f"--inputs {saved} holds 2 arguments but Product3 takes 3 arguments (x, y, z)")
 
 
-def test_an_ops_float_without_default_is_refused_in_one_line(write_source):
+def test_an_ops_float_without_default_is_refused_in_one_line(cli, write_source):
     path = write_source(SCHEMA_OP.format(ns="gvtest_inputs_cli", alpha=""))
-    out = run_cli("check", str(path), "--json")
+    out = cli("check", str(path), "--json")
     assert out.returncode == 2, out.stdout + out.stderr
     error = json.loads(out.stdout)["error"]
     assert error["kind"] == "example_inputs"

@@ -17,7 +17,6 @@ from gradviz.cli.contract import ExitCode
 from gradviz.schema.errors import GradvizError, SettingsError
 from gradviz.schema.report import verdict_line
 from gradviz.testing import assert_gradients
-from tests.cli.runner import gradviz as run_cli
 from tests.core import option_functions as fns
 from tests.real_world.oracle import gradcheck_passes
 
@@ -123,17 +122,17 @@ def _cli_source_module():
         ("--masked", "WrongFactor", {"masked": True}),
     ],
 )
-def test_cli_flag_gives_gradchecks_verdict(flag, name, options):
+def test_cli_flag_gives_gradchecks_verdict(cli, flag, name, options):
     module = _cli_source_module()
     fn = getattr(module, name)
     (x,) = module.example_inputs(torch.device("cpu"), torch.float64)
     expected = ExitCode.PASS if gradcheck_verdict(fn, x, **options) else ExitCode.MISMATCH
-    out = run_cli("check", str(SOURCE), "--function", name, flag, "--json")
+    out = cli("check", str(SOURCE), "--function", name, flag, "--json")
     assert out.returncode == expected, out.stderr
 
 
-def test_cli_no_backward_ad_is_refused_as_gradcheck_refuses_it():
-    out = run_cli("check", str(SOURCE), "--function", "Square", "--no-backward-ad")
+def test_cli_no_backward_ad_is_refused_as_gradcheck_refuses_it(cli):
+    out = cli("check", str(SOURCE), "--function", "Square", "--no-backward-ad")
     assert out.returncode == ExitCode.ERROR
     assert "check_backward_ad" in out.stdout + out.stderr
 

@@ -22,7 +22,6 @@ import gradviz
 from gradviz.core.opcheck_checks import OPCHECK_TESTS
 from gradviz.schema.report import verdict_line
 from gradviz.schema.results import FAILED, PASSED, WARNED
-from tests.cli.runner import gradviz as run_cli
 
 from . import registration_ops as reg
 
@@ -85,23 +84,23 @@ def test_opcheck_fail_makes_the_findings_count(name):
 
 
 @pytest.mark.slow  # three CLI runs, each tracing the op through AOT dispatch (~10 s)
-def test_cli_exit_code_is_gradchecks_and_json_names_the_warned_checks(tmp_path):
+def test_cli_exit_code_is_gradchecks_and_json_names_the_warned_checks(cli, tmp_path):
     args = _inputs()
     expected = _gradcheck(reg.square_no_fake, args)
     failing = _opcheck_failures(reg.square_no_fake, args)
-    run = run_cli("check", str(FILE), "--function", "square_no_fake", "--json", cwd=tmp_path)  # schema-checked
+    run = cli("check", str(FILE), "--function", "square_no_fake", "--json", cwd=tmp_path)  # schema-checked
     payload = json.loads(run.stdout)
     assert run.returncode == (0 if expected else 1) == 0, run.stderr[-2000:]
     assert payload["passed"] == expected and payload["settings"]["opcheck"] == "warn"
     statuses = {c["name"]: c["status"] for c in payload["checks"]}
     assert {n for n, s in statuses.items() if s == "warned"} == {OPCHECK_TESTS[t] for t in failing}
 
-    text = run_cli("check", str(FILE), "--function", "square_no_fake", cwd=tmp_path)
+    text = cli("check", str(FILE), "--function", "square_no_fake", cwd=tmp_path)
     assert text.returncode == 0, text.stderr[-2000:]
     assert "PASSED; warned (not part of gradcheck's verdict): opcheck_faketensor" in text.stdout
     assert "@square_no_fake.register_fake" in text.stdout
 
-    counted = run_cli("check", str(FILE), "--function", "square_wrong_fake", "--opcheck", "fail", "--json", cwd=tmp_path)
+    counted = cli("check", str(FILE), "--function", "square_wrong_fake", "--opcheck", "fail", "--json", cwd=tmp_path)
     payload = json.loads(counted.stdout)
     assert counted.returncode == 1 and not payload["passed"] and payload["settings"]["opcheck"] == "fail"
     assert {c["name"] for c in payload["checks"] if c["status"] == "failed"} == {

@@ -16,7 +16,6 @@ import torch
 import gradviz
 from gradviz.cli.contract import ExitCode
 from gradviz.core.vmap_rule import VMAP_RULE
-from tests.cli.runner import gradviz as run_cli
 from tests.real_world import vmap_functions as vf
 
 SOURCE = Path(vf.__file__)
@@ -115,21 +114,21 @@ def test_no_rule_no_check_unless_asked():
     assert asked.status == "warned" and "raised" in asked.detail  # torch.func.vmap refuses it: said so
 
 
-def test_cli_json_shows_the_check_and_keeps_the_verdict():
+def test_cli_json_shows_the_check_and_keeps_the_verdict(cli):
     fn = vf.RowSumWrongRule
     expected = (
         ExitCode.PASS
         if torch.autograd.gradcheck(fn.apply, (x(),), raise_exception=False)
         else ExitCode.MISMATCH
     )
-    out = run_cli("check", str(SOURCE), "--function", fn.__name__, "--json")
+    out = cli("check", str(SOURCE), "--function", fn.__name__, "--json")
     assert out.returncode == expected, out.stderr
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert (
         checks[VMAP_RULE]["status"] == "warned"
         and "of out0 differs from the plain call" in checks[VMAP_RULE]["detail"]
     )
-    off = run_cli("check", str(SOURCE), "--function", fn.__name__, "--no-vmap-rule", "--json")
+    off = cli("check", str(SOURCE), "--function", fn.__name__, "--no-vmap-rule", "--json")
     assert VMAP_RULE not in {c["name"] for c in json.loads(off.stdout)["checks"]}
 
 

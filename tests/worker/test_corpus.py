@@ -1,23 +1,22 @@
 """Every bad input in tests/corpus through ``gradviz check FILE --json``, as CI runs it.
 
 Each case gives the exit code, the error kind, a piece of the message and the line the error
-must name (tests/corpus/index.json; each file's docstring says the same). The subprocesses
-run a few at a time: the module takes about as long as its slowest cases, the two endless
-loops stopped by ``--timeout 3``.
+must name (tests/corpus/index.json; each file's docstring says the same). The command runs in this
+process (the ``cli`` fixture), every case served by the module's one worker: each case's code
+runs, crashes or hangs in a run process of its own, and the worker serves on after it (or is
+replaced, as the CLI's client replaces a dead one).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 import torch
 
-from tests.cli.runner import gradviz
+from tests.cli.runner import InProcessCli
 from tests.paths import CORPUS
 
 INDEX = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))["cases"]
@@ -42,41 +41,29 @@ def runnable(case: dict) -> bool:
     return not case.get("cuda") or torch.cuda.is_available()
 
 
-def run_case(case: dict) -> tuple[object, float]:
+def run_case(cli: InProcessCli, case: dict) -> tuple[object, float]:
     args = ["check", str(CORPUS / case["file"]), "--json", "--timeout", str(case.get("timeout", DEFAULT_TIMEOUT))]
     start = time.monotonic()
-    out = gradviz(*args, *case.get("args", []))
+    out = cli(*args, *case.get("args", []))
     return out, time.monotonic() - start
 
 
 class Runs:
-    """Subprocesses of the corpus, started together (a few at a time) and awaited one by one."""
+    """Each case of the corpus through the CLI once, when a test first asks for it."""
 
-    def __init__(self, cases: list[dict]) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
-        self.futures: dict[str, Future] = {}
-        for case in sorted(cases, key=lambda c: -c.get("timeout", 0)):  # the slow ones overlap the rest
-            self.start(case)
-
-    def start(self, case: dict) -> Future:
-        if case["file"] not in self.futures:
-            self.futures[case["file"]] = self.pool.submit(run_case, case)
-        return self.futures[case["file"]]
+    def __init__(self, cli: InProcessCli) -> None:
+        self.cli = cli
+        self.done: dict[str, tuple[object, float]] = {}
 
     def __getitem__(self, name: str) -> tuple[object, float]:
-        return self.start(next(c for c in INDEX if c["file"] == name)).result()
+        if name not in self.done:
+            self.done[name] = run_case(self.cli, next(c for c in INDEX if c["file"] == name))
+        return self.done[name]
 
 
 @pytest.fixture(scope="module")
-def corpus_runs(request):
-    selected = [
-        item.callspec.params["case"]
-        for item in request.session.items
-        if item.module is request.module and hasattr(item, "callspec") and "case" in item.callspec.params
-    ]
-    runs = Runs([c for c in selected if runnable(c)])
-    yield runs
-    runs.pool.shutdown(wait=True, cancel_futures=True)
+def corpus_runs(cli):
+    return Runs(cli)
 
 
 def test_index_and_files_agree():

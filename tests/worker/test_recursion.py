@@ -9,13 +9,8 @@ crash at the user's line that says it looks like endless recursion.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-
-from tests.paths import ROOT
 
 RECURSES = '''
 import sys
@@ -41,19 +36,15 @@ def example_inputs(device, dtype):
 '''
 
 
-def check_json(path) -> tuple[int, dict, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "gradviz", "check", str(path), "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+def check_json(cli, path) -> tuple[int, dict, str]:
+    out = cli("check", str(path), "--json")
     return out.returncode, json.loads(out.stdout), out.stderr
 
 
-def test_python_recursion_is_a_recursion_error_at_the_users_line(write_source):
+def test_python_recursion_is_a_recursion_error_at_the_users_line(cli, write_source):
     path = write_source(RECURSES.format(call="deep(n + 1)"))
     line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "return deep" in text)
-    code, report, stderr = check_json(path)
+    code, report, stderr = check_json(cli, path)
     error = report["error"]
     assert code == 2 and error["kind"] == "forward", stderr
     assert "raised RecursionError: maximum recursion depth exceeded" in error["message"]
@@ -63,11 +54,11 @@ def test_python_recursion_is_a_recursion_error_at_the_users_line(write_source):
     assert len(error["traceback"]) <= 40 and len(json.dumps(report)) < 20_000
 
 
-def test_recursion_through_c_code_is_a_crash_at_the_users_line(write_source):
+def test_recursion_through_c_code_is_a_crash_at_the_users_line(cli, write_source):
     """map() is C: each level costs C stack, which runs out long before a million frames."""
     path = write_source(RECURSES.format(call="list(map(deep, [n + 1]))"))
     line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "return list(map" in text)
-    code, report, stderr = check_json(path)
+    code, report, stderr = check_json(cli, path)
     error = report["error"]
     assert code == 2 and error["kind"] == "crashed", stderr
     assert "SIGSEGV" in error["message"] and "endless recursion?" in error["message"]
@@ -75,9 +66,9 @@ def test_recursion_through_c_code_is_a_crash_at_the_users_line(write_source):
 
 
 @pytest.mark.parametrize("size", [10**7])
-def test_a_huge_exception_message_is_cut_at_the_source(write_source, size):
+def test_a_huge_exception_message_is_cut_at_the_source(cli, write_source, size):
     source = RECURSES.format(call="deep(n)").replace("deep(0)", f"raise ValueError('x' * {size})")
-    code, report, stderr = check_json(write_source(source))
+    code, report, stderr = check_json(cli, write_source(source))
     error = report["error"]
     assert code == 2 and error["kind"] == "forward", stderr
     assert f"({size + len('ValueError: '):,} characters in all)" in error["message"]
