@@ -21,7 +21,7 @@ PYTEST := xvfb-run -a -s "-screen 0 1920x1200x24" scripts/with-window-manager.sh
 setup: $(STAMP)
 
 # bytecode up front: where PYTHONDONTWRITEBYTECODE is set (as in CI), each process compiles what it
-# imports again. `make test` starts ~1600 that import gradviz (workers 0.14 s of CPU each to compile,
+# imports again. `make test` starts hundreds of processes that import gradviz (workers 0.14 s of CPU each to compile,
 # app windows 0.25 s, CLIs 0.03 s); tests/ holds the helpers the pytest processes import. A .pyc is
 # used only while it matches its source. tests/corpus/ is user code, some of it broken on purpose.
 bytecode: setup

@@ -1,7 +1,7 @@
 """A gradviz wheel and a fresh venv that already has torch (and pytest), as a user's CI job has them.
 
 Used by ``tests/test_install.py``, and on its own to measure what installing gradviz adds to such
-a venv (issue 22's install size; run it on any checkout to compare)::
+a venv (the install size; run it on any checkout to compare)::
 
     python -m tests.install_venv [SOURCE_DIR]
 """

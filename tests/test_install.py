@@ -47,7 +47,7 @@ from tests.install_venv import (
 from tests.paths import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-OLDER_TORCH = "2.12.0"  # the issue's case: an exact pin replaced it with ours
+OLDER_TORCH = "2.12.0"  # an installed torch that an exact pin of ours would replace
 APP_DISTRIBUTIONS = {"pyside6-essentials", "shiboken6", "pyqtgraph", "pygments", "platformdirs"}
 # the other project called gradviz on the package index, as a dist-info claiming the same package
 OTHER_GRADVIZ = ("gradviz", "0.1.2")
@@ -202,7 +202,7 @@ def test_the_window_without_its_packages_says_what_to_install(tmp_path, start, h
     assert f"needs {hidden[0]}" in out.stderr and README_INSTALL[1] in out.stderr  # the README's own line
 
 
-# --- the wheel in a fresh venv next to torch (the issue's "Done when") -------------------------
+# --- the wheel in a fresh venv next to torch, as a library user installs it -------------------------
 
 USER_FILE = '''
 import torch
@@ -355,7 +355,7 @@ def fresh_install(tmp_path_factory):
 def test_the_wheel_leaves_torch_alone_and_works_without_qt(fresh_install):
     got = fresh_install
     print(f"\nwheel test: {sum(got['seconds'].values()):.0f} s {got['seconds']}; the wheel added {sorted(got['added'])}")
-    # item 2: pip plans to install neither torch nor anything of the window's
+    # pip plans to install neither torch nor anything of the window's
     assert "torch" not in got["would_install"], got["would_install"]
     assert not APP_DISTRIBUTIONS & set(got["would_install"]), got["would_install"]
     assert DISTRIBUTION in got["would_install"] and "gradviz" not in got["would_install"]
@@ -365,8 +365,8 @@ def test_the_wheel_leaves_torch_alone_and_works_without_qt(fresh_install):
 
     driver = got["driver"]
     seen = got["seen"]
-    # fcntl: passes once gradviz/protocol/launch.py takes its lock from filelock (issue 22 item 3);
-    # until then the driver dies importing gradviz.check, and this names the module that imports it.
+    # fcntl is POSIX-only: a library import of it would kill the driver importing gradviz.check,
+    # and this names the module that imports it.
     assert "No module named 'fcntl'" not in driver.stderr, driver.stderr[-4000:]
     assert seen is not None, driver.stdout[-4000:] + driver.stderr[-4000:]
     assert seen["gradviz_file"].startswith(str(got["venv"]))  # the wheel, not the checkout
@@ -461,13 +461,12 @@ def test_the_sdist_ships_no_tests_and_builds_the_same_wheel(tmp_path, fresh_inst
 @pytest.mark.slow
 def test_the_cli_json_matches_the_shipped_schema(fresh_install):
     """``gradviz check --json`` from the installed wheel, against the JSON Schema the wheel ships
-    (issue 22 item 5). Skipped, alone, while no schema file ships."""
+    (the wheel must ship them)."""
     seen = fresh_install["seen"]
     assert seen is not None, fresh_install["driver"].stderr[-4000:]
     document = json.loads(seen["cli_json"])
     schemas = {Path(p).name: Path(p) for p in seen["schemas"]}
-    if not schemas:
-        pytest.skip("the wheel ships no JSON Schema (a *.json with \"$schema\" under gradviz/) yet: issue 22 item 5")
+    assert schemas, "the wheel ships no JSON Schema (a *.json with \"$schema\" under gradviz/)"
     name = "error.schema.json" if "error" in document else "check.schema.json"
     assert name in schemas, f"which schema describes `gradviz check --json`? {sorted(schemas)}"
     import jsonschema

@@ -106,18 +106,16 @@ def safe_pythonpath(*entries: str | None) -> str:
 
 # How the worker's process and every run it starts meet the machine: read by the C runtimes once,
 # when the process starts or loads them, so they go in the environment; a user's own value wins.
-# - NumPy without transparent huge pages: the Jacobians' fresh pages faulted in at a fraction of
-#   the speed of normal pages through them (a 64x64 matmul check 4.4 s -> 3.6 s).
+# - NumPy without transparent huge pages: the Jacobians' fresh pages fault in at a fraction of
+#   the speed of normal pages through them.
 # - glibc's malloc keeps blocks under 32 MiB (the chunk buffers of the finite differences and the
 #   batched backward) on the heap, untrimmed, so every chunk after the first reuses pages already
 #   faulted in. By default it serves them by mmap until the first free and trims the heap's top
-#   at twice a block: a fresh run process faulted in a new 8 MiB buffer for every chunk (2,061
-#   minor faults a chunk, 49 with these) and the slow chunks could send the batched path down
-#   the loop. Other C libraries ignore these names.
+#   at twice a block, so a fresh run process would fault in a new buffer for every chunk, and
+#   slow chunks could send the batched path down the loop. Other C libraries ignore these names.
 # - OpenMP threads that finish their share of a region early sleep instead of spinning (libgomp
-#   spins ~300,000 rounds first): on a busy machine the spinner took the core its partner needed,
-#   and the default example's check took 1.0-2.4 s instead of 0.25-0.48 s beside two busy
-#   processes. Same threads, same split of the work: the same numbers bit for bit.
+#   spins ~300,000 rounds first): on a busy machine a spinner takes the core its partner needs.
+#   Same threads, same split of the work: the same numbers bit for bit.
 RUNTIME_ENVIRONMENT = {
     "NUMPY_MADVISE_HUGEPAGE": "0",
     "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
