@@ -44,14 +44,22 @@ METHODS = ("fork", "spawn")
 
 
 def start_method(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
-    """``fork`` on Linux, ``spawn`` elsewhere, unless ``GRADVIZ_WORKER_START`` names one."""
+    """``fork`` on Linux, ``spawn`` elsewhere, unless ``GRADVIZ_WORKER_START`` names one.
+
+    Raises:
+        GradvizError: ``GRADVIZ_WORKER_START`` names neither; a misspelt choice is not silently
+            replaced by the platform's, which would test another start method than the user asked for.
+    """
+    from gradviz.schema.errors import GradvizError
+
     environ = os.environ if environ is None else environ
     platform = platform or sys.platform
-    forced = environ.get(START_ENV, "").strip().lower()
+    given = environ.get(START_ENV, "")
+    forced = given.strip().lower()
     if forced in METHODS:
         return forced
     if forced:
-        print(f"gradviz: {START_ENV}={forced!r} is not one of {', '.join(METHODS)}; ignored", file=sys.stderr)
+        raise GradvizError(f"{START_ENV}={given!r} is not a start method: use {' or '.join(METHODS)}, or unset it.")
     return "fork" if platform.startswith("linux") else "spawn"
 
 

@@ -20,12 +20,36 @@ from gradviz.worker.start_method import START_ENV, start_method
         ("freebsd14", {}, "spawn"),
         ("linux", {START_ENV: "spawn"}, "spawn"),
         ("darwin", {START_ENV: " Fork "}, "fork"),
-        ("linux", {START_ENV: "forkserver"}, "fork"),  # not a method gradviz has: the platform's
+        ("linux", {START_ENV: ""}, "fork"),
     ],
 )
-def test_fork_on_linux_spawn_elsewhere_unless_forced(platform, environ, expected, capsys):
+def test_fork_on_linux_spawn_elsewhere_unless_forced(platform, environ, expected):
     assert start_method(environ, platform) == expected
-    assert ("forkserver" in capsys.readouterr().err) == (environ.get(START_ENV) == "forkserver")
+
+
+@pytest.mark.parametrize("value", ["bogus", "forkserver", "spwan"])
+def test_a_start_method_gradviz_does_not_have_is_refused_by_name(value):
+    with pytest.raises(GradvizError, match=f"{START_ENV}='{value}' is not a start method: use fork or spawn"):
+        start_method({START_ENV: value}, "linux")
+
+
+def test_gradviz_check_with_a_bogus_start_method_is_one_line_and_exit_2(tmp_path):
+    """Through the real command: the worker refuses to start, the CLI says why in one line."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-m", "gradviz", "check", "linear"],
+        env={**os.environ, "PYTHONPATH": str(root), START_ENV: "bogus", "TMPDIR": str(tmp_path)},
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{START_ENV}='bogus' is not a start method" in lines[0], out.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 
 def test_starting_the_worker_on_windows_is_one_gradviz_error_and_leaves_no_folder(monkeypatch, tmp_path):
