@@ -41,6 +41,7 @@ LOGICAL_WIDTH = 1280  # a figure wider than this is drawn at 1280 px and scaled:
 MIN_LOGICAL_WIDTH = 640
 CAPTION_POINTS = 11
 MARGIN = 12  # logical pixels around the caption
+WRITABLE_HINT = "check that the folder is writable."  # what a failed write of a figure asks
 UI_ONLY = 0x6776  # QGraphicsItem.data key: True on items that show the UI's state, not the data
 
 
@@ -211,7 +212,7 @@ def _open(path: Path, fmt: str, width: int, height: int, title: str):
     pdf.setCreator("gradviz")
     painter = QPainter()
     if not painter.begin(pdf):
-        raise OSError(f"Could not write the PDF to {path}: check that the folder is writable.")
+        raise OSError(f"Could not write the PDF to {path}: {WRITABLE_HINT}")
     return pdf, painter, lambda: _exists(path)
 
 
@@ -227,7 +228,7 @@ def _write_svg(picture: QPicture, path: Path, width: int, height: int, title: st
     svg.setDescription(title)
     painter = QPainter()
     if not painter.begin(svg):
-        raise OSError(f"Could not write the SVG to {path}: check that the folder is writable.")
+        raise OSError(f"Could not write the SVG to {path}: {WRITABLE_HINT}")
     try:
         ratio = picture.logicalDpiX() / svg.logicalDpiX()  # drawPicture scales by it: undo that
         painter.scale(1 / ratio, 1 / ratio)
@@ -253,4 +254,4 @@ def _rgba(data: bytes) -> np.ndarray | None:
 
 def _exists(path: Path) -> None:
     if not path.is_file() or path.stat().st_size == 0:
-        raise OSError(f"Could not write {path}: check that the folder is writable.")
+        raise OSError(f"Could not write {path}: {WRITABLE_HINT}")

@@ -32,6 +32,8 @@ from gradviz.schema.settings import (
     dtype_defaults,
 )
 
+PREVIOUS_RUN = "From the previous run of {name}"  # how every stale note on a panel opens
+
 
 def _field(name: str) -> property:
     return property(lambda self: self.get(name), lambda self, value: self.set(name, value), doc=name)
@@ -388,17 +390,18 @@ class ShownRun(QObject):
         shown, now = self.shown, self._now()
         if shown is None or now is None:
             return None
-        name, asked = shown.function, shown.asked
+        asked = shown.asked
+        previous = PREVIOUS_RUN.format(name=shown.function)
         if self._busy():
-            return f"From the previous run of {name}: a new run is in flight."
+            return f"{previous}: a new run is in flight."
         if self.failed:
-            return f"From the previous run of {name}: the last run failed (see above)."
+            return f"{previous}: the last run failed (see above)."
         if asked.title != now.title or asked.target != now.target:
-            return f"From the previous run of {name} in {asked.title}: another file is in the editor."
+            return f"{previous} in {asked.title}: another file is in the editor."
         if asked.code != now.code:
-            return f"From the previous run of {name}: the code has changed since. Run (Ctrl+Enter) to update."
+            return f"{previous}: the code has changed since. Run (Ctrl+Enter) to update."
         if asked.function not in (now.function, None) or asked.settings != now.settings:
-            return f"From the previous run of {name}, with other settings. Run (Ctrl+Enter) to update."
+            return f"{previous}, with other settings. Run (Ctrl+Enter) to update."
         return None
 
     def is_current(self) -> bool:

@@ -29,7 +29,7 @@ from gradviz.app.state import CurrentResult, RunSettings, RunSnapshot
 from gradviz.schema.requests import CheckRequest, SweepRequest
 from gradviz.schema.results import BlockComparison, CheckResult
 from gradviz.schema.settings import SweepOptions
-from gradviz.schema.sweep import SweepResult
+from gradviz.schema.sweep import SWEEP_FAILED, SweepResult
 
 TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
@@ -178,7 +178,7 @@ class WhyLink(QObject):
         if self._request is not None:
             self._request = self._asked = self._asked_in_flight = None
             self.panel.set_result(None)
-            self.panel.show_message(f"The eps sweep could not run: {message}")
+            self.panel.show_message(SWEEP_FAILED.format(why=message))
             self._update()
 
     def _on_block_changed(self, *_args) -> None:

@@ -14,10 +14,11 @@ from functools import partial
 
 from gradviz.cli.contract import ExitCode, json_document
 from gradviz.cli.gradcheck_flags import add_gradcheck_flags, gradcheck_flags
+from gradviz.cli.help_text import ALL_CHECKS_HELP, MOVED_TO_DEVICE, NONDET_TOL_HELP, per_dtype_defaults
 from gradviz.cli.output import print_error, write_stdout
 from gradviz.cli.request import run_in_worker
 from gradviz.schema.requests import AuditRequest
-from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings
+from gradviz.schema.settings import DTYPES, CheckSettings
 
 DEFAULTS = CheckSettings()
 TARGET_HELP = (
@@ -36,15 +37,14 @@ def add_audit_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentP
         "--inputs",
         metavar="FILE",
         help="the forward's arguments saved with torch.save (a tensor or a tuple), loaded with weights_only=True "
-        "instead of example_inputs; moved to --device and --dtype",
+        f"instead of example_inputs; {MOVED_TO_DEVICE}",
     )
-    defaults = ", ".join(f"{d} {t.eps:g}/{t.atol:g}/{t.rtol:g}" for d, t in DTYPE_DEFAULTS.items())
     audit.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     audit.add_argument(
         "--dtype",
         default=DEFAULTS.dtype,
         choices=list(DTYPES),
-        help=f"the model's and inputs' dtype (default: {DEFAULTS.dtype}); eps/atol/rtol default per dtype: {defaults}",
+        help=f"the model's and inputs' dtype (default: {DEFAULTS.dtype}); {per_dtype_defaults()}",
     )
     for name in ("eps", "atol", "rtol"):
         audit.add_argument(f"--{name}", type=float, help=f"gradcheck's {name} (default: the dtype's)")
@@ -53,8 +53,8 @@ def add_audit_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentP
     )
     audit.add_argument("--max-memory-mb", type=float, help="a node's Jacobians larger than this are searched, not held")
     audit.add_argument("--jacobian-only", action="store_true", help="compare the Jacobians only (skip gradcheck's other checks)")
-    audit.add_argument("--all-checks", action="store_true", help="also check double backward (gradgradcheck)")
-    audit.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
+    audit.add_argument("--all-checks", action="store_true", help=ALL_CHECKS_HELP)
+    audit.add_argument("--nondet-tol", type=float, default=0.0, help=NONDET_TOL_HELP)
     audit.add_argument(
         "--max-checks",
         type=int,

@@ -232,7 +232,7 @@ def refuse_saved_arrays(folder: Path) -> str | None:
     """``--save DIR`` without ``--overwrite`` when DIR already holds arrays of a save: refused
     before anything runs (the blocks, and so the exact names, are known only after the check;
     the worker refuses again, file by file, if one appears meanwhile)."""
-    from gradviz.schema.report import SAVED_ARRAYS
+    from gradviz.schema.report import ALREADY_HOLDS, SAVED_ARRAYS
 
     try:
         found = sorted(p.name for kind in SAVED_ARRAYS for p in folder.glob(f"{kind}_o*_i*.npy"))
@@ -241,7 +241,7 @@ def refuse_saved_arrays(folder: Path) -> str | None:
     if not found:
         return None
     shown = ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
-    return f"--save {short(str(folder))} already holds {shown}; pass --overwrite to replace them, or save into another folder."
+    return ALREADY_HOLDS.format(directory=f"--save {short(str(folder))}", files=shown, how="--overwrite")
 
 
 def run_sweep(args: argparse.Namespace) -> int:

@@ -26,11 +26,18 @@ from gradviz.cli.audit import add_audit_parser, run_audit
 from gradviz.cli.commands import run_check, run_graph, run_list, run_sweep
 from gradviz.cli.contract import ExitCode, add_exit_codes, error_document, misplaced_options
 from gradviz.cli.gradcheck_flags import add_gradcheck_flags
+from gradviz.cli.help_text import (
+    ALL_CHECKS_HELP,
+    JSON_HELP,
+    MOVED_TO_DEVICE,
+    NONDET_TOL_HELP,
+    per_dtype_defaults,
+)
 from gradviz.cli.memory import add_memory_parser, run_memory
 from gradviz.cli.request import code_request
 from gradviz.cli.streams import prepare_streams
 from gradviz.cli.window import launch_window
-from gradviz.schema.settings import DTYPE_DEFAULTS, DTYPES, CheckSettings, SweepOptions
+from gradviz.schema.settings import DTYPES, CheckSettings, SweepOptions
 
 __all__ = ["build_parser", "code_request", "main"]
 
@@ -46,7 +53,7 @@ TARGET_HELP = (
 )
 INPUTS_HELP = (
     "the arguments of apply, saved with torch.save (a tensor or a tuple), loaded with weights_only=True "
-    "instead of the file's example_inputs; moved to --device and --dtype"
+    f"instead of the file's example_inputs; {MOVED_TO_DEVICE}"
 )
 
 
@@ -135,15 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare the Jacobians only: skip gradcheck's other default checks (reentrancy, backward "
         "multiplied by grad_output, undefined output gradients)",
     )
-    check.add_argument(
-        "--all-checks", action="store_true", help="also check double backward (gradgradcheck)"
-    )
-    check.add_argument("--nondet-tol", type=float, default=0.0, help="tolerance of the reentrancy check")
+    check.add_argument("--all-checks", action="store_true", help=ALL_CHECKS_HELP)
+    check.add_argument("--nondet-tol", type=float, default=0.0, help=NONDET_TOL_HELP)
     add_gradcheck_flags(check)
     check.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object on stdout (several targets: one a line, JSON Lines, each naming its target)",
+        help=f"{JSON_HELP} (several targets: one a line, JSON Lines, each naming its target)",
     )
     check.add_argument(
         "--save",
@@ -194,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="wider inputs are swept on this many columns: the worst quarter at eps, the rest at random "
         f"(default: {SWEEP_DEFAULTS.max_columns})",
     )
-    sweep.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    sweep.add_argument("--json", action="store_true", help=JSON_HELP)
     sweep.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="stop the Function's code after this long (default: no limit)"
     )
@@ -208,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     graph.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     graph.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"seed for example_inputs (default: {DEFAULTS.seed})")
-    graph.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    graph.add_argument("--json", action="store_true", help=JSON_HELP)
     graph.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="stop the Function's code after this long (default: no limit)"
     )
@@ -224,13 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Device, dtype, the dtype's eps/atol/rtol (unless given), seed and jitter: shared by check and sweep."""
-    defaults = ", ".join(f"{d} {t.eps:g}/{t.atol:g}/{t.rtol:g}" for d, t in DTYPE_DEFAULTS.items())
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     parser.add_argument(
         "--dtype",
         default=DEFAULTS.dtype,
         choices=list(DTYPES),
-        help=f"dtype of the inputs (default: {DEFAULTS.dtype}); eps/atol/rtol default per dtype: {defaults}",
+        help=f"dtype of the inputs (default: {DEFAULTS.dtype}); {per_dtype_defaults()}",
     )
     parser.add_argument("--eps", type=float, help=f"finite-difference step (default: the dtype's; float64: {DEFAULTS.eps:g})")
     parser.add_argument("--atol", type=float, help=f"absolute tolerance (default: the dtype's; float64: {DEFAULTS.atol:g})")

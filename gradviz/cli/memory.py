@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from gradviz.cli.contract import ExitCode, json_document, short
+from gradviz.cli.help_text import JSON_HELP
 from gradviz.cli.output import print_error, report_worker_error, stdout_usable, write_stdout
 from gradviz.schema.memory import TENSOR_COLUMNS, ConvBNStudy, tensor_rows
 from gradviz.schema.requests import MemoryRequest
@@ -30,7 +31,7 @@ def add_memory_parser(commands: argparse._SubParsersAction) -> None:
     memory.add_argument("--kernel", type=int, default=d.kernel, help=f"conv kernel size (default: {d.kernel})")
     memory.add_argument("--device", default=d.device, help=f"cpu, cuda or cuda:N (default: {d.device})")
     memory.add_argument("--dtype", default=d.dtype, choices=["float32", "float64"])
-    memory.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    memory.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def run_memory(args: argparse.Namespace) -> int:

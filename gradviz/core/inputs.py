@@ -18,6 +18,7 @@ import torch
 from gradviz.core.callables import CustomOpFunction, function_class
 from gradviz.core.custom_ops import op_python_name
 from gradviz.schema.errors import ErrorKind, SettingsError, UserCodeError
+from gradviz.schema.settings import NO_CUDA_DEVICE
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -51,7 +52,7 @@ def resolve_device(spec: str | torch.device) -> torch.device:
         why = (
             f"this PyTorch build ({torch.__version__}) has no CUDA support"
             if torch.version.cuda is None
-            else "no CUDA device is visible (driver missing or CUDA_VISIBLE_DEVICES empty)"
+            else NO_CUDA_DEVICE
         )
         raise SettingsError(f"CUDA was chosen but {why}. Use --device cpu.")
     index = device.index or 0

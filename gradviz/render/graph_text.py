@@ -31,6 +31,7 @@ FLAG_NOTES = {
     "materialize_grads_off": "set_materialize_grads(False): backward may receive None gradients",
 }
 EMPTY_TEXT = "No graph yet: run a check to see the backward graph."
+NOT_RUN = "did not run in the recorded backward"  # a node the recorded backward never reached
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
@@ -131,7 +132,7 @@ def info_html(graph: GraphModel, node: Node) -> str:
     elif graph.backward_error:
         lines.append(f'<span style="color:{ERROR_COLOUR}">not reached: the recorded backward stopped</span>')
     else:
-        lines.append("did not run in the recorded backward")
+        lines.append(NOT_RUN)
     if node.saved:
         ctx = sum(s.via == "ctx_attribute" for s in node.saved)
         extra = f", {ctx} as ctx attributes{CTX_MARK} (hover the rows)" if ctx else ""

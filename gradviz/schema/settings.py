@@ -15,6 +15,7 @@ from gradviz.schema.errors import SettingsError
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # what a check may run in
 MEMORY_DTYPES = ("float64", "float32")  # what the conv-BN memory study runs in
+NO_CUDA_DEVICE = "no CUDA device is visible (driver missing or CUDA_VISIBLE_DEVICES empty)"  # why cuda is refused
 DEFAULT_CHUNK_BYTES = 8 * 2**20  # small chunks stay in cache: measured faster than 32 MiB
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.manual_seed accepts
 # what a failing torch.library.opcheck test of a custom op does: "warn" (a named check beside

@@ -56,6 +56,7 @@ _HEADLINES = {
 
 # What an eps change can fix: the window offers "re-run at the suggested eps" for these.
 EPS_FIXABLE = (Verdict.EPS_TOO_SMALL, Verdict.EPS_TOO_LARGE)
+SWEEP_FAILED = "The eps sweep could not run: {why}"  # the worker's warning and the window's message
 
 
 def jitter_for(eps: float) -> float:

@@ -29,8 +29,10 @@ from gradviz.schema.requests import (
     SweepRequest,
 )
 from gradviz.schema.settings import CheckSettings, SweepOptions
+from gradviz.schema.sweep import SWEEP_FAILED
 
 PROGRESS_INTERVAL_S = 0.05
+BATCHED_CRASH = "The Function's process died inside a batched (vmap) call"  # the note a rerun without vmap opens with
 Send = Callable[[dict[str, Any]], None]
 
 
@@ -91,9 +93,8 @@ def handle_check(job: Envelope | CheckRequest, send: Send | None) -> dict[str, A
     result = check_source(loaded, request.code.function, settings, progress=progress)
     if request.batched_crash:
         result.notes.append(
-            "The Function's process died inside a batched (vmap) call, which some code does not survive "
-            "(.data on a batched tensor, for one); gradviz ran the check again with one call per row and "
-            "column, as gradcheck does."
+            f"{BATCHED_CRASH}, which some code does not survive (.data on a batched tensor, for one); "
+            "gradviz ran the check again with one call per row and column, as gradcheck does."
         )
     if request.sweep is not None:
         result.sweep = _sweep_or_warning(loaded, request, request.sweep, result.warnings, progress)
@@ -126,7 +127,7 @@ def _sweep_or_warning(loaded, request: CheckRequest, options: SweepOptions, warn
     except Cancelled:
         raise
     except GradvizError as exc:
-        warnings.append(f"The eps sweep could not run: {exc.message}")
+        warnings.append(SWEEP_FAILED.format(why=exc.message))
         return None
 
 
@@ -142,8 +143,7 @@ def handle_sweep(job: Envelope | SweepRequest, send: Send | None) -> dict[str, A
     )
     if request.batched_crash:
         sweep.notes.append(
-            "The Function's process died inside a batched (vmap) call; gradviz swept again with one call "
-            "per perturbed input."
+            f"{BATCHED_CRASH}; gradviz swept again with one call per perturbed input."
         )
     return {"sweep": sweep.to_dict(), "table": format_sweep(sweep)}
 

@@ -63,13 +63,15 @@ def devices() -> list[dict[str, Any]]:
     """CPU, and the CUDA devices a forked run could use (found without initialising CUDA here)."""
     import torch
 
+    from gradviz.schema.settings import NO_CUDA_DEVICE
+
     found = [{"name": "cpu", "label": "CPU", "available": True, "reason": ""}]
     if torch.version.cuda is None:
         reason = "this PyTorch build has no CUDA support"
         return [*found, {"name": "cuda", "label": "CUDA", "available": False, "reason": reason}]
     cuda = _probe_cuda()
     if not cuda:
-        reason = "no CUDA device is visible (driver missing or CUDA_VISIBLE_DEVICES empty)"
+        reason = NO_CUDA_DEVICE
         return [*found, {"name": "cuda", "label": "CUDA", "available": False, "reason": reason}]
     return found + [{"name": f"cuda:{k}", "label": name, "available": True, "reason": ""} for k, name in enumerate(cuda)]
 

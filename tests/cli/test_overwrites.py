@@ -29,8 +29,8 @@ def test_save_refuses_to_replace_arrays_without_overwrite(write_source, tmp_path
     out = run_cli("check", source, "--save", str(folder))
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.strip().splitlines() == [
-        f"gradviz: error: --save {folder} already holds analytic_o0_i0.npy, numerical_o0_i0.npy; pass "
-        "--overwrite to replace them, or save into another folder."
+        f"gradviz: error: --save {folder} already holds analytic_o0_i0.npy, numerical_o0_i0.npy; nothing was "
+        "written. Pass --overwrite to replace them, or save into another folder."
     ]
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == mine  # nothing lost
     out = run_cli("check", source, "--save", str(folder), "--overwrite")

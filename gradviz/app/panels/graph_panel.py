@@ -57,6 +57,7 @@ from gradviz.render.graph_text import (
     EMPTY_TEXT,
     ERROR_COLOUR,
     KINDS,
+    NOT_RUN,
     format_shape,
     node_label,
     short_label,
@@ -261,7 +262,7 @@ class GraphPanel(QWidget):
         if flow is not None:
             self.step_label.setText(f"step {flow.step + 1} of {len(order)}: {short_label(node)}")
         else:
-            self.step_label.setText(f"did not run in the recorded backward ({len(order)} steps)")
+            self.step_label.setText(f"{NOT_RUN} ({len(order)} steps)")
         self.prev_button.setEnabled(bool(order) and (flow is None or flow.step > 0))
         self.next_button.setEnabled(bool(order) and (flow is None or flow.step < len(order) - 1))
         self.side.show_node(self._graph, node)

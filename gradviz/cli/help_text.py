@@ -1,0 +1,21 @@
+"""Help sentences that several subcommands share, kept in one place so ``check``, ``sweep``,
+``graph``, ``memory`` and ``audit`` describe the same option in the same words."""
+
+from __future__ import annotations
+
+from gradviz.schema.settings import DTYPE_DEFAULTS
+
+JSON_HELP = "print one JSON object on stdout"
+MOVED_TO_DEVICE = "moved to --device and --dtype"  # said of the loaded --inputs
+ALL_CHECKS_HELP = "also check double backward (gradgradcheck)"
+NONDET_TOL_HELP = "tolerance of the reentrancy check"
+
+
+def per_dtype_defaults() -> str:
+    """The tail of ``--dtype``'s help: each dtype's default eps/atol/rtol.
+
+    Returns:
+        "eps/atol/rtol default per dtype: float64 1e-06/1e-05/0.001, ...", from DTYPE_DEFAULTS.
+    """
+    defaults = ", ".join(f"{d} {t.eps:g}/{t.atol:g}/{t.rtol:g}" for d, t in DTYPE_DEFAULTS.items())
+    return f"eps/atol/rtol default per dtype: {defaults}"
