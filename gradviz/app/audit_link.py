@@ -13,10 +13,11 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 
 from gradviz.app.panels.model_view import ModelView
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
+from gradviz.schema.graph import GraphModel
 from gradviz.schema.requests import AuditRequest, CodeSource
 
 TITLE = "Model audit"
-GRAPH_NOTE = "A node of an audit has no graph here: open its Function in the editor and Run for its graph."
+GRAPH_NOTE = "This node's graph could not be drawn."
 
 
 class AuditLink(QObject):
@@ -30,6 +31,7 @@ class AuditLink(QObject):
         self.dock = window.add_panel(TITLE, self.view, scroll=False)
         self.loader = ResultLoader(window.jacobians.view_pixels, self)
         self._audit = 0
+        self._node: dict = {}  # the document of the node being opened
         controller = window.controller
         controller.audit_started.connect(lambda request: setattr(self, "_audit", request))
         controller.audit_progress.connect(self.view.set_progress)
@@ -78,9 +80,16 @@ class AuditLink(QObject):
     def open_node(self, document: dict) -> None:
         """The node's check result, read from its files, shown as a check's."""
         if document.get("files"):
+            self._node = document
             self.loader.load(self._audit, document["files"])
 
     def _on_loaded(self, request: int, loaded: LoadedCheck) -> None:
-        self.window.current.set(
-            loaded.result, request=request, graph=None, graph_error=GRAPH_NOTE, displays=loaded.displays
-        )
+        """The node's result and its graph at its captured inputs (stepping through its backward
+        works as for a check); a graph the worker could not draw says why."""
+        graph, error = None, self._node.get("graph_error") or GRAPH_NOTE
+        if self._node.get("graph") is not None:
+            try:
+                graph, error = GraphModel.from_dict(self._node["graph"]), None
+            except (KeyError, TypeError, ValueError) as exc:
+                error = f"{GRAPH_NOTE} ({exc})"
+        self.window.current.set(loaded.result, request=request, graph=graph, graph_error=error, displays=loaded.displays)

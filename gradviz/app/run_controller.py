@@ -221,6 +221,10 @@ class RunController(QObject):
         """Id of the check whose answer counts (0 before the first)."""
         return self._latest.get("check", 0)
 
+    def is_audit(self, request: int) -> bool:
+        """``request`` is the latest model audit (its nodes' results are shown under its id)."""
+        return bool(request) and request == self._latest.get("audit")
+
     def is_current(self, request: int) -> bool:
         return bool(request) and request == self.current_check
 

@@ -35,6 +35,10 @@ TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
 SWEEPING_ASKED_TEXT = "Sweeping eps for this Function… (a Run goes first)"
 CHANGED_SINCE = "the code, the file or the settings changed since this sweep. Sweep again to update."
+AUDIT_NODE_TEXT = (
+    "This is a node of a model audit: its eps sweep needs the node's captured inputs, which the "
+    "Why? panel does not have. Sweep eps sweeps the code in the editor, not this node."
+)
 
 
 def _blank(code: CodeVersion | str) -> bool:
@@ -114,8 +118,14 @@ class WhyLink(QObject):
         controller.shown.stale_changed.connect(self.set_stale)
 
     def _on_result_changed(self) -> None:
-        if self.current.result is not None:
-            self.on_result(self.controller.shown.asked, self.current.result)
+        if self.current.result is None:
+            return
+        if self.controller.is_audit(self.current.request):  # not the editor's check: no sweep of its code
+            self._request = self._asked = self._asked_in_flight = None
+            self.panel.set_result(None)
+            self.panel.show_message(AUDIT_NODE_TEXT)
+            return
+        self.on_result(self.controller.shown.asked, self.current.result)
 
     def on_result(self, request: CheckRequest | None, result: CheckResult) -> None:
         """A check's result is on screen: a failing one gets its sweep, a passing one none."""

@@ -188,6 +188,7 @@ def audit_callable(
     max_checks: int | None = None,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    graphs: bool = False,
 ) -> AuditResult:
     """Capture one forward of ``fn(*args)`` and check every custom call it made.
 
@@ -201,6 +202,8 @@ def audit_callable(
             the inputs of an earlier one shares its check.
         progress: called with (nodes done, nodes) after each node.
         cancel: True to stop between nodes.
+        graphs: also each checked node's autograd graph at its captured inputs (the window's
+            graph panel and step-through of a node); never part of a verdict.
 
     ``settings.max_jacobian_bytes`` (else the default limit) bounds the whole audit: the
     captured copies and every kept node's Jacobians (``core/audit_memory.py``).
@@ -226,6 +229,8 @@ def audit_callable(
             if earlier == k:
                 check_node(node, call, dataclasses.replace(settings, max_jacobian_bytes=budget.node_limit()))
                 budget.keep(node.result)
+                if graphs and node.result is not None:
+                    graph_node(node, call, settings.seed)
             elif earlier is not None:
                 share(node, nodes[earlier], earlier)
             elif node.reason is None and max_checks is not None:
@@ -241,6 +246,26 @@ def audit_callable(
 def share(node: AuditNode, earlier: AuditNode, index: int) -> None:
     """``node`` had exactly ``earlier``'s inputs: the same check, said so."""
     node.result, node.error, node.reason, node.same_as = earlier.result, earlier.error, earlier.reason, index + 1
+
+
+def graph_node(node: AuditNode, call: CapturedCall, seed: int) -> None:
+    """The node's graph at its captured inputs, as ``gradviz graph`` draws a Function's; a
+    failure here is said on the node and never changes its check."""
+    from gradviz.core.graph.extract import extract_graph, graph_from_outputs
+
+    names = argument_names(checkable_of(call), len(call.args))
+    try:
+        if isinstance(call.target, type):
+            node.graph = extract_graph(call.target, call.args, names, seed=seed).to_dict()
+            return
+        with torch.enable_grad():
+            copies = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in call.args]
+            outputs = call.target(*copies)
+            node.graph = graph_from_outputs(outputs, copies, names, seed=seed, retain_graph=False).to_dict()
+    except GradvizError as exc:
+        node.graph_error = exc.message
+    except Exception as exc:  # the node's own code: its check already says what it does wrong
+        node.graph_error = f"The graph of {node.function} could not be drawn: {type(exc).__name__}: {exc}"
 
 
 def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings) -> None:

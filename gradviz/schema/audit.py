@@ -34,6 +34,8 @@ class AuditNode:
     error: bool = False  # the check raised in the node's own code (a failure, as for gradcheck)
     shapes: list[list[int] | None] = field(default_factory=list)  # of its arguments (None: not a tensor)
     same_as: int | None = None  # 1-based place of an earlier node with exactly these inputs, whose check it shares
+    graph: dict[str, Any] | None = None  # its autograd graph at its captured inputs (``GraphModel.to_dict``), when asked
+    graph_error: str | None = None  # why that graph could not be drawn
 
     @property
     def status(self) -> str:

@@ -144,7 +144,8 @@ class AuditRequest:
     """One forward of a model, every custom node call checked at its captured inputs.
 
     ``max_checks``: distinct calls checked at most (None: all); ``node_files``: each checked
-    node's blocks as .npy files in the run's folder, as a check's (the window opens them).
+    node's blocks as .npy files in the run's folder, as a check's, and its autograd graph (the
+    window opens them).
     """
 
     op: ClassVar[str] = "audit"

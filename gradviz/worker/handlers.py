@@ -266,14 +266,16 @@ def handle_audit(job: Envelope | AuditRequest, send: Send | None) -> dict[str, A
         name=built.name,
         max_checks=request.max_checks,
         progress=_progress(envelope, send),
+        graphs=request.node_files,
     )
     nodes = [node.to_dict() for node in audit.nodes]
-    if request.node_files:  # the window opens a node's maps with its check-result loader
+    if request.node_files:  # the window opens a node's maps with its check-result loader, and its graph
         from gradviz.schema.result_files import write_check_result
 
         for place, (node, document) in enumerate(zip(audit.nodes, nodes), start=1):
             if node.result is not None:
                 document["files"] = write_check_result(node.result, f"{envelope.out_dir}/node{place}")
+                document["graph"], document["graph_error"] = node.graph, node.graph_error
     return {**audit.summary_dict(), "nodes": nodes, "table": format_audit_table(audit)}
 
 

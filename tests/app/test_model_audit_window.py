@@ -8,6 +8,7 @@ import os
 
 from PySide6.QtCore import Qt
 
+from gradviz.app.why_link import AUDIT_NODE_TEXT
 from tests.paths import ROOT
 
 MODELS = ROOT / "tests" / "core" / "audit_models.py"
@@ -35,6 +36,16 @@ def test_audit_shows_the_wrong_node_red_and_opens_its_maps(qtbot, main_window):
     assert window.current.result.function == "BadRMSNormFn"
     qtbot.waitUntil(lambda: window.banner.state == "failed", timeout=5_000)
     assert "out0[" in window.banner.headline.text() + window.banner.details.text()  # names the failing cell
+    # the node's own graph at its captured inputs, stepped through as a check's
+    graph = window.graph._graph
+    assert graph is not None and any(n.name == "BadRMSNormFnBackward" for n in graph.nodes)
+    window.graph.start_walk()
+    first = window.graph.step_position()
+    window.graph.step(1)
+    assert window.graph.step_position() != first and first[1] == len(graph.backward_order) > 1
+    # Why? never sweeps the editor's code as if it were this node
+    assert window.why.panel.message_text() == AUDIT_NODE_TEXT
+    assert not window.controller.sweep_pending
     if os.environ.get("GRADVIZ_SCREENSHOT"):  # resources/screenshots/model_audit.png, at 1920x1080
         window.grab().save(os.environ["GRADVIZ_SCREENSHOT"])
 
