@@ -60,6 +60,7 @@ bench: setup
 	$(BIN)/python -m compileall -q gradviz bench > /dev/null
 	@mkdir -p build && rm -f $(BENCH_LOG)
 	$(BIN)/python -u bench/scaling.py | tee -a $(BENCH_LOG)
+	$(BIN)/python -u bench/fast_mode.py | tee -a $(BENCH_LOG)
 	$(BIN)/python -u bench/jacobian_speed.py | tee -a $(BENCH_LOG)
 	$(BIN)/python -u bench/run_overhead.py | tee -a $(BENCH_LOG)
 	$(BIN)/python -u bench/many_targets.py | tee -a $(BENCH_LOG)

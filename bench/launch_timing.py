@@ -22,8 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# marks, each printed as "MARK <name> <seconds since launch>": window (shown, first event loop
-# turn), ready (the worker has imported torch), verdict (drawn), memory (the memory study drawn)
+# marks, each printed as "MARK <name> <seconds since launch>": splash (the starting frame painted),
+# window (shown, first event loop turn), ready (the worker has imported torch), verdict (drawn),
+# memory (the memory study drawn)
 DRIVER = r"""
 import sys, time
 LAUNCHED = float(sys.argv[1])
@@ -32,8 +33,16 @@ WAIT_MEMORY = sys.argv[2] == "1"
 def mark(name):
     print(f"MARK {name} {time.monotonic() - LAUNCHED:.4f}", flush=True)
 
-from gradviz.app import launch
+from gradviz.app import launch, splash
 _make_window = launch.make_window
+_show_splash = splash.show_splash
+
+def timed_show_splash(app):
+    shown = _show_splash(app)
+    mark("splash")
+    return shown
+
+splash.show_splash = timed_show_splash
 
 def timed_make_window(*args, **kwargs):
     app, window = _make_window(*args, **kwargs)
@@ -87,7 +96,7 @@ def read_marks(output: str) -> dict[str, float]:
 
 def launch_to_verdict(*, memory: bool = False, timeout: float = 300) -> dict[str, float]:
     """One fresh launch of the real window on the default example: its marks in seconds since
-    launch (``window``, ``ready``, ``verdict``, and ``memory`` when ``memory``). Raises when the
+    launch (``splash``, ``window``, ``ready``, ``verdict``, and ``memory`` when ``memory``). Raises when the
     run failed or nothing was drawn."""
     with tempfile.TemporaryDirectory(prefix="gradviz-launch-") as tmp:
         env = fresh_user_env(Path(tmp))

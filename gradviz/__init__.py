@@ -11,6 +11,11 @@
 
 from __future__ import annotations
 
+from gradviz import _loading
+
+if _loading.run_with_dash_m():  # python -m gradviz: a Ctrl+C while it loads exits 130 quietly
+    _loading.exit_quietly_on_interrupt()
+
 import importlib
 from typing import TYPE_CHECKING, Any
 

@@ -6,11 +6,14 @@ ends the command as one inside ``main`` would, with its exit status and no trace
 
 import sys
 
+from gradviz._loading import restore_interrupt
+
 INTERRUPTED = 130  # gradviz.cli.contract.ExitCode.INTERRUPTED, not imported: this runs first
 
 
 def entry() -> int:
     """The command's exit status; Ctrl+C while gradviz itself is still loading exits 130."""
+    restore_interrupt()  # from here a Ctrl+C is a KeyboardInterrupt, caught below or by the command
     try:
         from gradviz.cli.main import main
 

@@ -24,11 +24,13 @@ from gradviz.api.arguments import (
 )
 from gradviz.api.report import GradientMismatch, Report
 from gradviz.core.callables import as_checkable
-from gradviz.core.check import check_function
+from gradviz.core.check import check_function, jacobian_maps
 from gradviz.core.checks import UNDEFINED
 from gradviz.core.forward_jacobian import UNDEFINED_FORWARD
 from gradviz.core.inputs import grad_inside_message, holds_grad_tensor
 from gradviz.core.loader import argument_names
+from gradviz.core.verdict_first import attach_maps
+from gradviz.schema.results import CheckResult
 from gradviz.schema.settings import CheckSettings
 
 _DEFAULT = CheckSettings()
@@ -66,7 +68,10 @@ def check(
     """Check ``fn``'s backward against finite differences at ``inputs``, as gradcheck does.
 
     The verdict (``report.passed``, ``bool(report)``) is ``torch.autograd.gradcheck``'s with the
-    same arguments; the report adds every cell of both Jacobians and why cells fail.
+    same arguments; the report adds every cell of both Jacobians and why cells fail. With
+    ``fast_mode`` the verdict comes at gradcheck's cost: no Jacobian is built until the report's
+    maps are first read (``Report.blocks``), and the cells gradcheck's projections can miss are
+    searched for by one more projection and bisection (``report.result.large_blocks``).
 
     Args:
         fn: a Function class, its ``.apply``, a custom op (``torch.library.custom_op``, or
@@ -149,17 +154,32 @@ def check(
         **modes,
     )
     with prepared_arguments(checkable, args, target) as prepared:
-        result = check_function(checkable, prepared, settings)
+        result = check_function(checkable, prepared, settings, maps="deferred")
     if not check_undefined_grad:
         result.checks = [c for c in result.checks if c.name not in (UNDEFINED, UNDEFINED_FORWARD)]
     options: dict[str, Any] = dict(tolerances)
     if not check_undefined_grad:
         options["check_undefined_grad"] = False
     options.update({k: v for k, v in modes.items() if v != getattr(_DEFAULT, k)})  # the reproducer's gradcheck call
-    report = Report(result, fn=called, inputs=owned_copies(args, target), gradcheck_options=options)
+    kept = owned_copies(args, target)
+    report = Report(
+        result, fn=called, inputs=kept, gradcheck_options=options, build_maps=_maps_at(checkable, kept, settings)
+    )
     if raise_exception and not report.passed:
         raise GradientMismatch(report)
     return report
+
+
+def _maps_at(checkable: Any, inputs: tuple[Any, ...], settings: CheckSettings) -> Callable[[CheckResult], None]:
+    """What builds a fast-mode report's maps when first read: both Jacobians at the report's own
+    copies of the inputs, in this process, joined to the verdict already given."""
+
+    def build(result: CheckResult) -> None:
+        __tracebackhide__ = True
+        with prepared_arguments(checkable, inputs, None) as prepared:
+            attach_maps(result, jacobian_maps(checkable, prepared, settings, name=result.function))
+
+    return build
 
 
 def _refuse_gradcheck_only(**options: Any) -> None:

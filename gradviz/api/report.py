@@ -61,6 +61,8 @@ class Report:
             back from JSON (then ``reproducer()``, ``sweep()`` and ``show()`` refuse).
         inputs: detached copies of the arguments as checked; None as for ``fn``.
         gradcheck_options: the keywords the reproducer's ``gradcheck`` call needs.
+        build_maps: for a fast-mode result whose maps are deferred (``result.deferred_maps``),
+            what builds them into ``result`` when they are first read.
 
     Attributes:
         result: the ``CheckResult`` itself (settings, blocks, checks, warnings, timings).
@@ -70,6 +72,9 @@ class Report:
         blocks: one ``BlockComparison`` per (differentiable output, input requiring grad).
         analytic, numerical, error, failing: per block, the Jacobian from the backward, the one
             from central differences, ``|a - n|`` and the mask of cells outside the tolerance.
+            With ``fast_mode`` these (and ``failing_cells``, ``hints``, ``save()``) are computed
+            when first read, in this process, at the report's copies of the inputs; until then
+            ``result`` holds the verdict and the cells found by projections.
         forward_blocks, forward: with ``check_forward_ad``, the forward-mode Jacobians.
         failing_cells: every failing cell, worst first, labelled, with both values.
         checks: gradcheck's other checks (reentrant, multiplied_by_grad_output, ...), by name.
@@ -84,11 +89,21 @@ class Report:
         fn: Callable[..., Any] | None = None,
         inputs: tuple[Any, ...] | None = None,
         gradcheck_options: dict[str, Any] | None = None,
+        build_maps: Callable[[CheckResult], None] | None = None,
     ) -> None:
         self.result = result
         self.fn = fn  # what the caller passed: a Function class, its apply, or a callable
         self.inputs = inputs  # detached copies of the arguments as checked
         self.gradcheck_options = dict(gradcheck_options or {})
+        self._build_maps = build_maps
+
+    def _with_maps(self) -> CheckResult:
+        """The result with its maps: built now if fast mode deferred them (once)."""
+        __tracebackhide__ = True
+        if self.result.deferred_maps and self._build_maps is not None:
+            build, self._build_maps = self._build_maps, None
+            build(self.result)
+        return self.result
 
     # --- the verdict and the numbers ------------------------------------------------------
     @property
@@ -106,8 +121,10 @@ class Report:
 
     @property
     def blocks(self) -> list[BlockComparison]:
-        """One per (differentiable output, input requiring grad): analytic, numerical, error, failing."""
-        return self.result.blocks
+        """One per (differentiable output, input requiring grad): analytic, numerical, error, failing.
+
+        With ``fast_mode`` built when first read (both Jacobians at the report's inputs)."""
+        return self._with_maps().blocks
 
     def block(self, output: int = 0, input: int | str = 0) -> BlockComparison:
         """The block of output ``output`` w.r.t. input ``input``.
@@ -140,7 +157,7 @@ class Report:
     def forward_blocks(self) -> list[BlockComparison]:
         """check_forward_ad=True: per block the forward-mode Jacobian (jvp / forward AD) in ``analytic``
         against the same numerical Jacobian, compared by gradcheck's rule; empty otherwise."""
-        return self.result.forward_blocks
+        return self._with_maps().forward_blocks
 
     @property
     def forward(self) -> dict[Key, np.ndarray]:
@@ -165,11 +182,11 @@ class Report:
     @property
     def failing_cells(self) -> list[Cell]:
         """Every failing cell, worst first, labelled (``out0[2,1] / x[2,1]``) with both values."""
-        return failing_cells(self.result)
+        return failing_cells(self._with_maps())
 
     def worst_cells(self, n: int = 5) -> list[Cell]:
         """The ``n`` worst failing cells, worst first (fewer when fewer fail)."""
-        return failing_cells(self.result, n)
+        return failing_cells(self._with_maps(), n)
 
     @property
     def checks(self) -> list[CheckOutcome]:
@@ -237,6 +254,7 @@ class Report:
         """
         from gradviz.api.files import save_report
 
+        self._with_maps()
         return save_report(self, Path(directory), overwrite=overwrite)
 
     def reproducer(self) -> str:
@@ -297,7 +315,7 @@ class Report:
     def _repr_html_(self) -> str:
         from gradviz.notebook import report_html
 
-        return report_html(self.result)
+        return report_html(self._with_maps())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/html": self._repr_html_(), "text/plain": str(self)}

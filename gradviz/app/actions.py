@@ -18,6 +18,7 @@ from gradviz.app.panels import check_options
 _standard = QKeySequence.StandardKey
 MENUS = (("file", "&File"), ("edit", "&Edit"), ("view", "&View"), ("run", "&Run"), ("help", "&Help"))
 PRESENTATION_TIP = "Full screen, controls hidden, large high-contrast text (F11)"
+WORST_KEY = "F8"  # next problem, as in IDEs; Ctrl+W closes the window (StandardKey.Close)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ ACTIONS = (
     ActionSpec("open_session", "Open Sess&ion…", ("Ctrl+Shift+O",), "file"),
     ActionSpec("save_session", "Save Sessio&n…", ("Ctrl+Alt+S",), "file"),
     ActionSpec("export", "&Export figures and data…", ("Ctrl+E",), "file"),
+    # Ctrl+W as everywhere else, also where the platform's Close is Ctrl+F4 first (Windows)
+    ActionSpec("close", "&Close window", (_standard.Close, "Ctrl+W"), "file"),
     ActionSpec("quit", "&Quit", (_standard.Quit,), "file"),
     ActionSpec("undo", "&Undo", (_standard.Undo,), "edit"),
     ActionSpec("redo", "&Redo", (_standard.Redo,), "edit"),
@@ -55,7 +58,7 @@ ACTIONS = (
     ActionSpec("run", "&Run", ("Ctrl+Return", "Ctrl+Enter"), "run"),
     ActionSpec("cancel", "&Cancel", ("Esc",), "run"),
     ActionSpec("check_options", "gradcheck &options…", (check_options.SHORTCUT,), "run"),
-    ActionSpec("worst", "Go to &worst cell", ("Ctrl+W",), "run"),
+    ActionSpec("worst", "Go to &worst cell", (WORST_KEY,), "run"),
     ActionSpec("step_next", "Backward step &forward", ("Alt+Right",), "run"),
     ActionSpec("step_prev", "Backward step &back", ("Alt+Left",), "run"),
     ActionSpec("next_example", "&Next example", ("Ctrl+PgDown",), "run"),
@@ -79,6 +82,16 @@ KEYS_HELP = (  # keys that are not menu items, for Help → Keyboard shortcuts
 )
 
 
+def key_sequences(keys: tuple[str | QKeySequence.StandardKey, ...]) -> list[QKeySequence]:
+    """Each key once, in order (a standard key is its platform's first binding, which may be
+    a key also listed by name): Qt would call one key bound twice ambiguous."""
+    unique: dict[str, QKeySequence] = {}
+    for key in keys:
+        sequence = QKeySequence(key)
+        unique.setdefault(sequence.toString(), sequence)
+    return list(unique.values())
+
+
 def build_actions(
     window: QMainWindow, slots: Mapping[str, Callable[[], object]]
 ) -> tuple[dict[str, QMenu], dict[str, QAction]]:
@@ -89,7 +102,7 @@ def build_actions(
     actions: dict[str, QAction] = {}
     for spec in ACTIONS:
         action = QAction(spec.text, window)
-        action.setShortcuts([QKeySequence(k) for k in spec.keys])
+        action.setShortcuts(key_sequences(spec.keys))
         action.setCheckable(spec.checkable)
         action.triggered.connect(slots[spec.name])
         menus[spec.menu].addAction(action)

@@ -4,6 +4,7 @@ single check's is (the worker wrote each node's arrays as a check's; the result 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 from gradviz.app.panels.model_view import ModelView
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
 from gradviz.schema.graph import GraphModel
-from gradviz.schema.requests import AuditRequest, CodeSource
+from gradviz.schema.requests import AuditRequest, CheckRequest, CodeSource, NodeRef
 
 TITLE = "Model audit"
 GRAPH_NOTE = "This node's graph could not be drawn."
@@ -31,11 +32,13 @@ class AuditLink(QObject):
         self.dock = window.add_panel(TITLE, self.view, scroll=False)
         self.loader = ResultLoader(window.jacobians.view_pixels, self)
         self._audit = 0
+        self._sent: AuditRequest | None = None  # the audit sent last
+        self._shown: tuple[AuditRequest, list[dict]] | None = None  # the audit on screen and its node documents
         self._node: dict = {}  # the document of the node being opened
         controller = window.controller
         controller.audit_started.connect(lambda request: setattr(self, "_audit", request))
         controller.audit_progress.connect(self.view.set_progress)
-        controller.audit_finished.connect(lambda _request, payload: self.view.set_audit(payload))
+        controller.audit_finished.connect(self._on_audit_finished)
         controller.audit_failed.connect(
             lambda _request, error: self.view.set_error(error.get("message") or "The audit failed.")
         )
@@ -69,6 +72,8 @@ class AuditLink(QObject):
             node_files=True,  # each checked node's arrays as a check's: a clicked node opens as one
         )
         sent = self.window.controller.run_audit(request)
+        if sent:
+            self._sent = request
         self.dock.show()
         self.dock.raise_()
         if sent:
@@ -76,6 +81,23 @@ class AuditLink(QObject):
         else:
             self.view.set_error("The worker is busy: audit again once the run ends.")
         return sent
+
+    def _on_audit_finished(self, _request: int, payload: dict) -> None:
+        if self._sent is not None:
+            self._shown = (self._sent, payload.get("nodes", []))
+        self.view.set_audit(payload)
+
+    def node_request(self, document: dict) -> CheckRequest | None:
+        """What the node's sweep and regions are of: the audited model's code with this node's
+        place and input digest, and the audit's settings (None: not a node of the audit shown)."""
+        if self._shown is None or not document.get("inputs"):
+            return None
+        audit, documents = self._shown
+        place = next((k for k, other in enumerate(documents, start=1) if other == document), None)
+        if place is None:
+            return None
+        code = replace(audit.code, node=NodeRef(place, document["inputs"]))
+        return CheckRequest(code=code, settings=audit.settings, timeout=audit.timeout)
 
     def open_node(self, document: dict) -> None:
         """The node's check result, read from its files, shown as a check's."""
@@ -92,4 +114,7 @@ class AuditLink(QObject):
                 graph, error = GraphModel.from_dict(self._node["graph"]), None
             except (KeyError, TypeError, ValueError) as exc:
                 error = f"{GRAPH_NOTE} ({exc})"
-        self.window.current.set(loaded.result, request=request, graph=graph, graph_error=error, displays=loaded.displays)
+        self.window.current.set(
+            loaded.result, request=request, graph=graph, graph_error=error, displays=loaded.displays,
+            node=self.node_request(self._node),
+        )  # fmt: skip

@@ -19,6 +19,8 @@ from gradviz.app import tables
 from gradviz.app.figures import mark_ui_only
 from gradviz.app.state import SourceDocument
 from gradviz.schema.report import verdict_line
+from gradviz.schema.results import LargeBlock
+from gradviz.schema.units import counted
 
 if TYPE_CHECKING:
     from gradviz.app.state import CurrentResult
@@ -41,6 +43,13 @@ def file_stem(document: SourceDocument, default: str) -> str:
     """The name files written for ``document`` start with: its file's stem, else ``default``
     (never "<editor>", which Windows refuses in a file name)."""
     return document.path.stem if document.path is not None and document.path.stem else default
+
+
+def copied_cells(copied: int, failing: int) -> str:
+    """What a copy holds, in the true count: "the 3 failing cells", "the 10 worst of 57 failing cells"."""
+    if copied == failing:
+        return f"the {counted(failing, 'failing cell')}"
+    return f"the {copied:,} worst of {counted(failing, 'failing cell')}"
 
 
 class Exports(QObject):
@@ -132,7 +141,7 @@ class Exports(QObject):
         planned = [*figures, *(data_paths(self.current.result, Path(folder), stem) if with_data else [])]
         existing = [p for p in planned if p.exists() or p.is_symlink()]
         if existing and not overwrite and not self.confirm_replace(Path(folder), existing):
-            self._say(f"Nothing exported: {len(existing)} file(s) in {folder} kept", 8000)
+            self._say(f"Nothing exported: {counted(len(existing), 'file')} in {folder} kept", 8000)
             return []
         written: list[Path] = []
         try:
@@ -145,7 +154,7 @@ class Exports(QObject):
             QMessageBox.warning(self.window, "Cannot export", str(exc))
         if written:
             note = f" (nothing to draw yet: {', '.join(skipped)})" if skipped else ""
-            self._say(f"Exported {len(written)} files to {folder}{note}", 8000)
+            self._say(f"Exported {counted(len(written), 'file')} to {folder}{note}", 8000)
         return written
 
     def confirm_replace(self, folder: Path, existing: list[Path]) -> bool:
@@ -192,15 +201,21 @@ class Exports(QObject):
         return document.path.name if document.path else "unsaved editor text"
 
     def copy_worst_cells(self, style: str = "markdown") -> str:
-        """The worst cells of the block on screen as a Markdown or LaTeX table, on the clipboard."""
+        """The failing cells of the block on screen, worst first, as a Markdown or LaTeX table on
+        the clipboard; the status bar says how many fail in all. Nothing fails: nothing copied."""
         result = self.current.result
         block = self.jacobians.current_block() or self.jacobians.current_large_block()
         if result is None or block is None:
             self._say("No result to copy yet: run a check first.", 5000)
             return ""
         rows = tables.worst_cells(result, block)
+        title = result.block_title(block)
+        if not rows:  # nothing fails: an empty table would say nothing, and the old clipboard stays
+            how = "its search found" if isinstance(block, LargeBlock) else "there is"  # a search may stop early
+            self._say(f"Nothing copied: {how} no failing cell in {title}.", 5000)
+            return ""
         text = tables.markdown_table(rows) if style == "markdown" else tables.latex_table(rows)
         QApplication.clipboard().setText(text)
-        self._say(f"Copied the {len(rows)} worst cells of {result.block_title(block)} as {style}", 5000)
+        self._say(f"Copied {copied_cells(len(rows), tables.n_failing(block))} of {title} as {style}", 5000)
         return text
 

@@ -120,12 +120,19 @@ def run_app(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, quitter) -> int:
+    splash = None
+    if not args.screenshot:  # a frame on screen while the window is built and the worker imports torch
+        from gradviz.app.splash import show_splash
+
+        splash = show_splash(application())
     app, window = make_window()
     # every event loop ends, the main one and a dialog's (QApplication.exit ends them all)
     quitter.watch(lambda signum: app.exit(128 + signum))
     if args.example:
         window.load_builtin(args.example)
     window.show()
+    if splash is not None:
+        splash.finish(window)
     if getattr(args, "temp_note", None):
         window.statusBar().showMessage(args.temp_note)
     if not args.screenshot and not (args.path or args.target) and not quitter.received:
@@ -160,16 +167,22 @@ def _leave_on_signal(window) -> None:
     window.worker.shutdown()
 
 
-def make_window(settings: QSettings | None = None, *, auto_run: bool = False) -> tuple[QApplication, MainWindow]:
-    """(QApplication, MainWindow), the worker started first: it imports torch (about a second)
-    while this process imports Qt, pyqtgraph and the window (0.6 s), not after."""
+def application() -> QApplication:
+    """The one QApplication, named for QSettings (made on first call)."""
     from PySide6.QtWidgets import QApplication
-
-    from gradviz.app.worker_client import WorkerClient
 
     app = QApplication.instance() or QApplication(["gradviz"])
     app.setApplicationName("gradviz")
     app.setOrganizationName("gradviz")
+    return app  # type: ignore[return-value]
+
+
+def make_window(settings: QSettings | None = None, *, auto_run: bool = False) -> tuple[QApplication, MainWindow]:
+    """(QApplication, MainWindow), the worker started first: it imports torch (about a second)
+    while this process imports Qt, pyqtgraph and the window (0.6 s), not after."""
+    from gradviz.app.worker_client import WorkerClient
+
+    app = application()
     worker = WorkerClient()
     worker.start()
     from gradviz.app.main_window import MainWindow

@@ -150,7 +150,7 @@ class MainWindow(QMainWindow):
         menus, self.actions = actions.build_actions(self, {
             "new": source.new_function, "open": source.open_dialog, "save": source.save, "save_as": source.save_as,
             "open_session": self.sessions.open_dialog, "save_session": self.sessions.save_dialog,
-            "export": self.exports.export_dialog, "quit": self.close,
+            "export": self.exports.export_dialog, "close": self.close, "quit": self.close,
             "undo": editor.undo, "redo": editor.redo, "find": self.editor.find,
             "copy_markdown": lambda: self.copy_worst_cells("markdown"),
             "copy_latex": lambda: self.copy_worst_cells("latex"),

@@ -60,7 +60,7 @@ class RegionLink(QObject):
             signal.connect(self._on_source_changed)
 
     def _on_region_requested(self, region: Region) -> None:
-        request = self.controller.shown.sent_request
+        request = self.current.node or self.controller.shown.sent_request  # an audit node's regions are of that node
         if request is None or self.current.result is None:
             self._on_region_failed(0, {"message": "Run a check first: a region belongs to a check's result."})
             return

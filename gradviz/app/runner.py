@@ -30,10 +30,12 @@ class Runner:
 
     def build_request(self) -> CheckRequest:
         """A check of the editor's code (or the target) with the run bar's settings."""
+        settings = self.settings.check_settings()
         return CheckRequest(
             code=self.code_source(),
-            settings=self.settings.check_settings(),
+            settings=settings,
             timeout=self.settings.timeout or None,  # enforced by the worker, which says where the code was
+            maps="deferred" if settings.fast_mode else "eager",  # fast mode: the verdict, then the regions looked at
         )
 
     def code_source(self) -> CodeSource:

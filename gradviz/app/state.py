@@ -274,6 +274,7 @@ class CurrentResult(QObject):
         self.graph: GraphModel | None = None  # the checked Function's autograd graph
         self.graph_error: str | None = None  # why there is no graph
         self.displays: dict = {}  # display prep made off the GUI thread (gradviz.app.display)
+        self.node: CheckRequest | None = None  # set when the result is an audit node's (see ``set``)
 
     def set(
         self,
@@ -283,10 +284,14 @@ class CurrentResult(QObject):
         graph: GraphModel | None = None,
         graph_error: str | None = None,
         displays: dict | None = None,
+        node: CheckRequest | None = None,
     ) -> None:
+        """``node``: the result is a model audit's node, not the window's latest Run; its code
+        names that node (``CodeSource.node``), so a sweep or a region of it is of that node."""
         self.result, self.request = result, request
         self.graph, self.graph_error = graph, graph_error
         self.displays = displays or {}
+        self.node = node
         self.changed.emit()
 
 

@@ -5,7 +5,8 @@ Its buttons ask for the next run: in float64 (this changes the run bar's dtype, 
 what runs), at the suggested eps or with the inputs moved off a kink (both for this run only: a
 suggestion never becomes the eps of the next file or the next launch). "Sweep eps" sweeps the
 Function in the editor (or the target the window checks, on its inputs file) whether its check
-passed or failed. A sweep made for other code, another file or other settings is marked stale
+passed or failed. A model audit's node on screen is swept as that node, at the inputs the model
+gave it (``CodeSource.node``); its check is re-run only by auditing again. A sweep made for other code, another file or other settings is marked stale
 with the window's own reason (``ShownRun.stale_reason``).
 The window owns the settings and the runs; this module only connects the two, from named
 collaborators (tests give it fakes).
@@ -35,9 +36,10 @@ TITLE = "Why?"
 SWEEPING_TEXT = "Sweeping eps for the failing check… (a Run goes first)"
 SWEEPING_ASKED_TEXT = "Sweeping eps for this Function… (a Run goes first)"
 CHANGED_SINCE = "the code, the file or the settings changed since this sweep. Sweep again to update."
-AUDIT_NODE_TEXT = (
-    "This is a node of a model audit: its eps sweep needs the node's captured inputs, which the "
-    "Why? panel does not have. Sweep eps sweeps the code in the editor, not this node."
+SWEEPING_NODE_TEXT = "Sweeping eps for this node at its inputs in the model… (a Run goes first)"
+NODE_RERUNS = (
+    "This is a node of a model audit: its check runs with the audit. Change the run bar's settings "
+    "and audit the model again."
 )
 
 
@@ -105,6 +107,7 @@ class WhyLink(QObject):
         self._request: CheckRequest | None = None  # the check the sweep on screen (or in flight) is of
         self._asked: RunSnapshot | None = None  # what a sweep asked for with the button was made of (ShownRun.now())
         self._asked_in_flight: RunSnapshot | None = None
+        self._node: CheckRequest | None = None  # the audit node on screen, when it is one (CurrentResult.node)
         controller.sweep_finished.connect(self._on_sweep_finished)
         controller.sweep_failed.connect(self._on_sweep_failed)
         self.panel.rerun_at_eps.connect(self._on_rerun_at_eps)
@@ -120,17 +123,18 @@ class WhyLink(QObject):
     def _on_result_changed(self) -> None:
         if self.current.result is None:
             return
-        if self.controller.is_audit(self.current.request):  # not the editor's check: no sweep of its code
-            self._request = self._asked = self._asked_in_flight = None
-            self.panel.set_result(None)
-            self.panel.show_message(AUDIT_NODE_TEXT)
+        if self.current.node is not None:
+            self.on_result(self.current.node, self.current.result, node=True)
             return
         self.on_result(self.controller.shown.asked, self.current.result)
 
-    def on_result(self, request: CheckRequest | None, result: CheckResult) -> None:
-        """A check's result is on screen: a failing one gets its sweep, a passing one none."""
+    def on_result(self, request: CheckRequest | None, result: CheckResult, *, node: bool = False) -> None:
+        """A check's result is on screen: a failing one gets its sweep, a passing one none.
+        ``node``: ``request`` is an audit node's; it is swept as that node, never re-run here."""
         self._request = None
         self._asked = self._asked_in_flight = None
+        self._node = request if node else None
+        self.panel.set_reruns_allowed(not node, NODE_RERUNS if node else "")
         if result.sweep is not None:
             self.panel.set_result(result.sweep, result.precision)
             self._on_block_changed()
@@ -140,7 +144,7 @@ class WhyLink(QObject):
         self.panel.set_result(None)
         if not (result.passed or request is None):
             self._request = request
-            self.panel.show_message(SWEEPING_TEXT)
+            self.panel.show_message(SWEEPING_NODE_TEXT if node else SWEEPING_TEXT)
             self.controller.run_sweep(sweep_of(request))
         self._update()
 
@@ -152,6 +156,11 @@ class WhyLink(QObject):
         """The stale mark and the Sweep button, after any change of code, file, settings or runs."""
         shown = self.controller.shown
         now = shown.now()
+        if self._node is not None:  # of the audited model, not of the editor: never stale by an edit
+            self.panel.set_stale(None)
+            allowed = not self.sweep_in_flight()
+            self.panel.set_sweep_allowed(allowed, "" if allowed else "Sweeping…")
+            return
         if self._asked is not None:  # swept with the button: stale when what it swept changed
             reason = None if self._asked == now else (reason or CHANGED_SINCE[:1].upper() + CHANGED_SINCE[1:])
         else:
@@ -166,7 +175,14 @@ class WhyLink(QObject):
         return self._request is not None and self.controller.sweep_pending
 
     def _on_sweep_all(self) -> None:
-        """Sweep the Function in the editor (or the target) with the run bar's settings, passing or failing."""
+        """Sweep the Function in the editor (or the target) with the run bar's settings, passing or
+        failing; the node on screen, when it is an audit's."""
+        if self._node is not None:
+            self._request = self._node
+            self.panel.show_message(SWEEPING_NODE_TEXT)
+            self.controller.run_sweep(sweep_of(self._node))
+            self._update()
+            return
         self._request = self.runner.build_request()
         self._asked_in_flight = self.controller.shown.now(keep=True)
         self.panel.show_message(SWEEPING_ASKED_TEXT)
@@ -223,8 +239,8 @@ class WhyLink(QObject):
 
     def _on_sweep_block(self, block: tuple[int, int]) -> None:
         if self._request is not None or self.current.result is not None:
-            request = self._request or self.runner.build_request()
+            request = self._request or self._node or self.runner.build_request()
             self._request = request
-            self.panel.show_message(SWEEPING_TEXT)
+            self.panel.show_message(SWEEPING_NODE_TEXT if request is self._node else SWEEPING_TEXT)
             self.controller.run_sweep(sweep_of(request, (block[0], block[1])))
             self._update()

@@ -93,6 +93,7 @@ def run_check(args: argparse.Namespace) -> int:
         timeout=timeout,
         sweep=SweepOptions() if args.sweep else None,
         arrays=False,
+        maps="failing" if args.save else "deferred",  # fast mode: the verdict first, the maps for --save
         graph=False,
         report=True,
         overwrite=args.overwrite,

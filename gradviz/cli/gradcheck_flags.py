@@ -15,8 +15,9 @@ def add_gradcheck_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fast-mode",
         action="store_true",
-        help="gradcheck's fast_mode: the verdict compares random projections v^T J u (the full Jacobians are "
-        "still shown)",
+        help="gradcheck's fast_mode: the verdict compares random projections v^T J u, at gradcheck's cost; no full "
+        "Jacobian is built (with --save: only for a failing check), and cells the projections miss are searched "
+        "for by one more projection and bisection",
     )
     parser.add_argument(
         "--batched-grad",

@@ -153,8 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--save",
         metavar="DIR",
-        help="save both Jacobians of every block as .npy files (several targets: each in a subfolder of DIR "
-        "named after it, a.py -> DIR/a, pkg.mod:F -> DIR/pkg.mod.F)",
+        help="save both Jacobians of every block as .npy files (with --fast-mode: of a failing check only; "
+        "several targets: each in a subfolder of DIR named after it, a.py -> DIR/a, pkg.mod:F -> DIR/pkg.mod.F)",
     )
     check.add_argument(
         "--overwrite",

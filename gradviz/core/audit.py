@@ -159,24 +159,33 @@ def beyond_limit(max_checks: int) -> str:
 def _fingerprint(call: CapturedCall) -> tuple[Any, ...]:
     """The node and its arguments, tensors by their bytes: equal only for calls a check cannot
     tell apart (an object gradviz cannot see into counts by its identity, never by its repr)."""
-    return (call.target, *(_key(a) for a in call.args))
+    return (call.target, *(argument_key(a) for a in call.args))
 
 
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.dtype, torch.device)
 
 
-def _key(value: Any) -> Any:
+def argument_key(value: Any, *, by_identity: bool = True) -> Any:
+    """A hashable stand-in for one argument, tensors by their bytes; an object gradviz cannot see
+    into counts by its identity (``by_identity``), else by its type only."""
     if isinstance(value, torch.Tensor) and value.layout == torch.strided and not (value.is_meta or value.is_quantized):
         data = value.detach().reshape(-1).contiguous().cpu()
         digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest() if data.numel() else ""
         return ("tensor", tuple(value.shape), value.stride(), str(value.dtype), str(value.device), value.requires_grad, digest)
     if isinstance(value, list | tuple):
-        return (type(value).__qualname__, tuple(_key(v) for v in value))
+        return (type(value).__qualname__, tuple(argument_key(v, by_identity=by_identity) for v in value))
     if isinstance(value, dict):
-        return ("dict", tuple((_key(k), _key(v)) for k, v in value.items()))
+        return ("dict", tuple((argument_key(k), argument_key(v, by_identity=by_identity)) for k, v in value.items()))
     if type(value) in _PLAIN:
         return (type(value).__qualname__, repr(value))
-    return ("object", id(value))
+    return ("object", id(value) if by_identity else type(value).__qualname__)
+
+
+def inputs_digest(args: tuple) -> str:
+    """A digest of a call's arguments: tensors by dtype, shape, strides, device, requires_grad
+    and bytes; other values by their repr, objects gradviz cannot see into by their type."""
+    key = tuple(argument_key(a, by_identity=False) for a in args)
+    return hashlib.sha256(repr(key).encode()).hexdigest()
 
 
 def audit_callable(
@@ -203,7 +212,8 @@ def audit_callable(
         progress: called with (nodes done, nodes) after each node.
         cancel: True to stop between nodes.
         graphs: also each checked node's autograd graph at its captured inputs (the window's
-            graph panel and step-through of a node); never part of a verdict.
+            graph panel and step-through of a node) and the digest of those inputs (its sweep
+            and regions find the call again by it); never part of a verdict.
 
     ``settings.max_jacobian_bytes`` (else the default limit) bounds the whole audit: the
     captured copies and every kept node's Jacobians (``core/audit_memory.py``).
@@ -231,6 +241,7 @@ def audit_callable(
                 budget.keep(node.result)
                 if graphs and node.result is not None:
                     graph_node(node, call, settings.seed)
+                    node.inputs = inputs_digest(call.args)
             elif earlier is not None:
                 share(node, nodes[earlier], earlier)
             elif node.reason is None and max_checks is not None:
@@ -246,6 +257,7 @@ def audit_callable(
 def share(node: AuditNode, earlier: AuditNode, index: int) -> None:
     """``node`` had exactly ``earlier``'s inputs: the same check, said so."""
     node.result, node.error, node.reason, node.same_as = earlier.result, earlier.error, earlier.reason, index + 1
+    node.graph, node.graph_error, node.inputs = earlier.graph, earlier.graph_error, earlier.inputs
 
 
 def graph_node(node: AuditNode, call: CapturedCall, seed: int) -> None:
@@ -268,15 +280,22 @@ def graph_node(node: AuditNode, call: CapturedCall, seed: int) -> None:
         node.graph_error = f"The graph of {node.function} could not be drawn: {type(exc).__name__}: {exc}"
 
 
-def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings) -> None:
-    """Fill in the node's check; an error in its own code makes it a failing node, as for gradcheck."""
-    fn = checkable_of(call)
-    inputs = PreparedInputs(call.args, argument_names(fn, len(call.args)))  # type: ignore[arg-type]
+def node_inputs(call: CapturedCall) -> PreparedInputs:
+    """The call's captured arguments as a check takes them, named by its forward's parameters."""
+    return PreparedInputs(call.args, argument_names(checkable_of(call), len(call.args)))  # type: ignore[arg-type]
+
+
+def node_settings(call: CapturedCall, settings: CheckSettings) -> CheckSettings:
+    """The audit's settings on the device and in the dtype the call was made in."""
     first = call.args[call.differentiated[0]]
     dtype = str(first.dtype).removeprefix("torch.")
-    own = dataclasses.replace(settings, device=str(first.device), dtype=dtype if dtype in DTYPES else settings.dtype)
+    return dataclasses.replace(settings, device=str(first.device), dtype=dtype if dtype in DTYPES else settings.dtype)
+
+
+def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings) -> None:
+    """Fill in the node's check; an error in its own code makes it a failing node, as for gradcheck."""
     try:
-        node.result = check_function(fn, inputs, own, name=call.function)
+        node.result = check_function(checkable_of(call), node_inputs(call), node_settings(call, settings), name=call.function)
     except NothingToCheck as exc:
         node.reason = exc.message
     except UserCodeError as exc:

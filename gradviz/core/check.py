@@ -24,7 +24,7 @@ from typing import cast
 
 import torch
 
-from gradviz.core import check_explain, check_warnings, checks, forward_jacobian, large
+from gradviz.core import check_explain, check_warnings, checks, forward_jacobian, large, verdict_first
 from gradviz.core.callables import Checkable, CustomOpFunction
 from gradviz.core.check_run import CheckRun
 from gradviz.core.compare import compare_block
@@ -70,6 +70,7 @@ def check_source(
     *,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    maps: str = "eager",
 ) -> CheckResult:
     """Check one Function of loaded user source on the inputs its ``example_inputs`` gives.
 
@@ -79,6 +80,7 @@ def check_source(
         settings: how to check; None for gradcheck's defaults.
         progress: called with the work done so far.
         cancel: raises ``Cancelled`` when the run is to stop.
+        maps: as for ``check_function``.
 
     Returns:
         The check's result, with every Function the source offers in ``functions``.
@@ -97,6 +99,7 @@ def check_source(
         cancel=cancel,
         notes=list(loaded.notes),
         name=name,
+        maps=maps,
     )
     result.functions = list(loaded.functions)
     return result
@@ -112,8 +115,14 @@ def check_function(
     cancel: CancelFn | None = None,
     notes: list[str] | None = None,
     name: str | None = None,
+    maps: str = "eager",
 ) -> CheckResult:
     """Both Jacobians of ``fn.apply`` at ``inputs``, their comparison, and gradcheck's other checks.
+
+    With ``fast_mode`` the verdict is gradcheck's projections', and nothing needs the Jacobians:
+    ``maps`` says when they are built. ``"eager"``: always, as for the default mode;
+    ``"failing"``: only when the check fails (the CLI's ``--save``); ``"deferred"``: never here
+    (``result.deferred_maps``: the caller builds them on demand with ``jacobian_maps``).
 
     Args:
         fn: the Function (or a callable made checkable, ``core.callables``).
@@ -124,6 +133,7 @@ def check_function(
         cancel: raises ``Cancelled`` when the run is to stop.
         notes: notes to put first in the result's.
         name: what the user calls the Function (a factory-made class may have another __name__).
+        maps: "eager", "failing" or "deferred", as above; no effect without fast_mode.
 
     Returns:
         The result; ``result.passed`` is gradcheck's verdict.
@@ -133,6 +143,7 @@ def check_function(
         NothingToCheck: there is no Jacobian cell to compare.
         Cancelled: ``cancel`` asked the run to stop.
     """
+    verdict_first.check_maps_policy(maps)
     fn, inputs, settings = _ready(fn, inputs, settings or CheckSettings(), loaded)
     start = time.perf_counter()
     first = _first_forward(fn, inputs, loaded)
@@ -140,14 +151,22 @@ def check_function(
         viewed = dataclasses.replace(inputs, notes=[*inputs.notes, output_note()])
         real = cast(Checkable, RealView(fn, frozenset()))
         return check_function(
-            real, viewed, settings, loaded=loaded, progress=progress, cancel=cancel, notes=notes, name=name
-        )
+            real, viewed, settings, loaded=loaded, progress=progress, cancel=cancel, notes=notes, name=name,
+            maps=maps,
+        )  # fmt: skip
     run = CheckRun(fn, inputs, first.outputs, first.out_indices, settings, first.mutates, first.code, loaded)
     empty = _empty_blocks(run)
+    deferred = maps != "eager" and not first.zero_analytic and verdict_first.applies(run)
+    too_large = None if deferred else large.too_large(run)  # deferred maps are measured when built
+    if deferred or (too_large and not first.zero_analytic):
+        result = verdict_first.check_without_jacobians(
+            run, first.out_infos, name, why=too_large, progress=progress, cancel=cancel
+        )
+        result.notes = [*(notes or []), *result.notes]
+        if result.deferred_maps and maps == "failing" and not result.passed:
+            verdict_first.attach_maps(result, jacobian_maps(fn, inputs, settings, loaded=loaded, name=name))
+        return result
     again = second_forward(fn, inputs.args)  # the numerical reference, and the forward's noise
-    too_large = large.too_large(run)
-    if too_large and not first.zero_analytic:
-        return large.check_large(run, first.out_infos, too_large, name, progress=progress, cancel=cancel)
 
     tracker = _progress(run, first.zero_analytic, progress, cancel)
     jacobians = _jacobians(run, tracker, again, first.zero_analytic)
@@ -157,6 +176,31 @@ def check_function(
     )
     result.seconds = {**jacobians.seconds(start), "total": time.perf_counter() - start}
     return result
+
+
+def jacobian_maps(
+    fn: Checkable,
+    inputs: PreparedInputs,
+    settings: CheckSettings,
+    *,
+    loaded: LoadedSource | None = None,
+    name: str | None = None,
+    progress: ProgressFn | None = None,
+) -> CheckResult:
+    """The maps of a fast-mode check whose verdict came first: both Jacobians at the same inputs,
+    compared and explained exactly as an eager check builds them, without the checks that gave
+    the verdict (``verdict_first.attach_maps`` joins the two).
+
+    Args:
+        fn, inputs, loaded, name, progress: as given to ``check_function``.
+        settings: the verdict's settings.
+
+    Returns:
+        A result whose blocks are the maps (its checks are not the verdict's).
+    """
+    return check_function(
+        fn, inputs, verdict_first.maps_settings(settings), loaded=loaded, progress=progress, name=name
+    )
 
 
 @dataclass(frozen=True)
@@ -295,7 +339,7 @@ def _analytic(run: CheckRun, tracker: Progress) -> Jacobian:
     except GradvizError:
         raise
     except (Exception, SystemExit) as exc:
-        raise backward_error(run.fn, exc, run.loaded, run.code, run.names) from None
+        raise backward_error(run.fn, exc, run.loaded, run.code, run.names, run.outputs) from None
 
 
 def _verdict(

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from gradviz.core import vmap_rule
+from gradviz.core.callables import Checkable
 from gradviz.core.check_run import CheckRun
 from gradviz.core.function_info import is_once_differentiable
 from gradviz.core.jacobian import Jacobian, Progress, call_apply
@@ -120,14 +121,20 @@ def check_multiplied_by_grad_output(
 
 
 def check_undefined_output_grads(
-    fn: type[torch.autograd.Function], args: Sequence, leaves_at: Sequence[int], names: Sequence[str]
+    fn: Checkable,
+    args: Sequence,
+    leaves_at: Sequence[int],
+    names: Sequence[str],
+    *,
+    count: int | None = None,
 ) -> CheckOutcome:
     """Undefined gradients for all outputs (and for each one alone) must give zero or no gradients.
 
     As gradcheck does it: a fresh forward per case, ``UndefinedGrad`` on the outputs concerned,
-    zeros for the others.
+    zeros for the others. ``count``: the differentiable outputs, where a forward already said.
     """
-    count = len(_forward_for_grads(fn, args, leaves_at)[0])
+    if count is None:
+        count = len(_forward_for_grads(fn, args, leaves_at)[0])
     cases: list[tuple[str, set[int]]] = [("every output", set(range(count)))]
     if count > 1:
         cases += [(f"output {k} alone", {k}) for k in range(count)]
@@ -207,38 +214,39 @@ def check_double_backward(fn, args, *, eps: float, atol: float, rtol: float) -> 
     )
 
 
-def check_fast_mode(fn, args: Sequence, settings: CheckSettings, *, holds_jacobians: bool = True) -> CheckOutcome:
+def check_fast_mode(
+    fn, args: Sequence, settings: CheckSettings, *, holds_jacobians: bool = True, clone: bool = True
+) -> CheckOutcome:
     """``torch.autograd.gradcheck(fast_mode=True)`` itself: it compares v^T J u for random u, v (atol
     scaled by sum|u|·sum|v|), so it may pass where a cell fails by a little, or the other way round.
 
-    ``holds_jacobians``: the full Jacobians are computed beside it, and the undefined-gradient and
-    batched tests run as their own named checks. Without (Jacobians too large to hold,
-    ``core/large.py``), those tests are left to gradcheck here, and the check is named fast_mode
-    only when asked for by name (its verdict is then the check's), else one check among the
-    searched cells."""
+    Its undefined-gradient and batched forward tests are left out: gradviz runs them by name
+    (so ``check_undefined_grad=False`` drops them, as in gradcheck). ``holds_jacobians``: the
+    full Jacobians are computed beside it. Without (``core/verdict_first.py``) the check is named
+    fast_mode only when asked for by name (its verdict is then the check's), else one check
+    among the searched cells of Jacobians too large to hold. ``clone``: every call on copies (a
+    forward that modifies its inputs must not change the caller's)."""
 
     def apply(*a):
-        return call_apply(fn.apply, a, clone=True)
+        return call_apply(fn.apply, a, clone=clone)
 
-    folds_others = not holds_jacobians
     name = FAST_MODE if holds_jacobians or settings.fast_mode else "fast_projection"
     try:
         with warnings_ignored():
             torch.autograd.gradcheck(
                 apply, tuple(args), eps=settings.eps, atol=settings.atol, rtol=settings.rtol,
                 nondet_tol=settings.nondet_tol, fast_mode=True, masked=settings.masked,
-                check_undefined_grad=folds_others and not settings.jacobian_only,
-                check_forward_ad=settings.check_forward_ad, check_backward_ad=settings.check_backward_ad,
-                check_batched_forward_grad=folds_others and settings.check_batched_forward_grad,
+                check_undefined_grad=False, check_forward_ad=settings.check_forward_ad,
+                check_backward_ad=settings.check_backward_ad,
             )  # fmt: skip
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if folds_others:
+        if not holds_jacobians:
             return CheckOutcome(name, FAILED, f"gradcheck(fast_mode=True) failed: {first}")
         return CheckOutcome(
             name, FAILED, f"gradcheck(fast_mode=True) fails: {first} The cells shown are the full Jacobians."
         )
-    if folds_others:
+    if not holds_jacobians:
         return CheckOutcome(name, PASSED, "gradcheck(fast_mode=True) passed on random projections.")
     return CheckOutcome(
         name,
@@ -303,7 +311,7 @@ def other_checks(run: CheckRun, second: ReentrancyMeter | Exception | None) -> l
     found = []
     leaf_names = [names[j] for j in in_indices]
     if settings.fast_mode:
-        found.append(check_fast_mode(fn, args, settings))
+        found.append(check_fast_mode(fn, args, settings, clone=run.mutates))
     found += vmap_rule_outcomes(run)
     if not settings.check_backward_ad:  # gradcheck's other checks rely on backward mode
         return found

@@ -9,26 +9,22 @@ computed exactly (its analytic row, its numerical column) and judged by gradchec
 wrong cell of a 10^5 x 10^5 Jacobian is found with about 2 log2(N M) calls, never holding more
 than a row or a column.
 
-The whole path lives here: ``too_large`` decides (the check calls it after its first forward),
-``check_large`` gives the verdict (gradcheck's fast mode, then ``search_block`` per block).
+``too_large`` decides (the check calls it after its first forward); ``verdict_first`` gives the
+verdict (gradcheck's fast mode) and calls ``search_block`` per block.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from gradviz.core import checks
 from gradviz.core.check_run import CheckRun
-from gradviz.core.jacobian import CancelFn, Progress, ProgressFn, call_apply
-from gradviz.core.opcheck_checks import opcheck_outcomes
-from gradviz.core.user_code import input_infos
+from gradviz.core.jacobian import Progress, call_apply
 from gradviz.core.vjp import vjp
-from gradviz.schema.results import CheckResult, FoundCell, LargeBlock, TensorInfo
+from gradviz.schema.results import FoundCell, LargeBlock
 from gradviz.schema.settings import Tolerance, default_memory_limit
 from gradviz.schema.units import format_bytes
 
@@ -64,61 +60,6 @@ def too_large(run: CheckRun) -> str | None:
         f"more than the limit of {format_bytes(limit)}: checked by random projections, as gradcheck's fast mode "
         "does, and wrong cells searched by bisection."
     )
-
-
-def check_large(
-    run: CheckRun,
-    out_infos: list[TensorInfo],
-    why: str,
-    name: str | None = None,
-    *,
-    progress: ProgressFn | None = None,
-    cancel: CancelFn | None = None,
-) -> CheckResult:
-    """A check that never holds a Jacobian: gradcheck's fast-mode verdict, then the wrong cells found.
-
-    With ``run.mutates`` (the forward changes an input in place) every probe runs on fresh copies."""
-    fn, args, settings, inputs = run.fn, run.args, run.settings, run.inputs
-    out_indices, in_indices = run.out_indices, run.in_indices
-    start = time.perf_counter()
-    tracker = Progress(len(out_indices) * len(in_indices) * MAX_PROBES, progress, cancel)
-    checks_found = [checks.check_fast_mode(fn, args, settings, holds_jacobians=False)]
-    if settings.check_batched_grad:
-        checks_found.append(checks.check_batched_grad(args, run.outputs, out_indices))
-    checks_found += checks.vmap_rule_outcomes(run)
-    checks_found += [] if settings.jacobian_only else opcheck_outcomes(fn, args, counts=settings.opcheck == "fail")
-    found = []
-    for i in out_indices if settings.check_backward_ad else []:  # the search probes the backward
-        for j in in_indices:
-            tracker.check_cancel()
-            found.append(search_block(
-                fn.apply, args, run.outputs[i], i, j, settings.tolerance(), clone_inputs=run.mutates,
-                seed=settings.seed, progress=tracker,
-            ))  # fmt: skip
-            tracker.advance(MAX_PROBES)
-    leaf = args[in_indices[0]]
-    stopped = [
-        f"out{b.output} / {inputs.names[b.input]}: the search stopped after {b.probes} calls; more cells may fail."
-        for b in found
-        if not b.complete
-    ]
-    result = CheckResult(
-        function=name or fn.__name__,
-        device=str(leaf.device),
-        dtype=str(leaf.dtype).removeprefix("torch."),
-        inputs=input_infos(inputs),
-        outputs=out_infos,
-        blocks=[],
-        settings=settings,
-        warnings=[why, *stopped],
-        notes=list(inputs.notes),
-        checks=checks_found,
-        analytic_path="projections",
-        numerical_path="projections",
-        large_blocks=found,
-    )
-    result.seconds = {"total": time.perf_counter() - start}
-    return result
 
 
 @dataclass
@@ -194,30 +135,32 @@ def search_block(
     clone_inputs: bool = False,
     seed: int = 0,
     max_probes: int = MAX_PROBES,
+    max_cells: int = MAX_CELLS,
     progress: Progress | None = None,
 ) -> LargeBlock:
-    """The failing cells of block (i, j), found without materialising it."""
+    """The failing cells of block (i, j), found without materialising it: at most ``max_cells``
+    (then ``complete`` is False) within ``max_probes`` calls."""
     block = _Block(apply, list(args), i, j, out, args[j], tol.eps, clone_inputs, torch.Generator().manual_seed(seed))
     cells: list[FoundCell] = []
     all_rows, all_cols = np.arange(block.rows), np.arange(block.cols)
-    columns = _failing_columns(block, all_rows, all_cols, tol, max_probes, progress)
+    columns = _failing_columns(block, all_rows, all_cols, tol, max_probes, max_cells, progress)
     for c in columns:
-        if len(cells) >= MAX_CELLS or block.probes >= max_probes:
+        if len(cells) >= max_cells or block.probes >= max_probes:
             break
-        cells.extend(_failing_cells_in_column(block, int(c), tol, max_probes, progress))
-    complete = block.probes < max_probes and len(cells) < MAX_CELLS
+        cells.extend(_failing_cells_in_column(block, int(c), tol, max_probes, max_cells - len(cells), progress))
+    complete = block.probes < max_probes and len(cells) < max_cells
     return LargeBlock(
         output=i,
         input=j,
         out_shape=tuple(out.shape),
         in_shape=tuple(block.leaf.shape),
-        cells=cells[:MAX_CELLS],
+        cells=cells[:max_cells],
         probes=block.probes,
         complete=complete,
     )
 
 
-def _disagree(a: float, n: float, tol: Tolerance, terms: int = 1) -> bool:
+def disagree(a: float, n: float, tol: Tolerance, terms: int = 1) -> bool:
     """Whether a projection over ``terms`` cells differs by more than one failing cell would make.
 
     A single wrong cell enters a random-sign projection with weight +-1, so it shows with its
@@ -228,13 +171,15 @@ def _disagree(a: float, n: float, tol: Tolerance, terms: int = 1) -> bool:
     return not (abs(a - n) <= tol.atol + tol.rtol * abs(n) / max(1.0, terms) ** 0.5)
 
 
-def _failing_columns(block: _Block, rows: np.ndarray, cols: np.ndarray, tol: Tolerance, budget: int, progress) -> list[int]:
+def _failing_columns(
+    block: _Block, rows: np.ndarray, cols: np.ndarray, tol: Tolerance, budget: int, most: int, progress
+) -> list[int]:
     """Columns whose random-sign projection over all rows disagrees, by bisection."""
     found: list[int] = []
     v = block.signs(block.rows, rows, block.out)
     left = block.vjp(v)  # one backward serves every column set below
     stack = [cols]
-    while stack and block.probes < budget and len(found) < MAX_CELLS:
+    while stack and block.probes < budget and len(found) < most:
         if progress is not None:
             progress.check_cancel()
         subset = stack.pop()
@@ -242,7 +187,7 @@ def _failing_columns(block: _Block, rows: np.ndarray, cols: np.ndarray, tol: Tol
         u_flat = u.reshape(-1).to(torch.float64).cpu()
         a = float(left[torch.from_numpy(subset)] @ u_flat[torch.from_numpy(subset)])
         n = float(v.reshape(-1).to(torch.float64).cpu() @ block.jvp(u))
-        if not _disagree(a, n, tol, len(rows) * len(subset)):
+        if not disagree(a, n, tol, len(rows) * len(subset)):
             continue
         if len(subset) == 1:
             found.append(int(subset[0]))
@@ -252,14 +197,16 @@ def _failing_columns(block: _Block, rows: np.ndarray, cols: np.ndarray, tol: Tol
     return found
 
 
-def _failing_cells_in_column(block: _Block, c: int, tol: Tolerance, budget: int, progress) -> list[FoundCell]:
+def _failing_cells_in_column(
+    block: _Block, c: int, tol: Tolerance, budget: int, most: int, progress
+) -> list[FoundCell]:
     """The cells of column c outside tolerance: its numerical column once, rows by bisection."""
     e_c = torch.zeros(block.cols, dtype=block.leaf.dtype)
     e_c[c] = 1
     column = block.jvp(e_c.to(block.leaf.device).view(block.leaf.shape))  # exact, as slow mode computes it
     cells: list[FoundCell] = []
     stack = [np.arange(block.rows)]
-    while stack and block.probes < budget and len(cells) < MAX_CELLS:
+    while stack and block.probes < budget and len(cells) < most:
         if progress is not None:
             progress.check_cancel()
         subset = stack.pop()
@@ -268,13 +215,13 @@ def _failing_cells_in_column(block: _Block, c: int, tol: Tolerance, budget: int,
             one = block.signs(block.rows, subset, block.out).abs()
             a = float(block.vjp(one)[c])
             n = float(column[r])
-            if _disagree(a, n, tol):
+            if disagree(a, n, tol):
                 cells.append(FoundCell(r, c, a, n))
             continue
         v = block.signs(block.rows, subset, block.out)
         a = float(block.vjp(v)[c])
         n = float(v.reshape(-1).to(torch.float64).cpu() @ column)
-        if _disagree(a, n, tol, len(subset)):
+        if disagree(a, n, tol, len(subset)):
             half = len(subset) // 2
             stack.extend([subset[half:], subset[:half]])
     return cells

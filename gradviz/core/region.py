@@ -139,7 +139,7 @@ def region_of_function(
     except (GradvizError, Cancelled):
         raise
     except (Exception, SystemExit) as exc:
-        raise backward_error(fn, exc, loaded, code) from None
+        raise backward_error(fn, exc, loaded, code, inputs.names, (out,)) from None
     tol: Tolerance = settings.tolerance()
     compared = compare_block(
         i, j, tuple(out.shape), tuple(args[j].shape), analytic, numerical, tol,

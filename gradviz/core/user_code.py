@@ -17,9 +17,10 @@ from gradviz.core.callables import Checkable, CustomOpFunction, function_class
 from gradviz.core.function_info import source_file
 from gradviz.core.inputs import PreparedInputs
 from gradviz.core.jacobian import call_apply
-from gradviz.core.loader import LoadedSource, method_line
+from gradviz.core.loader import LoadedSource, forward_parameters, method_line
 from gradviz.schema.errors import ErrorKind, UserCodeError, from_exception
 from gradviz.schema.results import TensorInfo
+from gradviz.schema.units import ordinal
 
 
 class CodeFiles:
@@ -124,20 +125,64 @@ def input_infos(inputs: PreparedInputs) -> list[TensorInfo]:
     return infos
 
 
-BAD_GRADIENT = "{function}.backward returned a bad gradient for {input}: {detail}."
+BAD_GRADIENT = (
+    "{who} returned the gradient for {input} in the wrong shape: {detail}. "
+    "Return it shaped like {like}."
+)
 
 
-def _gradient_owner(fn: Checkable, index: int, names: Sequence[str]) -> str:
-    """``y``: the argument whose gradient is at ``index`` of what the backward returned. Only for
-    a Function class or an op are those its arguments; a callable's Functions have their own."""
-    own = function_class(fn) is not None or isinstance(fn, CustomOpFunction)
-    if own and 0 <= index < len(names):
-        return names[index]
-    return f"the input at position {index} (counting from 0) of the Function that returned it"
+def _forward_class(outputs: Sequence[object], node_name: str) -> type | None:
+    """The Function class behind the autograd node named ``node_name`` in the graph of ``outputs``
+    (PyTorch's error names the node, ``WrongShapeBackward``, not the class)."""
+    todo = [o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+    seen: dict[int, object] = {}  # holds each node, so no id is reused while walking
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen[id(node)] = node
+        cls = getattr(type(node), "_forward_cls", None)
+        if cls is not None and node.name() == node_name:
+            return cls
+        todo.extend(n for n, _ in node.next_functions)
+    return None
+
+
+def _gradient_owner(
+    fn: Checkable, node_name: str, names: Sequence[str], outputs: Sequence[object]
+) -> tuple[str, Checkable | None, list[str]]:
+    """Whose backward returned the gradient: words for it, its class (None: unknown), the names of
+    its inputs. ``fn`` itself, with the checked arguments' names, when it is the Function or op
+    that returned it; else the Function inside a callable, with its forward's parameter names."""
+    own = function_class(fn)
+    inner = _forward_class(outputs, node_name)
+    if isinstance(fn, CustomOpFunction) or (own is not None and inner in (None, own)):
+        return f"{fn.__name__}.backward", fn, list(names)
+    if inner is not None:
+        parameters = [p.name for p in forward_parameters(inner)]
+        where = "" if inner.__name__ == fn.__name__ else f" (called in {fn.__name__})"  # a stand-in (RealView) keeps it
+        return f"{inner.__name__}.backward{where}", inner, parameters
+    return f"The backward of {node_name} (called in {fn.__name__})", None, []
+
+
+def _shape_message(
+    fn: Checkable, text: str, names: Sequence[str], outputs: Sequence[object]
+) -> tuple[str, Checkable | None]:
+    """The message for a gradient of the wrong shape, naming the input and its place counted
+    from 1 ("y (its 2nd input)"), and the class whose backward returned it."""
+    shape = _SHAPE.search(text)
+    node_name, index = (shape.group(1), int(shape.group(2))) if shape else ("?", -1)
+    who, owner, inputs = _gradient_owner(fn, node_name, names, outputs)
+    place = f"its {ordinal(index + 1)} input"
+    named = 0 <= index < len(inputs)
+    which = f"{inputs[index]} ({place})" if named else place
+    detail = text.split(" - ", 1)[-1]
+    like = inputs[index] if named else "that input"
+    return BAD_GRADIENT.format(who=who, input=which, detail=detail, like=like), owner
 
 
 _COUNT = re.compile(r"returned an incorrect number of gradients")
-_SHAPE = re.compile(r"returned an invalid gradient at index (\d+)")
+_SHAPE = re.compile(r"Function (\S+) returned an invalid gradient at index (\d+)")
 
 
 def backward_error(
@@ -146,11 +191,13 @@ def backward_error(
     loaded: LoadedSource | None,
     code: CodeFiles,
     names: Sequence[str] = (),
+    outputs: Sequence[object] = (),
 ) -> UserCodeError:
     """Name the problem; engine-side checks point at backward's return statement.
 
     ``names``: the checked arguments' names, by which a gradient of the wrong shape is named (as
-    every block and cell is) when ``fn`` is the Function or op whose backward returned it."""
+    every block and cell is) when ``fn`` is the Function or op whose backward returned it;
+    ``outputs``: the forward's, in whose graph a Function inside a callable is found by name."""
     error = code.error(ErrorKind.BACKWARD, exc, f"{fn.__name__}.backward")
     text = str(exc)
     kind = (
@@ -165,16 +212,14 @@ def backward_error(
             error.lineno = method_line(loaded, fn, "backward")
         return error
     error.kind = kind
-    line = method_line(loaded, fn, "backward", last_return=True) if loaded else None
-    error.lineno = line or error.lineno
+    owner: Checkable | None = fn
     if kind == ErrorKind.GRADIENT_COUNT:
         error.message = (
             f"{fn.__name__}.backward returned the wrong number of gradients: {text.split('(')[-1].rstrip(')')}. "
             "Return one value per forward argument (None for non-tensors)."
         )
     else:
-        shape = _SHAPE.search(text)
-        index = int(shape.group(1)) if shape else -1  # kind is GRADIENT_SHAPE only where it matched
-        detail = text.split(" - ", 1)[-1]
-        error.message = BAD_GRADIENT.format(function=fn.__name__, input=_gradient_owner(fn, index, names), detail=detail)
+        error.message, owner = _shape_message(fn, text, names, outputs)
+    line = method_line(loaded, owner or fn, "backward", last_return=True) if loaded else None
+    error.lineno = line or error.lineno
     return error

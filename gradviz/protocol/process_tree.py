@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 PR_SET_CHILD_SUBREAPER = 36
 _PROC = "/proc"
@@ -147,8 +147,8 @@ def proportional_bytes(pid: int) -> int:
     return resident_bytes(pid)
 
 
-def kill_tree(root: int, *, include_root: bool = True) -> list[int]:
-    """SIGKILL ``root`` and everything below it; the pids signalled.
+def kill_tree(root: int, *, include_root: bool = True, spare: Collection[int] = ()) -> list[int]:
+    """SIGKILL ``root`` and everything below it but the pids in ``spare``; the pids signalled.
 
     The tree is frozen first (SIGSTOP, walked again until no new process appears), so nothing in
     it can fork a child the kill would miss; then each process is killed. Zombies are left for
@@ -157,7 +157,7 @@ def kill_tree(root: int, *, include_root: bool = True) -> list[int]:
     stopped: set[int] = set()
     for _ in range(50):  # a fork bomb stops growing once its members are stopped
         members = ([root] if include_root else []) + descendants(root)
-        new = [pid for pid in members if pid not in stopped]
+        new = [pid for pid in members if pid not in stopped and pid not in spare]
         if not new:
             break
         _signal_all(new, signal.SIGSTOP)
@@ -197,9 +197,9 @@ class TreeMeter:
             self._last_pid, self._read_at = newest, now
         return self.members
 
-    def over(self, limit: int) -> int:
-        """Bytes the tree holds when that is more than ``limit``, else 0."""
-        members = self.refresh()
+    def over(self, limit: int, *, spare: Collection[int] = ()) -> int:
+        """Bytes the tree holds, but the processes in ``spare``, when that is more than ``limit``, else 0."""
+        members = [pid for pid in self.refresh() if pid not in spare]
         resident = sum(resident_bytes(pid) for pid in members)
         if resident <= limit:
             return 0
@@ -221,17 +221,17 @@ def exit_status(pid: int) -> int | None:
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
-def reap_exited(keep: int | None = None) -> list[int]:
-    """Reap every exited child of ours but ``keep`` (whose status its owner still wants), without
-    reading /proc: ``waitid(WNOWAIT)`` names an exited child without reaping it. Stops early if
-    ``keep`` is the one named (it hides the others until it is reaped)."""
+def reap_exited(keep: Collection[int | None] = ()) -> list[int]:
+    """Reap every exited child of ours but those in ``keep`` (whose status their owners still
+    want), without reading /proc: ``waitid(WNOWAIT)`` names an exited child without reaping it.
+    Stops early if a kept one is named (it hides the others until it is reaped)."""
     reaped = []
     while True:
         try:
             info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return reaped
-        if info is None or info.si_pid == 0 or info.si_pid == keep:
+        if info is None or info.si_pid == 0 or info.si_pid in keep:
             return reaped
         with contextlib.suppress(ChildProcessError):
             os.waitpid(info.si_pid, 0)  # exited: does not block

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from gradviz.schema.graph import GradSummary, GraphModel, Node
-from gradviz.schema.units import format_bytes
+from gradviz.schema.units import counted, format_bytes
 
 KINDS = {  # kind: (symbol, size in px, fill, legend words)
     "custom": ("s", 28, "#e8710a", "your Function"),
@@ -81,9 +81,9 @@ def summary_text(graph: GraphModel) -> str:
     counts = {kind: sum(n.kind == kind for n in graph.nodes) for kind in KINDS}
     ctx = graph.saved_bytes(["ctx_attribute"])
     text = (
-        f"{len(graph.nodes)} nodes ({counts['custom']} custom Function, {counts['builtin']} built-in, "
-        f"{counts['leaf']} leaves) · saved for backward: {format_bytes(graph.saved_bytes_unique)}, "
-        "each storage once"
+        f"{counted(len(graph.nodes), 'node')} ({counted(counts['custom'], 'custom Function')}, "
+        f"{counts['builtin']:,} built-in, {counted(counts['leaf'], 'leaf', 'leaves')}) · saved for backward: "
+        f"{format_bytes(graph.saved_bytes_unique)}, each storage once"
     )
     if any(s.via == "ctx_attribute" for n in graph.nodes for s in n.saved):
         text += f" ({format_bytes(ctx)} as ctx attributes{CTX_MARK})"
@@ -136,7 +136,7 @@ def info_html(graph: GraphModel, node: Node) -> str:
     if node.saved:
         ctx = sum(s.via == "ctx_attribute" for s in node.saved)
         extra = f", {ctx} as ctx attributes{CTX_MARK} (hover the rows)" if ctx else ""
-        lines.append(f"keeps {len(node.saved)} tensor(s), {format_bytes(node.saved_bytes)}{extra}:")
+        lines.append(f"keeps {counted(len(node.saved), 'tensor')}, {format_bytes(node.saved_bytes)}{extra}:")
     elif node.kind == "leaf":
         lines.append("keeps nothing for backward: it adds the gradient into the tensor's .grad")
     else:
@@ -148,6 +148,6 @@ def tip_text(node: Node) -> str:
     """Hover text of a node."""
     lines = [node_label(node), KINDS.get(node.kind, KINDS["builtin"])[3]]
     if node.saved:
-        lines.append(f"keeps {len(node.saved)} tensor(s), {format_bytes(node.saved_bytes)}")
+        lines.append(f"keeps {counted(len(node.saved), 'tensor')}, {format_bytes(node.saved_bytes)}")
     lines.append("click for details")
     return "\n".join(lines)

@@ -36,6 +36,7 @@ class AuditNode:
     same_as: int | None = None  # 1-based place of an earlier node with exactly these inputs, whose check it shares
     graph: dict[str, Any] | None = None  # its autograd graph at its captured inputs (``GraphModel.to_dict``), when asked
     graph_error: str | None = None  # why that graph could not be drawn
+    inputs: str | None = None  # digest of its captured arguments, when asked (``core.audit.inputs_digest``)
 
     @property
     def status(self) -> str:

@@ -114,7 +114,8 @@ def found_cell(result: CheckResult, block: LargeBlock, found: FoundCell) -> Cell
 
 
 def failing_cells(result: CheckResult, limit: int | None = None) -> list[Cell]:
-    """The failing cells of every block, worst first by ``cell_errors``; at most ``limit`` of them."""
+    """The failing cells of every block, worst first by ``cell_errors``; at most ``limit`` of them.
+    Blocks never held (``large_blocks``) give the cells their search found."""
     found: list[tuple[float, int, int, int]] = []  # (-error, block position, row, col): sorts worst first
     for position, block in enumerate(result.blocks):
         if block.passed:
@@ -128,7 +129,11 @@ def failing_cells(result: CheckResult, limit: int | None = None) -> list[Cell]:
     found.sort()
     if limit is not None:
         found = found[:limit]
-    return [cell(result, result.blocks[position], r, c) for _, position, r, c in found]
+    cells = [cell(result, result.blocks[position], r, c) for _, position, r, c in found]
+    searched = [found_cell(result, b, c) for b in result.large_blocks for c in b.cells]  # never held: found
+    if searched:
+        cells = sorted([*cells, *searched], key=lambda c: -c.error)[:limit]
+    return cells
 
 
 def _largest(keys: np.ndarray, limit: int) -> np.ndarray:
@@ -139,14 +144,23 @@ def _largest(keys: np.ndarray, limit: int) -> np.ndarray:
 
 
 def worst_cells(result: CheckResult, block: BlockComparison | LargeBlock, limit: int = WORST_COPIED) -> list[Cell]:
-    """The cells of ``block`` worst first by ``cell_errors``, failing ones first (the window copies them as a table)."""
-    if isinstance(block, LargeBlock):
+    """The failing cells of ``block``, worst first by ``cell_errors``, at most ``limit`` (the
+    window copies them as a table). Only failing ones: a passing cell with |a - n| = 0 is no
+    "worst cell". The failing mask is the check's rule; it is read, not recomputed."""
+    if limit <= 0:
+        return []
+    if isinstance(block, LargeBlock):  # its cells are the failing ones its search found
         keys = cell_errors(np.array([c.analytic for c in block.cells]), np.array([c.numerical for c in block.cells]))
         return [found_cell(result, block, block.cells[k]) for k in np.argsort(-keys, kind="stable")[:limit]]
-    keys = cell_errors(block.analytic, block.numerical)
-    # failing cells first, then by error, largest first; lexsort is stable, so ties stay row-major
-    order = np.lexsort((-keys.ravel(), ~block.failing.ravel()))[:limit]
-    return [cell(result, block, *(int(i) for i in np.unravel_index(int(flat), block.shape))) for flat in order]
+    rows, cols = np.nonzero(block.failing)  # row-major, so ties stay in reading order
+    keys = cell_errors(block.analytic[rows, cols], block.numerical[rows, cols])
+    keep = _largest(keys, limit) if len(keys) > limit else np.argsort(-keys, kind="stable")
+    return [cell(result, block, int(rows[k]), int(cols[k])) for k in keep]
+
+
+def n_failing(block: BlockComparison | LargeBlock) -> int:
+    """How many cells of ``block`` fail: the compare's count, or the cells a search found."""
+    return len(block.cells) if isinstance(block, LargeBlock) else block.n_failing
 
 
 def mismatch_message(result: CheckResult, worst: int = WORST_SHOWN) -> str:

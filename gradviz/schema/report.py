@@ -10,7 +10,14 @@ import numpy as np
 from gradviz.schema.array_files import block_key, write_npy
 from gradviz.schema.graph import GraphModel
 from gradviz.schema.indices import cell_label
-from gradviz.schema.results import NOT_THE_VERDICT, WARNED, BlockComparison, CheckResult, LargeBlock
+from gradviz.schema.results import (
+    FAST_MODE,
+    NOT_THE_VERDICT,
+    WARNED,
+    BlockComparison,
+    CheckResult,
+    LargeBlock,
+)
 from gradviz.schema.strict_json import encode, encode_optional
 from gradviz.schema.sweep import BlockSweep, SweepResult
 
@@ -39,6 +46,7 @@ def result_to_dict(result: CheckResult) -> dict[str, Any]:
         "blocks": [_block_dict(result, b) for b in result.blocks],
         "forward_blocks": [_block_dict(result, b, forward=True) for b in result.forward_blocks],
         "large_blocks": [_large_block_dict(result, b) for b in result.large_blocks],
+        "deferred_maps": result.deferred_maps,
         "checks": [c.to_dict() for c in result.checks],
         "warnings": result.warnings,
         "notes": result.notes,
@@ -353,7 +361,7 @@ def verdict_line(result: CheckResult) -> str:
 
 
 def _verdict_words(result: CheckResult) -> str:
-    if result.large_blocks and not result.blocks:
+    if result.deferred_maps or (result.large_blocks and not result.blocks):
         return _large_verdict_line(result)
     forward_cells = sum(b.analytic.size for b in result.forward_blocks)
     outside = result.n_failing + sum(b.n_failing for b in result.forward_blocks)
@@ -384,17 +392,28 @@ def _verdict_words(result: CheckResult) -> str:
 
 
 def _large_verdict_line(result: CheckResult) -> str:
-    """A check whose Jacobians were never held: what the search found among how many cells."""
+    """A check whose Jacobians were never held: gradcheck's verdict, and what the search found
+    among how many cells (with fast_mode a found cell beside a passing verdict is a warning)."""
     cells = sum(b.shape[0] * b.shape[1] for b in result.large_blocks)
     found = [(b, c) for b in result.large_blocks for c in b.cells]
+    failed = [c.name for c in result.checks if c.failed]
+    searched = any(b.probes for b in result.large_blocks)
+    how = "random projections, then bisection" if searched else "one more random projection"
+    fast = any(c.name == FAST_MODE for c in result.checks)
+    worst = ""
+    if found:
+        block, cell = max(found, key=lambda bc: abs(bc[1].analytic - bc[1].numerical))
+        where = result.cell_label(block, cell.row, cell.col)
+        worst = f"worst {where} (|err| {abs(cell.analytic - cell.numerical):.2g})"
+    count = f"{len(found):,} wrong cell{'s' if len(found) != 1 else ''} found"
+    if result.passed and fast:
+        said = f"PASSED: {result.function} by gradcheck's fast_mode (random projections agree)"
+        if found:
+            return f"{said}; {count} outside tolerance, {worst}"
+        return f"{said}; no wrong cell found among {cells:,} ({how})" if cells else said
+    if result.passed:
+        return f"PASSED: {result.function}, no wrong cell found among {cells:,} ({how})"
     if not found:
-        failed = [c.name for c in result.checks if c.failed]
-        if failed:
-            return f"FAILED: {result.function}: {', '.join(failed)}"
-        return f"PASSED: {result.function}, no wrong cell found among {cells:,} (random projections, then bisection)"
-    block, cell = max(found, key=lambda bc: abs(bc[1].analytic - bc[1].numerical))
-    where = result.cell_label(block, cell.row, cell.col)
-    return (
-        f"FAILED: {len(found):,} wrong cell{'s' if len(found) != 1 else ''} found; worst {where} "
-        f"(|err| {abs(cell.analytic - cell.numerical):.2g})"
-    )
+        return f"FAILED: {result.function}: {', '.join(failed)}"
+    checks = f"{', '.join(failed)}; " if failed else ""
+    return f"FAILED: {checks}{count}; {worst}"

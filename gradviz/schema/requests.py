@@ -24,6 +24,24 @@ ENVELOPE = ("op", "id", "out_dir")  # what the client adds around a request's ow
 
 
 @dataclass(frozen=True)
+class NodeRef:
+    """One custom call of a model's forward, as an audit listed it.
+
+    ``call`` is its 1-based place in call order; ``inputs`` the digest of the arguments the audit
+    captured there (``gradviz.core.audit_node.inputs_digest``). The forward is run again to find
+    the call, and must give it the same arguments: a sweep or a region of a node is never of
+    other inputs than the ones its check saw.
+    """
+
+    call: int
+    inputs: str
+
+    def validate(self) -> None:
+        if self.call < 1:
+            raise SettingsError(f"A node's call is counted from 1, not {self.call}.")
+
+
+@dataclass(frozen=True)
 class CodeSource:
     """Where the worker finds the user's code, and which Function in it.
 
@@ -31,7 +49,9 @@ class CodeSource:
     ``path`` (a file) or ``source`` (editor text) is loaded, in that order; ``path`` may come
     with a ``target`` that names a Function of that file. ``filename`` is what tracebacks call
     the code (a path, or ``<editor>``); ``parameters``: for a module factory, ``True`` checks
-    all of its parameters, a tuple of names checks those.
+    all of its parameters, a tuple of names checks those. With ``node``, ``function`` names a
+    model (an ``nn.Module`` class or factory, as for an audit) and the code is that node's
+    Function or op at the inputs the model's forward gives it.
     """
 
     source: str | None = None
@@ -41,10 +61,13 @@ class CodeSource:
     inputs_path: str | None = None
     function: str | None = None
     parameters: bool | tuple[str, ...] | None = None
+    node: NodeRef | None = None
 
     def validate(self) -> None:
         if self.source is None and self.path is None and self.target is None:
             raise SettingsError("A request names no code: give source text, a file or a target.")
+        if self.node is not None and self.source is not None:
+            raise SettingsError("A node of a model audit is found in a file or a target, not in editor text.")
 
     @property
     def shown_name(self) -> str:
@@ -77,7 +100,9 @@ class CheckRequest:
     """Check one Function: both Jacobians, compared under gradcheck's rule.
 
     ``sweep``: also the eps sweep, with these options; ``arrays``: the blocks as .npy files in
-    the run's folder (else inline in the summary); ``graph``: also the autograd graph;
+    the run's folder (else inline in the summary); ``maps``: with fast_mode, when both Jacobians
+    are built ("eager": always, "failing": for a failing check, "deferred": never; see
+    ``core.check.check_function``); ``graph``: also the autograd graph;
     ``report``: also the report document and its table (the CLI prints them); ``save``: a folder
     the blocks are saved to (``overwrite`` replaces files there); ``batched_crash``: set by the
     worker when it runs the check again without vmap after the batched run died.
@@ -89,6 +114,7 @@ class CheckRequest:
     timeout: float | None = None
     sweep: SweepOptions | None = None
     arrays: bool = True
+    maps: str = "eager"
     graph: bool = True
     report: bool = False
     save: str | None = None

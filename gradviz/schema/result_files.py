@@ -82,6 +82,7 @@ def read_check_result(summary: dict[str, Any]) -> CheckResult:
         sweep=SweepResult.from_dict(summary["sweep"]) if summary.get("sweep") else None,
         large_blocks=[_large_block(b) for b in summary.get("large_blocks", [])],
         forward_blocks=[_block(entry) for entry in summary.get("forward_blocks", [])],
+        deferred_maps=bool(summary.get("deferred_maps", False)),
     )
 
 

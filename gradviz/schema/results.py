@@ -253,6 +253,9 @@ class CheckResult:
     numerical_path: str = "batched"
     functions: list[str] = field(default_factory=list)  # every Function the source offers, its own first
     large_blocks: list[LargeBlock] = field(default_factory=list)  # too large to hold: searched instead
+    # fast_mode's verdict came first and no Jacobian was built: ``blocks`` stays empty until the maps
+    # are built from the same inputs (``gradviz.Report.blocks`` does so when first read)
+    deferred_maps: bool = False
     precision: PrecisionCheck | None = None  # a failing lower-precision check, re-checked in float64
     sweep: SweepResult | None = None  # the eps sweep, when one was asked for
     # check_forward_ad: the forward-mode Jacobian (jvp / forward AD) in ``analytic`` against the same

@@ -1,4 +1,6 @@
-"""Sizes for people: the one byte formatter of every front-end (binary units, IEC names).
+"""Sizes and counts for people: the one byte formatter of every front-end (binary units, IEC
+names), the one way a count meets its noun (``counted``: "1 leaf", "2 leaves"), and places
+counted from 1 (``ordinal``: "2nd").
 
 The CLI's memory table (always KiB, so its rows line up), the memory plots (the unit of the
 taller bar, three figures) and every message ("a 12.0 MiB file") call ``format_bytes``.
@@ -30,3 +32,17 @@ def format_bytes(n: float, unit: Unit | None = None, *, three_figures: bool = Fa
     v = n / size
     decimals = 1 if not three_figures else 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
     return f"{v:,.{decimals}f} {name}"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` with its noun in the number it takes: ``1 leaf``, ``0 leaves``, ``1,024 cells``.
+    ``plural`` for a noun that does not just add an s (leaf: leaves, process: processes)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``11th``, ``22nd``: a place counted from 1, which no reader
+    mistakes for a 0-based index."""
+    tens = n % 100
+    suffix = "th" if 11 <= tens <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

@@ -21,6 +21,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 
 from gradviz.protocol import process_tree
 
@@ -58,14 +59,15 @@ def _set_dumpable(value: int) -> bool:
         return False
 
 
-def kill_everything_below(run_pid: int | None = None) -> list[int]:
-    """Freeze and SIGKILL every process below this one; the pids signalled.
+def kill_everything_below(run_pid: int | None = None, spare: Collection[int] = ()) -> list[int]:
+    """Freeze and SIGKILL every process below this one but those in ``spare`` (a spawned run
+    process that has never run user code, ``start_method``); the pids signalled.
 
     The run's own process group is killed too, by group id: where /proc does not exist that is
     all there is, and on Linux it costs nothing. Call it while the run is still unreaped (its
     zombie keeps the group id from being reused).
     """
-    killed = process_tree.kill_tree(os.getpid(), include_root=False)
+    killed = process_tree.kill_tree(os.getpid(), include_root=False, spare=spare)
     if run_pid:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(run_pid, signal.SIGKILL)
@@ -74,9 +76,9 @@ def kill_everything_below(run_pid: int | None = None) -> list[int]:
     return killed
 
 
-def reap_everything(run_pid: int | None = None, wait_s: float = REAP_WAIT_S) -> bool:
-    """Reap the killed run and every other child until none is left below us, for at most
-    ``wait_s``; whether everything went. A process in uninterruptible sleep does not die at once:
+def reap_everything(run_pid: int | None = None, wait_s: float = REAP_WAIT_S, spare: Collection[int] = ()) -> bool:
+    """Reap the killed run and every other child until none but ``spare`` are left below us, for
+    at most ``wait_s``; whether everything went. A process in uninterruptible sleep does not die at once:
     it is left for a later ``process_tree.reap_exited``."""
     me, end = os.getpid(), time.monotonic() + wait_s
     while True:
@@ -86,8 +88,8 @@ def reap_everything(run_pid: int | None = None, wait_s: float = REAP_WAIT_S) -> 
                     run_pid = None
             except ChildProcessError:  # reaped already
                 run_pid = None
-        process_tree.reap_exited()
-        left = process_tree.descendants(me)
+        process_tree.reap_exited(keep=spare)  # a spare that died is the starter's to reap
+        left = [pid for pid in process_tree.descendants(me) if pid not in spare]
         if run_pid is None and not left:
             return True
         if time.monotonic() > end:
@@ -96,11 +98,11 @@ def reap_everything(run_pid: int | None = None, wait_s: float = REAP_WAIT_S) -> 
         time.sleep(0.01)
 
 
-def end_everything(run_pid: int | None = None) -> None:
-    """Kill and reap the whole tree below us (the end of a run, or of the worker)."""
-    kill_everything_below(run_pid)
-    if not reap_everything(run_pid):
-        kill_everything_below(run_pid)  # a process that was forking while we looked
+def end_everything(run_pid: int | None = None, spare: Collection[int] = ()) -> None:
+    """Kill and reap the whole tree below us but ``spare`` (the end of a run, or of the worker)."""
+    kill_everything_below(run_pid, spare)
+    if not reap_everything(run_pid, spare=spare):
+        kill_everything_below(run_pid, spare)  # a process that was forking while we looked
 
 
 def fault_file() -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gradviz.protocol import messages
-from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError
+from gradviz.schema.errors import Cancelled, ErrorKind, GradvizError, SettingsError
 from gradviz.schema.requests import (
     AuditRequest,
     CheckRequest,
@@ -53,6 +53,8 @@ def _load(code: CodeSource):
     a file of arguments saved by torch.save), a file by ``path``, or editor text."""
     from gradviz.core.loader import load_file, load_source, load_target
 
+    if code.node is not None:  # only a sweep or a region is of one audit node (``_node``)
+        raise SettingsError("A node of a model audit is checked, and its graph drawn, by the audit itself.")
     if code.target:
         loaded = load_target(code.target, inputs_path=code.inputs_path)
     elif code.path:
@@ -90,7 +92,7 @@ def handle_check(job: Envelope | CheckRequest, send: Send | None) -> dict[str, A
     progress = _progress(envelope, send)
     loaded = _load(request.code)
     settings = request.settings
-    result = check_source(loaded, request.code.function, settings, progress=progress)
+    result = check_source(loaded, request.code.function, settings, progress=progress, maps=request.maps)
     if request.batched_crash:
         result.notes.append(
             f"{BATCHED_CRASH}, which some code does not survive (.data on a batched tensor, for one); "
@@ -137,10 +139,20 @@ def handle_sweep(job: Envelope | SweepRequest, send: Send | None) -> dict[str, A
     from gradviz.schema.report import format_sweep
 
     envelope, request = _job(job, SweepRequest)
-    loaded = _load(request.code)
-    sweep = sweep_source(
-        loaded, request.code.function, request.settings, options=request.options, progress=_progress(envelope, send)
-    )
+    progress = _progress(envelope, send)
+    if request.code.node is not None:
+        from gradviz.core.audit_node import find_node
+        from gradviz.core.sweep import sweep_function
+
+        node = find_node(request.code, request.settings)
+        sweep = sweep_function(
+            node.fn, node.inputs, node.settings, options=request.options, progress=progress, name=node.name,
+            filename=node.filename,
+        )  # fmt: skip
+    else:
+        sweep = sweep_source(
+            _load(request.code), request.code.function, request.settings, options=request.options, progress=progress
+        )
     if request.batched_crash:
         sweep.notes.append(
             f"{BATCHED_CRASH}; gradviz swept again with one call per perturbed input."
@@ -234,16 +246,17 @@ def handle_region(job: Envelope | RegionRequest, send: Send | None) -> dict[str,
     spec = request.region
     rows = range(spec.row0, spec.row0 + spec.rows)
     cols = range(spec.col0, spec.col0 + spec.cols)
-    loaded = _load(request.code)
-    region = region_of_source(
-        loaded,
-        request.code.function,
-        request.settings,
-        (spec.output, spec.input),
-        rows,
-        cols,
-        progress=_progress(envelope, send),
-    )
+    block, progress = (spec.output, spec.input), _progress(envelope, send)
+    if request.code.node is not None:
+        from gradviz.core.audit_node import find_node
+        from gradviz.core.region import region_of_function
+
+        node = find_node(request.code, request.settings)
+        region = region_of_function(node.fn, node.inputs, node.settings, block, rows, cols, progress=progress)
+    else:
+        region = region_of_source(
+            _load(request.code), request.code.function, request.settings, block, rows, cols, progress=progress
+        )
     return write_region(region, envelope.out_dir)
 
 
@@ -276,6 +289,7 @@ def handle_audit(job: Envelope | AuditRequest, send: Send | None) -> dict[str, A
             if node.result is not None:
                 document["files"] = write_check_result(node.result, f"{envelope.out_dir}/node{place}")
                 document["graph"], document["graph_error"] = node.graph, node.graph_error
+                document["inputs"] = node.inputs  # its sweep and regions find the call again by it
     return {**audit.summary_dict(), "nodes": nodes, "table": format_audit_table(audit)}
 
 

@@ -10,9 +10,11 @@ has no fork. The run is a fresh ``python -P -m gradviz.worker.spawned`` (``subpr
 at once, which is safe everywhere). Its message pipe and fault file are inherited descriptors;
 the request, the thread count and the run's secret key come on its stdin, a pipe only the worker
 holds, never in argv or the environment, which other users' ``ps`` can read. Importing torch
-costs a second or two, so one *spare* run process is started while the worker idles (and while
-it starts: its ``ready`` waits for the first spare): it imports torch (and warms up), says so on
-a pipe of its own, and waits on stdin for its request. The run's time limit counts from when it
+costs a second or two, so one *spare* run process is always on its way: started with the worker
+(its ``ready`` waits for the first spare) and again as soon as a spare is handed its request, so
+the next target of a command finds one ready while this one runs. It imports torch (and warms
+up), says so on a pipe of its own, and waits on stdin for its request, hidden from the run beside
+it (not dumpable); the end of a run kills everything below the worker but the spare. The run's time limit counts from when it
 says it started (``run.STARTED``), not while a spare handed a request at once still imports.
 
 The worker treats both alike: it relays the run's sealed messages, asks for its stack with
@@ -120,9 +122,10 @@ class RunStarter:
         return run
 
     @property
-    def spare_pid(self) -> int | None:
-        """The spare's pid: the worker's idle reaping leaves it to us (``prepare`` looks at it)."""
-        return self.spare.pid if self.spare is not None else None
+    def spares(self) -> tuple[int, ...]:
+        """The spare's pid, if any: the worker's reaping, killing and metering at the end of a run
+        leave it alone (``prepare`` looks after it; it is not part of any run)."""
+        return (self.spare.pid,) if self.spare is not None else ()
 
     def close(self) -> None:
         """The worker stops: the spare goes (it never ran anything)."""

@@ -124,8 +124,8 @@ class Supervisor:
             _sweep_run_roots()
 
     def _step(self) -> None:
-        if self.run is None and not self.quitting:
-            self.starter.prepare()  # spawn: the next run imports torch while we wait
+        if not self.quitting:
+            self.starter.prepare()  # spawn: the next run imports torch while we wait, or while this one runs
         fds = ([self.requests_fd] if self.requests_fd >= 0 else []) + ([self.run.pipe] if self.run else [])
         readable, _, _ = select.select(fds, [], [], POLL_S if self.run else 0.5)
         if self.requests_fd in readable:
@@ -141,7 +141,7 @@ class Supervisor:
         if self.run:
             self._watch_run()
         else:  # a process that took longer than REAP_WAIT_S to die; the spare is the starter's
-            process_tree.reap_exited(keep=self.starter.spare_pid)
+            process_tree.reap_exited(keep=self.starter.spares)
         while self.pending and (self.run is None or self.run.answered) and not self.quitting:
             self._take(self.pending.popleft())
         if os.getppid() != self.parent:  # the client died (reparented): stop everything
@@ -239,7 +239,7 @@ class Supervisor:
             return
         code = process_tree.exit_status(run.pid)  # left unreaped until all it started is killed
         if code is not None:
-            containment.kill_everything_below(run.pid)
+            containment.kill_everything_below(run.pid, self.starter.spares)
             self._drain()
             retry = _without_batches(run) if not run.answered else None
             if not run.answered and retry is None:
@@ -248,11 +248,11 @@ class Supervisor:
             if retry is not None:
                 self._start_run(retry)
             return
-        process_tree.reap_exited(keep=run.pid)  # orphans the run left that ended on their own
+        process_tree.reap_exited(keep=(run.pid, *self.starter.spares))  # orphans the run left that ended on their own
         if run.deadline is not None and time.monotonic() > run.deadline:
             limit = float(run.envelope.request.timeout or 0)
             self._stop_hung(lambda dump, source: faults.timeout_error(limit, dump, source))
-        elif self.memory_limit and self.meter.over(self.memory_limit):
+        elif self.memory_limit and self.meter.over(self.memory_limit, spare=self.starter.spares):
             shown = format_bytes(self.memory_limit)
             self._stop_hung(lambda dump, source: faults.out_of_memory_error(shown, dump, source))
 
@@ -277,7 +277,7 @@ class Supervisor:
         ):
             time.sleep(0.02)
         time.sleep(0.05)  # let it finish writing the dump
-        containment.kill_everything_below(run.pid)
+        containment.kill_everything_below(run.pid, self.starter.spares)
         self._drain()
         if not self.run.answered:
             self._answer(describe(self._dump(), self._source()))
@@ -308,7 +308,7 @@ class Supervisor:
     def _end_run(self) -> None:
         """The run and everything it started go (by ancestry, not by group); bounded waits only."""
         run, self.run = self.run, None
-        containment.end_everything(run.pid)
+        containment.end_everything(run.pid, self.starter.spares)
         run.process.forget()
         os.close(run.pipe)
         os.close(run.faults)

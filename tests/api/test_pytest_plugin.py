@@ -48,6 +48,10 @@ def test_softplus_backward():
 
 def test_a_correct_one():
     assert_gradients(lambda x: torch.nn.functional.softplus(x), batch())
+
+
+def test_softplus_fast_mode():
+    assert_gradients(Softplus, batch(), fast_mode=True)
 '''
 
 
@@ -82,7 +86,7 @@ def suite_run(tmp_path_factory):
 def test_the_failure_shows_the_failing_cell_and_the_hint(suite_run):
     folder, out = suite_run
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "1 failed, 1 passed" in out.stdout
+    assert "2 failed, 1 passed" in out.stdout
     module = oracle.load_module(folder / "test_ops.py")
     args = (module.batch(),)
     analytic = oracle.analytical_jacobian(module.Softplus, args)[0, 0]
@@ -100,13 +104,14 @@ def test_the_failure_shows_the_failing_cell_and_the_hint(suite_run):
 
 
 FAILING = pytest_plugin.artifact_folder(Path("."), "test_ops.py::test_softplus_backward").name
+FAST = pytest_plugin.artifact_folder(Path("."), "test_ops.py::test_softplus_fast_mode").name
 
 
 def test_artifacts_are_written_for_the_failing_test_only(suite_run):
     folder, out = suite_run
     artifacts = folder / "artifacts"
     assert FAILING.startswith("test_ops.py__test_softplus_backward-")
-    assert [p.name for p in artifacts.iterdir()] == [FAILING]
+    assert sorted(p.name for p in artifacts.iterdir()) == sorted([FAILING, FAST])
     written = {p.name for p in (artifacts / FAILING).iterdir()}
     assert {
         "report.json",
@@ -117,6 +122,19 @@ def test_artifacts_are_written_for_the_failing_test_only(suite_run):
         "error_o0_i0.png",
     } <= written
     assert "gradviz artifacts" in out.stdout and FAILING in out.stdout
+
+
+def test_a_failing_fast_mode_check_saves_the_maps_it_deferred(suite_run):
+    """fast_mode builds no Jacobian for its verdict; the artifacts of its failure hold both, as
+    torch computes them."""
+    folder, _ = suite_run
+    module = oracle.load_module(folder / "test_ops.py")
+    args = (module.batch(),)
+    with np.load(folder / "artifacts" / FAST / "report.npz") as saved:
+        analytic = next(saved[k] for k in saved.files if k.startswith("analytic"))
+        numerical = next(saved[k] for k in saved.files if k.startswith("numerical"))
+    np.testing.assert_allclose(analytic, oracle.analytical_jacobian(module.Softplus, args)[0, 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(numerical, oracle.numerical_jacobian(module.Softplus, args)[0, 0], rtol=0, atol=1e-8)
 
 
 def test_the_reproducer_exits_with_gradchecks_verdict(suite_run):

@@ -1,9 +1,11 @@
 """The action table alone, on a bare QMainWindow: every row becomes a menu item bound to its
-slot, no two actions share a key, and a row without a slot is an error, not a dead menu item."""
+slot, no two actions share a key, Ctrl+W closes the window as everywhere else, and a row without a
+slot is an error, not a dead menu item."""
 
 from __future__ import annotations
 
 import pytest
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMainWindow
 
 from gradviz.app.actions import ACTIONS, MENUS, build_actions
@@ -39,6 +41,20 @@ def test_no_two_actions_share_a_key(window):
         for key in {key.toString() for key in action.shortcuts()}:  # ZoomIn is Ctrl++ again on some systems
             assert owner.setdefault(key, name) == name, f"{key} is {owner[key]} and {name}"
     assert len(owner) > 25
+
+
+def keys_of(action) -> set[str]:
+    return {key.toString() for key in action.shortcuts()}
+
+
+def test_ctrl_w_closes_the_window_and_the_worst_cell_has_a_key_of_its_own(window):
+    _menus, actions = build_actions(window, {spec.name: lambda: None for spec in ACTIONS})
+    close = {key.toString() for key in QKeySequence.keyBindings(QKeySequence.StandardKey.Close)}
+    assert "Ctrl+W" in close  # every platform's Close (macOS's Cmd+W is Qt's Ctrl+W)
+    assert {"Ctrl+W", QKeySequence(QKeySequence.StandardKey.Close).toString()} == keys_of(actions["close"])
+    assert len(actions["close"].shortcuts()) == len(keys_of(actions["close"]))  # no key bound twice
+    assert keys_of(actions["worst"]) and not keys_of(actions["worst"]) & close
+    assert [name for name, action in actions.items() if "Ctrl+W" in keys_of(action)] == ["close"]
 
 
 def test_a_row_without_a_slot_is_refused(window):

@@ -393,3 +393,32 @@ def test_the_block_list_is_marked_by_the_mode_on_screen(qtbot, panel, make_check
     assert panel.forward.shown(shown) is wrong.blocks[panel.block_selector.currentIndex()]
     panel.forward.backward_button.click()
     assert all("✓" in text for text in items())
+
+
+def test_fast_mode_shows_the_verdict_first_then_fills_the_shown_blocks_maps(qtbot, main_window):
+    """Checks… → fast_mode: the worker builds no map for the verdict; the block on screen gets its
+    cells next, computed for it, equal to the ones an eager check builds."""
+    import numpy as np
+
+    import gradviz
+
+    window = main_window
+    show_function(window, "OneCellOff")
+    dialog = open_options(qtbot, window)
+    dialog.options.boxes["fast_mode"].click()
+    dialog.close()
+    run_and_wait(qtbot, window)
+    result = window.current.result
+    assert result.deferred_maps and not result.blocks
+    assert result.passed == gradcheck_passes(fns.OneCellOff, fast_mode=True)
+    panel = window.jacobians
+    qtbot.waitUntil(lambda: panel.shown_region() is not None, timeout=RUN_TIMEOUT)
+    region = panel.shown_region()
+    (x,) = fns.example_inputs(torch.device("cpu"), torch.float64)
+    eager = gradviz.check(fns.OneCellOff, x, raise_exception=False).blocks[0]
+    assert region.shape == eager.analytic.shape  # 64 x 64: the whole block
+    np.testing.assert_allclose(region.comparison.analytic, eager.analytic, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(region.comparison.numerical, eager.numerical, rtol=0, atol=1e-9)
+    assert region.comparison.n_failing == eager.n_failing
+    assert "no map was built" in panel.large_page.summary.text()
+    save_shot(window, "fast-mode-maps-filled", qtbot)

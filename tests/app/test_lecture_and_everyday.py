@@ -113,7 +113,7 @@ def test_help_lists_the_shortcuts(qtbot, main_window):
     dialog = window.shortcuts_dialog
     qtbot.waitUntil(dialog.isVisible)
     text = dialog.findChild(type(window.banner.headline)).text()
-    for words in ("F11", "Presentation mode", "Page Down", "Ctrl+F", "Find", "Tab / Shift+Tab"):
+    for words in ("F11", "Presentation mode", "Page Down", "Ctrl+F", "Find", "Tab / Shift+Tab", "F8", "Go to worst cell"):
         assert words in text
     dialog.close()
 

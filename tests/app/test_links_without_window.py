@@ -181,7 +181,7 @@ def test_files_already_there_are_kept_unless_the_user_agrees(exports, tmp_path, 
     monkeypatch.setattr(exports, "confirm_replace", lambda folder, existing: asked.append([p.name for p in existing]) or False)
     assert exports.export_figures(tmp_path, names=("graph",)) == []
     assert asked == [["model_graph.png"]] and (tmp_path / "model_graph.png").read_text() == "the user's own"
-    assert said == [f"Nothing exported: 1 file(s) in {tmp_path} kept"]
+    assert said == [f"Nothing exported: 1 file in {tmp_path} kept"]
 
 
 def test_the_dialogs_start_in_the_folder_used_last(exports, tmp_path):

@@ -377,3 +377,22 @@ def test_export_figures_as_svg_pdf_and_png_at_a_chosen_size_with_the_caption(qtb
     assert (tmp_path / "buggy_linear_transpose_graph.pdf").read_bytes().startswith(b"%PDF")
     image = QImage(str(tmp_path / "buggy_linear_transpose_jacobians.png"))
     assert (image.width(), image.height()) == (1280, 720)
+
+
+def test_ctrl_w_closes_the_window_after_asking_about_unsaved_changes(qtbot, main_window, monkeypatch):
+    """Ctrl+W is File → Close window, as in every other program (Go to worst cell has a key of
+    its own): it goes through the same unsaved-changes prompt as closing the window does."""
+    from PySide6.QtWidgets import QMessageBox
+
+    window = main_window
+    assert "Ctrl+W" not in {key.toString() for key in window.actions["worst"].shortcuts()}
+    window.editor.editor.insertPlainText("# mine\n")
+    answers = iter([QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Discard])
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[1]) or next(answers))
+    qtbot.keyClick(window.editor.editor, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    assert asked == ["Unsaved changes"] and window.isVisible()  # Cancel: the window and the text stay
+    assert window.editor.text().startswith("# mine\n")
+    qtbot.keyClick(window.editor.editor, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert asked == ["Unsaved changes", "Unsaved changes"]

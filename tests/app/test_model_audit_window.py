@@ -8,7 +8,8 @@ import os
 
 from PySide6.QtCore import Qt
 
-from gradviz.app.why_link import AUDIT_NODE_TEXT
+from gradviz.app.why_link import NODE_RERUNS
+from gradviz.schema.requests import NodeRef, Region
 from tests.paths import ROOT
 
 MODELS = ROOT / "tests" / "core" / "audit_models.py"
@@ -43,9 +44,20 @@ def test_audit_shows_the_wrong_node_red_and_opens_its_maps(qtbot, main_window):
     first = window.graph.step_position()
     window.graph.step(1)
     assert window.graph.step_position() != first and first[1] == len(graph.backward_order) > 1
-    # Why? never sweeps the editor's code as if it were this node
-    assert window.why.panel.message_text() == AUDIT_NODE_TEXT
-    assert not window.controller.sweep_pending
+    # Why? sweeps this node at its inputs in the model, never the editor's code as if it were the node
+    with qtbot.waitSignal(window.why.shown, timeout=60_000):
+        pass
+    sweep = window.why.panel.result()
+    assert sweep is not None and sweep.function == "BadRMSNormFn" and sweep.verdict.value == "backward_wrong"
+    assert "backward wrong" in window.why.panel.headline_text().lower()
+    assert not window.why.panel.rerun_button.isEnabled() and window.why.panel.rerun_button.toolTip() == NODE_RERUNS
+    # and a region of its block is of this node too
+    sent = []
+    run_region = window.controller.run_region
+    window.controller.run_region = lambda request: (sent.append(request), run_region(request))[1]
+    window.jacobians.region_requested.emit(Region(0, 1, 0, 0, 2, 2))
+    assert sent and sent[0].code.node == NodeRef(2, link._shown[1][1]["inputs"])
+    assert sent[0].code.function == "TwoNorms" and sent[0].code.path == str(MODELS)
     if os.environ.get("GRADVIZ_SCREENSHOT"):  # resources/screenshots/model_audit.png, at 1920x1080
         window.grab().save(os.environ["GRADVIZ_SCREENSHOT"])
 

@@ -65,7 +65,24 @@ class InPlaceGradOutput(torch.autograd.Function):
         return g.mul_(x.cos())
 
 
-FUNCTIONS = [Square, WrongFactor, NumpyBackward, OneCellOff, InPlaceGradOutput]
+class NoneGradOutput(torch.autograd.Function):
+    """Right values, but with materialize_grads off it answers an undefined grad_output with a
+    non-zero gradient: gradcheck's undefined-gradient test fails it, check_undefined_grad=False
+    passes it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.ones_like(x) if g is None else 2 * x * g
+
+
+FUNCTIONS = [Square, WrongFactor, NumpyBackward, OneCellOff, InPlaceGradOutput, NoneGradOutput]
 
 
 def example_inputs(device, dtype):

@@ -1,8 +1,9 @@
 """The one caller of ``torch.autograd.gradcheck(fast_mode=True)`` (``checks.check_fast_mode``).
 
-The ordinary check (Jacobians held, undefined-gradient test run under its own name) and the
-large-Jacobian path (nothing held, gradcheck folds that test in) both ask it; its verdict must be
-gradcheck's own with the same options, whichever asks.
+The ordinary check (Jacobians held) and the checks that hold none (``core/verdict_first.py``:
+fast mode's verdict first, Jacobians too large) both ask it, with the undefined-gradient tests
+run under their own names beside it; its verdict must be gradcheck's own with the same options,
+whichever asks.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def test_both_callers_get_gradchecks_fast_verdict(fn):
     assert held.failed == (not gradcheck_fast(fn, x, check_undefined_grad=False))
     torch.manual_seed(0)
     large = check_fast_mode(fn, (x,), settings, holds_jacobians=False)
-    assert large.failed == (not gradcheck_fast(fn, x))  # undefined-gradient test folded in, as gradcheck's default
+    assert large.failed == (not gradcheck_fast(fn, x, check_undefined_grad=False))
 
 
 def test_the_large_path_names_it_fast_mode_only_when_asked_for():

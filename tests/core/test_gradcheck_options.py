@@ -21,7 +21,14 @@ from tests.core import option_functions as fns
 from tests.real_world.oracle import gradcheck_passes
 
 SOURCE = Path(fns.__file__)
-OPTIONS = [{"fast_mode": True}, {"check_batched_grad": True}, {"masked": True}, {"masked": False}]
+OPTIONS = [
+    {"fast_mode": True},
+    {"fast_mode": True, "check_undefined_grad": False},
+    {"check_undefined_grad": False},
+    {"check_batched_grad": True},
+    {"masked": True},
+    {"masked": False},
+]
 
 
 def inputs(contiguous: bool) -> torch.Tensor:
@@ -52,7 +59,7 @@ def test_the_functions_tell_the_options_apart():
     would catch an option gradviz ignored."""
     x = inputs(True)
     plain = {fn: gradcheck_verdict(fn, x) for fn in fns.FUNCTIONS}
-    for option in ({"fast_mode": True}, {"check_batched_grad": True}):
+    for option in ({"fast_mode": True}, {"check_batched_grad": True}, {"check_undefined_grad": False}):
         assert any(gradcheck_verdict(fn, x, **option) != plain[fn] for fn in fns.FUNCTIONS), option
 
 
@@ -60,9 +67,19 @@ def test_fast_mode_shows_the_cells_and_says_which_verdict_it_gives():
     x = inputs(True)
     report = gradviz_report(fns.OneCellOff, x, fast_mode=True)
     assert report.passed == gradcheck_verdict(fns.OneCellOff, x, fast_mode=True)
-    assert report.result.n_failing == (0 if gradcheck_verdict(fns.OneCellOff, x) else 1)  # the cell still shows
     fast = next(c for c in report.result.checks if c.name == "fast_mode")
     assert fast.passed == report.passed
+    slow_fails = not gradcheck_verdict(fns.OneCellOff, x)
+    # the verdict first: the wrong cell found by the screen and bisection, no map built yet
+    assert report.result.deferred_maps and not report.result.blocks
+    assert sum(len(b.cells) for b in report.result.large_blocks) == int(slow_fails)
+    if report.passed and slow_fails:
+        assert any("fast_mode=True" in w and "element-wise" in w for w in report.result.warnings)
+        line = verdict_line(report.result)
+        assert "fast_mode" in line and "1 wrong cell found" in line and "no wrong cell" not in line
+    # the maps when read: the cell still shows
+    assert sum(b.n_failing for b in report.blocks) == int(slow_fails)
+    assert not report.result.deferred_maps and report.result.n_failing == int(slow_fails)
     if report.passed and report.result.n_failing:
         assert any("fast_mode=True" in w and "element-wise" in w for w in report.result.warnings)
         line = verdict_line(report.result)  # the banner's headline never says every cell is within tolerance
@@ -146,3 +163,31 @@ def test_jacobians_too_large_to_hold_keep_gradchecks_verdict(fn):
     report = gradviz.check(fn, x, raise_exception=False, max_memory_mb=0.001, **options)
     assert report.result.analytic_path == "projections"
     assert report.passed == gradcheck_verdict(fn, x, **options)
+
+
+def test_cli_fast_mode_gives_the_verdict_first_and_saves_the_maps_of_a_failing_check_only(cli, tmp_path):
+    """Through the real worker: ``--fast-mode`` builds no Jacobian for a passing check, and
+    ``--save`` writes the maps of a failing one, equal bitwise to the API's lazily built ones."""
+    import json
+
+    import numpy as np
+
+    module = _cli_source_module()
+    (x,) = module.example_inputs(torch.device("cpu"), torch.float64)
+    out = cli("check", str(SOURCE), "--function", "Square", "--fast-mode", "--json")
+    assert out.returncode == ExitCode.PASS, out.stderr
+    document = json.loads(out.stdout)
+    assert document["deferred_maps"] is True and document["blocks"] == []
+    assert document["paths"] == {"analytic": "projections", "numerical": "projections"}
+
+    passing = tmp_path / "passing"
+    out = cli("check", str(SOURCE), "--function", "Square", "--fast-mode", "--save", str(passing))
+    assert out.returncode == ExitCode.PASS, out.stderr
+    assert not passing.exists() or not list(passing.glob("*.npy"))
+
+    failing = tmp_path / "failing"
+    out = cli("check", str(SOURCE), "--function", "WrongFactor", "--fast-mode", "--save", str(failing))
+    assert out.returncode == ExitCode.MISMATCH, out.stderr
+    lazy = gradviz.check(module.WrongFactor, x, fast_mode=True, raise_exception=False).blocks[0]
+    assert np.load(failing / "analytic_o0_i0.npy").tobytes() == lazy.analytic.tobytes()
+    assert np.load(failing / "numerical_o0_i0.npy").tobytes() == lazy.numerical.tobytes()

@@ -138,7 +138,7 @@ def test_gradient_of_wrong_shape_points_at_return(write_source):
     err = run(write_source, source)
     assert err.kind == "gradient_shape"
     assert err.lineno == line_of(source, "return (2 * x * g).sum()")
-    assert "bad gradient for x" in err.message and "[3, 2]" in err.message
+    assert "the gradient for x (its 1st input) in the wrong shape" in err.message and "[3, 2]" in err.message
 
 
 def test_forward_returning_non_tensor(write_source):

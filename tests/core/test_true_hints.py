@@ -8,11 +8,14 @@ Function or custom op), its verdict from ``torch.autograd.gradcheck``:
   gradcheck does not perturb them), in the API and in the CLI, never "call requires_grad_()"; a
   callable's list, what is true of callables;
 - the vmap-rule check of a custom op never asks it for a setup_context it cannot have;
-- a gradient of the wrong shape names the argument (``y``), as every block does.
+- a gradient of the wrong shape names the argument (``y``), as every block does, and its place
+  counted from 1; inside a callable, the Function's own argument; in a region too.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -21,9 +24,11 @@ import torch
 import gradviz
 from gradviz.core.check_warnings import OUTPUT_DTYPE
 from gradviz.core.hints import ALMOST_NO_GRADIENT, IGNORES_GRAD_OUTPUT
-from gradviz.core.inputs import CALLABLE_CONTAINER_INPUT, OP_LIST_INPUT
+from gradviz.core.inputs import CALLABLE_CONTAINER_INPUT, OP_LIST_INPUT, prepare_inputs
+from gradviz.core.region import region_of_function
+from gradviz.core.user_code import BAD_GRADIENT
 from gradviz.core.vmap_rule import OP_BACKWARD_UNDER_FUNC
-from gradviz.schema.settings import DTYPE_DEFAULTS
+from gradviz.schema.settings import DTYPE_DEFAULTS, CheckSettings
 from tests.cli.runner import gradviz as run_cli
 from tests.real_world import list_ops, registration_ops
 
@@ -68,6 +73,11 @@ class WrongShape(torch.autograd.Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         return g * y.sum(), (g * x).sum().reshape(1)
+
+
+def scaled(a, b):
+    """A callable whose arguments are named otherwise than WrongShape's."""
+    return WrongShape.apply(a, b) * 2
 
 
 def _x(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -155,12 +165,57 @@ def test_vmap_rule_of_a_custom_op_never_asks_for_setup_context():
         torch.func.vjp(registration_ops.square_no_fake, x.detach())
 
 
-def test_wrong_gradient_shape_names_the_argument():
-    x, y = _x(3, 4), _x(3, 4, seed=1)
+def _torch_says_wrong_shape(x: torch.Tensor, y: torch.Tensor) -> tuple[str, str]:
+    """gradcheck's own words: the argument whose gradient has the wrong shape (by PyTorch's
+    0-based index into forward's arguments after ctx) and the shapes it names."""
     with pytest.raises(RuntimeError) as torch_says:
         torch.autograd.gradcheck(WrongShape.apply, (x, y))
-    assert "invalid gradient at index 1" in str(torch_says.value)  # index 1: the second argument, y
-    detail = str(torch_says.value).split(" - ", 1)[-1]
+    index = int(re.search(r"invalid gradient at index (\d+)", str(torch_says.value)).group(1))
+    name = list(inspect.signature(WrongShape.forward).parameters)[1:][index]
+    return name, str(torch_says.value).split(" - ", 1)[-1]
+
+
+def test_wrong_gradient_shape_names_the_argument():
+    x, y = _x(3, 4), _x(3, 4, seed=1)
+    name, detail = _torch_says_wrong_shape(x, y)
+    assert name == "y"  # PyTorch's index 1: the second argument
     with pytest.raises(gradviz.UserCodeError) as caught:
         gradviz.check(WrongShape, (x, y))
-    assert caught.value.message == f"WrongShape.backward returned a bad gradient for y: {detail}."
+    expected = BAD_GRADIENT.format(who="WrongShape.backward", input="y (its 2nd input)", detail=detail, like="y")
+    assert caught.value.message == expected
+    assert "index" not in caught.value.message and "position 1" not in caught.value.message
+
+
+def test_wrong_gradient_shape_inside_a_callable_names_the_functions_own_argument():
+    """A callable's own arguments (a, b) are not the Function's: the message names the Function
+    whose backward returned the gradient and its forward's parameter (y), counted from 1."""
+    x, y = _x(3, 4), _x(3, 4, seed=1)
+    name, detail = _torch_says_wrong_shape(x, y)
+    with pytest.raises(gradviz.UserCodeError) as caught:
+        gradviz.check(scaled, (x, y))
+    who = "WrongShape.backward (called in scaled)"
+    expected = BAD_GRADIENT.format(who=who, input=f"{name} (its 2nd input)", detail=detail, like=name)
+    assert caught.value.message == expected
+
+
+def test_wrong_gradient_shape_in_a_region_names_the_argument():
+    """A region of a block (the window's large-block page) names the input as the check does."""
+    x, y = _x(3, 4), _x(3, 4, seed=1)
+    name, detail = _torch_says_wrong_shape(x, y)
+    prepared = prepare_inputs((x, y), torch.device("cpu"), torch.float64, ["x", "y"])
+    with pytest.raises(gradviz.UserCodeError) as caught:
+        region_of_function(WrongShape, prepared, CheckSettings(), (0, 1), range(2), range(2))
+    expected = BAD_GRADIENT.format(who="WrongShape.backward", input=f"{name} (its 2nd input)", detail=detail, like=name)
+    assert caught.value.message == expected
+
+
+def test_one_cell_off_in_a_symmetric_jacobian_is_no_transposed_factor():
+    """x * x has a diagonal Jacobian, unchanged by swapping an output axis with an input axis of
+    the same size; a swap that changes nothing must not be offered as the cause."""
+    from tests.core import option_functions as fns
+
+    (x,) = fns.example_inputs(torch.device("cpu"), torch.float64)
+    assert not torch.autograd.gradcheck(fns.OneCellOff.apply, (x,), raise_exception=False)
+    report = gradviz.check(fns.OneCellOff, x, raise_exception=False)
+    assert not any("transposed" in h or "swapped" in h for h in report.hints), report.hints
+    assert any("x[0,0]" in h for h in report.hints), report.hints

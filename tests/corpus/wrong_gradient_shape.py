@@ -1,6 +1,6 @@
 """backward returns a gradient of the wrong shape (summed to a scalar).
 
-Expected: exit 2, kind gradient_shape, message "bad gradient for x", line 19.
+Expected: exit 2, kind gradient_shape, message "the gradient for x (its 1st input) in the wrong shape", line 19.
 """
 
 import torch

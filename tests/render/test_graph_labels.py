@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
+from gradviz.core.graph import graph_from_outputs
 from gradviz.render.graph_labels import (
     MIN_SYMBOL_SCALE,
     RING_GAP,
@@ -136,4 +138,43 @@ def test_node_texts():
     empty = np.zeros((0, 2), dtype=np.int64)
     graph = GraphModel([mul, leaf, custom], empty, empty[:, 0], np.zeros((3, 2)), [], {}, [])
     text = summary_text(graph)
-    assert text.startswith("3 nodes (1 custom Function, 1 built-in, 1 leaves) · saved for backward: 2.0 KiB")
+    assert text.startswith("3 nodes (1 custom Function, 1 built-in, 1 leaf) · saved for backward: 2.0 KiB")
+
+
+class Double(torch.autograd.Function):
+    """2x, with a backward that saves nothing: one custom node."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g
+
+
+def torch_node_names(y: torch.Tensor) -> list[str]:
+    """The names of every node PyTorch's graph behind ``y`` holds, found by following next_functions."""
+    found, todo = [], [y.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and all(node is not f for f in found):
+            found.append(node)
+            todo.extend(n for n, _ in node.next_functions)
+    return [node.name().removeprefix("torch::autograd::") for node in found]
+
+
+@pytest.mark.parametrize("n_inputs", [1, 2])
+def test_the_summary_counts_a_real_graph_in_words_that_agree_with_the_number(n_inputs):
+    """One leaf is "1 leaf", two are "2 leaves"; one node, one Function: singular too."""
+    seeded = [torch.Generator().manual_seed(j) for j in range(n_inputs)]
+    xs = [torch.randn(3, dtype=torch.float64, generator=g).requires_grad_() for g in seeded]
+    y = Double.apply(xs[0] if n_inputs == 1 else xs[0] + xs[1])
+    graph = graph_from_outputs(y, xs, [f"x{j}" for j in range(n_inputs)])
+    names = torch_node_names(y)
+    leaves, custom = names.count("AccumulateGrad"), names.count("DoubleBackward")
+    assert (leaves, custom) == (n_inputs, 1) and len(graph.nodes) == len(names)
+    leaf_words = {1: "1 leaf", 2: "2 leaves"}[leaves]
+    text = summary_text(graph)
+    assert f"({custom} custom Function, {len(names) - leaves - custom} built-in, {leaf_words}) · " in text
+    assert text.startswith(f"{len(names)} nodes (")  # two or four: PyTorch's count, plural either way

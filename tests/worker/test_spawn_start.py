@@ -114,3 +114,43 @@ def test_a_spawned_run_and_its_children_end_when_the_client_is_killed(write_sour
     finally:
         client.kill()
         client.wait()
+
+
+SEES_THE_NEXT_SPARE = SQUARE + '''
+import builtins, os, time
+builtins.left_by_the_first_run = True
+me, worker = os.getpid(), os.getppid()
+
+def spare():
+    for pid in open(f"/proc/{{worker}}/task/{{worker}}/children").read().split():
+        try:
+            command = open(f"/proc/{{pid}}/cmdline").read()
+        except OSError:
+            continue
+        if int(pid) != me and "gradviz.worker.spawned" in command:
+            return pid
+
+end = time.monotonic() + 60
+while spare() is None and time.monotonic() < end:
+    time.sleep(0.01)
+open({out!r}, "w").write(str(spare()))
+'''
+
+SAYS_WHO_IT_IS = SQUARE + '''
+import builtins, os
+open({out!r}, "w").write(f"{{os.getpid()}} {{hasattr(builtins, 'left_by_the_first_run')}}")
+'''
+
+
+def test_the_next_run_is_the_spare_started_while_this_one_ran_and_carries_nothing(write_source, tmp_path):
+    """The spare is spawned as soon as the previous one is handed its request, so a command's next
+    target does not wait for an import; it is a fresh interpreter, so nothing of the run beside it
+    reaches it."""
+    seen, second = tmp_path / "spare", tmp_path / "second"
+    with WorkerClient(output=None) as client:
+        first = client.request(request(write_source(SEES_THE_NEXT_SPARE.format(out=str(seen)), "first.py"), timeout=120))
+        assert first.ok and first.result["passed"], first.error
+        spare = seen.read_text()
+        assert spare != "None", "no spare was started while the first run ran"
+        assert client.request(request(write_source(SAYS_WHO_IT_IS.format(out=str(second)), "second.py"), timeout=120)).ok
+        assert second.read_text() == f"{spare} False"

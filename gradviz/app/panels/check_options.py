@@ -34,7 +34,7 @@ OPTIONS = (
     (
         "fast_mode",
         "&Fast mode: random projections vᵀ J u (fast_mode)",
-        "gradcheck(fast_mode=True) gives the verdict; the full Jacobians are still shown",
+        "gradcheck(fast_mode=True) gives the verdict at its cost; the cells of the block on screen are computed next",
         "fast",
     ),
     (

@@ -65,6 +65,7 @@ from gradviz.render.graph_text import (
     tip_text,
 )
 from gradviz.schema.graph import GraphModel, Node, NodeFlow
+from gradviz.schema.units import counted
 
 if TYPE_CHECKING:
     from gradviz.app.state import CurrentResult, ShownRun
@@ -262,7 +263,7 @@ class GraphPanel(QWidget):
         if flow is not None:
             self.step_label.setText(f"step {flow.step + 1} of {len(order)}: {short_label(node)}")
         else:
-            self.step_label.setText(f"{NOT_RUN} ({len(order)} steps)")
+            self.step_label.setText(f"{NOT_RUN} ({counted(len(order), 'step')})")
         self.prev_button.setEnabled(bool(order) and (flow is None or flow.step > 0))
         self.next_button.setEnabled(bool(order) and (flow is None or flow.step < len(order) - 1))
         self.side.show_node(self._graph, node)

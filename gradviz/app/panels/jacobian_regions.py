@@ -1,6 +1,7 @@
-"""The Jacobian panel's large blocks (``CheckResult.large_blocks``): blocks too large to hold,
-shown as their page (``LargeBlockPage``), and regions of them computed on demand, drawn in the
-heatmaps at their real row and column indices and kept until the next result.
+"""The Jacobian panel's large blocks (``CheckResult.large_blocks``): blocks too large to hold, or
+not built yet (fast mode's verdict first), shown as their page (``LargeBlockPage``), and regions
+of them computed on demand (a fast-mode block's as soon as it is shown), drawn in the heatmaps at
+their real row and column indices and kept until the next result.
 
 A mixin of ``JacobianPanel``: it uses the panel's result, block index, page and heatmaps.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF
 
 from gradviz.schema.requests import Region
-from gradviz.schema.results import BlockRegion, LargeBlock, region_around
+from gradviz.schema.results import MAX_REGION_SIDE, BlockRegion, LargeBlock, region_around
 
 REGION_PLOTS_HEIGHT = 300  # px the heatmaps of a region need for their colour bars' captions too
 
@@ -95,13 +96,26 @@ class LargeBlockRegions:
         self.large_page.show_block(
             self._result, block, self._regions.get(self._index, []), self._region_index.get(self._index, -1), region
         )
+        if region is None and self._result.deferred_maps and self._index not in self._regions:
+            self._fill_deferred(block)
         if region is None:
             self.readout.setText(
-                "Only these cells were computed; the rest of the block was checked through projections. "
+                "The block's cells are being computed: fast mode built no map for its verdict."
+                if self._result.deferred_maps
+                else "Only these cells were computed; the rest of the block was checked through projections. "
                 "Compute a region to see its cells."
             )
             return
         self._draw_region(region)
+
+    def _fill_deferred(self, block: LargeBlock) -> None:
+        """fast mode gave its verdict first and built no map: the block on screen gets its maps
+        now (all of it up to MAX_REGION_SIDE a side, else the region around its worst found cell),
+        once per result; the other blocks when they are shown."""
+        self._regions[self._index] = []  # asked: the region comes back through add_region
+        worst = max(block.cells, key=lambda c: abs(c.analytic - c.numerical), default=None)
+        rows, cols = region_around(worst.row if worst else 0, worst.col if worst else 0, block.shape, MAX_REGION_SIDE)
+        self.request_region(rows.start, cols.start, len(rows), len(cols))
 
     def _draw_region(self, region: BlockRegion) -> None:
         """The region's three heatmaps, at the real rows and columns of the block, below the page

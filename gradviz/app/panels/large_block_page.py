@@ -67,7 +67,15 @@ class LargeBlockPage(QWidget):
             search = "The search finished: " + ("no other cell fails." if found else "every cell is within tolerance.")
         else:
             search = "The search stopped at its budget: <b>more failing cells may exist</b>."
-        if region is None:
+        if result.deferred_maps:  # not too large: fast mode gave its verdict before any map
+            how = f"bisection ({block.probes:,} calls)" if block.probes else "one more random projection"
+            self.summary.setText(
+                f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells. gradcheck's fast_mode gave the "
+                f"verdict from random projections, so no map was built for it; {how}: {cells}. "
+                + ("Below: the cells of the block, computed for you to look at." if region is not None
+                   else "The block's cells are being computed…")
+            )  # fmt: skip
+        elif region is None:
             self.summary.setText(
                 f"<b>{result.block_title(block)}</b>: {rows:,} × {cols:,} cells, too large to hold "
                 f"({format_bytes(rows * cols * itemsize)} per Jacobian), so neither matrix was built. "

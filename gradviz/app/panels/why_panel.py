@@ -65,6 +65,7 @@ from gradviz.app.panels.why_plots import (
 )
 from gradviz.schema.precision import PrecisionCheck
 from gradviz.schema.sweep import EPS_FIXABLE, BlockSweep, SweepResult, Verdict, jitter_for
+from gradviz.schema.units import counted
 
 __all__ = ["EMPTY_TEXT", "VERDICT_COLOURS", "WhyPanel", "positive", "reference_line"]
 
@@ -92,6 +93,7 @@ class WhyPanel(QWidget):
         self._block: tuple[int, int] = OVERALL
         self._cell: tuple[int, int] | None = None
         self._stale: str | None = None
+        self._reruns = True  # the re-run buttons may re-run the check on screen (not an audit node's)
         self._error_curves: dict[str, pg.PlotDataItem] = {}
         self._remainder_curves: dict[str, pg.PlotDataItem] = {}
         self._build()
@@ -272,6 +274,13 @@ class WhyPanel(QWidget):
         self.message.setText(text)
         self.message.setVisible(bool(text))
 
+    def set_reruns_allowed(self, allowed: bool, why: str = "") -> None:
+        """Whether the re-run buttons may re-run the check on screen; ``why`` says why not."""
+        self._reruns = allowed
+        for button in (self.rerun_button, self.redraw_button, self.float64_button):
+            button.setToolTip(why)
+        self._show_buttons(self._current())
+
     def set_sweep_allowed(self, allowed: bool, why: str = "") -> None:
         """Whether the Function on screen can be swept now; ``why`` not, as the button's text."""
         self.sweep_all_button.setEnabled(allowed)
@@ -364,15 +373,15 @@ class WhyPanel(QWidget):
         sweep = self._sweep
         best = sweep.best_eps if sweep is not None else None
         fixable = sweep is not None and sweep.verdict in EPS_FIXABLE and best is not None
-        self.rerun_button.setEnabled(fixable)
+        self.rerun_button.setEnabled(fixable and self._reruns)
         self.rerun_button.setText(f"Re-run at eps={best:g}" if fixable else "Re-run at the suggested eps")
         kink = sweep is not None and any(
             x.verdict == Verdict.NON_DIFFERENTIABLE for x in [sweep.overall, *sweep.blocks]
         )
-        self.redraw_button.setEnabled(kink)
+        self.redraw_button.setEnabled(kink and self._reruns)
         low = sweep is not None and sweep.dtype != "float64"
         low = low or (self._precision is not None and self._precision.dtype != "float64")
-        self.float64_button.setEnabled(low)
+        self.float64_button.setEnabled(low and self._reruns)
         self.float64_button.setVisible(low)
         narrow = b is not None and b is not (sweep.overall if sweep else None) and not b.swept
         self.sweep_button.setVisible(narrow)
@@ -384,7 +393,8 @@ class WhyPanel(QWidget):
         kept = next((c for c in b.cells if (c.row, c.col) == self._cell), None)
         if kept is None:
             self.cell_label.setText(
-                f"Cell {self._cell[0]}, {self._cell[1]} is not among the {len(b.cells)} worst cells whose curves were kept."
+                f"Cell {self._cell[0]}, {self._cell[1]} is not among the "
+                f"{counted(len(b.cells), 'worst cell')} whose curves were kept."
             )
         else:
             self.cell_label.setText(f"Highlighted: {kept.label} (analytic {kept.analytic:.4g}).")
