@@ -9,6 +9,12 @@ JSON_HELP = "print one JSON object on stdout"
 MOVED_TO_DEVICE = "moved to --device and --dtype"  # said of the loaded --inputs
 ALL_CHECKS_HELP = "also check double backward (gradgradcheck)"
 NONDET_TOL_HELP = "tolerance of the reentrancy check"
+SEVERAL_TARGETS_HELP = (
+    "several are checked by one worker, each with its table (--json: one document a line) and the worst "
+    "exit status. Each target runs in a process of its own: forked from the worker, which imported torch "
+    "once (Linux), or under spawn (macOS, Windows, GRADVIZ_WORKER_START=spawn) a fresh interpreter that "
+    "imports torch while the target before it runs, so each target costs about one torch import"
+)
 
 
 def per_dtype_defaults() -> str:

@@ -31,6 +31,7 @@ from gradviz.cli.help_text import (
     JSON_HELP,
     MOVED_TO_DEVICE,
     NONDET_TOL_HELP,
+    SEVERAL_TARGETS_HELP,
     per_dtype_defaults,
 )
 from gradviz.cli.memory import add_memory_parser, run_memory
@@ -121,8 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         "targets",
         nargs="+",
         metavar="TARGET",
-        help=TARGET_HELP + "; several are checked by one worker (torch imported once), each with its table "
-        "(--json: one document a line) and the worst exit status",
+        help=f"{TARGET_HELP}; {SEVERAL_TARGETS_HELP}",
     )
     check.add_argument("--function", help="which Function to check when the file defines several")
     check.add_argument(
