@@ -29,9 +29,12 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _wait_for_window_manager(display: str, deadline_s: float = 20.0) -> None:
+def _wait_for_window_manager(display: str, deadline_s: float = 90.0) -> None:
     """Until openbox manages the screen (``wmctrl -m`` names it); without wmctrl, until the
-    root window has the _NET_SUPPORTING_WM_CHECK property openbox sets when it is ready."""
+    root window has the _NET_SUPPORTING_WM_CHECK property openbox sets when it is ready.
+
+    The deadline is generous: on a machine set up seconds ago, openbox's first start (caches
+    built while the other worker starts too) took over 20 s."""
     env = {**os.environ, "DISPLAY": display}
     probe = ["wmctrl", "-m"] if shutil.which("wmctrl") else ["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"]
     if not shutil.which(probe[0]):

@@ -64,6 +64,8 @@ ACTIONS = (
     ActionSpec("next_example", "&Next example", ("Ctrl+PgDown",), "run"),
     ActionSpec("prev_example", "&Previous example", ("Ctrl+PgUp",), "run"),
     ActionSpec("shortcuts", "&Keyboard shortcuts", ("F1",), "help"),
+    ActionSpec("guide", "&User guide", (), "help"),
+    ActionSpec("about", "&About gradviz", (), "help"),
 )
 
 KEYS_HELP = (  # keys that are not menu items, for Help → Keyboard shortcuts

@@ -32,6 +32,7 @@ from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.panels.verdict_banner import VerdictBanner
 from gradviz.app.preferences import Preferences, settings_store
 from gradviz.app.presentation import PresentationMode
+from gradviz.app.recent_menu import RecentMenu
 from gradviz.app.recovery import RecoveryStore
 from gradviz.app.region_link import RegionLink
 from gradviz.app.result_loader import LoadedCheck, ResultLoader
@@ -165,10 +166,14 @@ class MainWindow(QMainWindow):
             "step_next": lambda: graph.step(1), "step_prev": lambda: graph.step(-1),
             "next_example": lambda: self.presenter.change_example(+1),
             "prev_example": lambda: self.presenter.change_example(-1),
-            "shortcuts": self.show_shortcuts,
+            "shortcuts": self.show_shortcuts, "guide": self.show_guide, "about": self.show_about,
         })  # fmt: skip
         menus["run"].addAction(self.source.run_known_action)
         menus["file"].insertAction(self.actions["quit"], self.source.recover_action)
+        self.recent_menu = RecentMenu(
+            self.preferences, source.open_file, lambda: self.picker.set_recent([]), menus["file"]
+        )
+        menus["file"].insertMenu(self.actions["save"], self.recent_menu)
         menus["view"].insertSeparator(self.actions["reset_layout"])
         menus["view"].addSeparator()
         self._view_menu = menus["view"]
@@ -431,6 +436,20 @@ class MainWindow(QMainWindow):
 
         self.shortcuts_dialog = shortcuts_dialog.show_shortcuts(self, self.actions.values(), actions.KEYS_HELP)
         return self.shortcuts_dialog
+
+    def show_about(self) -> QDialog:
+        """Help → About gradviz: version, the versions it runs on, licence, where the docs are."""
+        from gradviz.app import help_dialogs
+
+        self.about_dialog = help_dialogs.show_about(self)
+        return self.about_dialog
+
+    def show_guide(self) -> QDialog:
+        """Help → User guide: the guide this install ships, formatted."""
+        from gradviz.app import help_dialogs
+
+        self.guide_dialog = help_dialogs.show_guide(self)
+        return self.guide_dialog
 
     # --- size ---------------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:

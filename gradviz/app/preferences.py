@@ -229,6 +229,10 @@ class Preferences:
         self.store.setValue("source/recent", paths)
         return paths
 
+    def forget_recent(self) -> None:
+        """No recent files (File → Open Recent → Clear)."""
+        self.store.remove("source/recent")
+
     # --- what may run by itself at launch ----------------------------------------------------
     def run_known_files_at_launch(self) -> bool:
         """Whether a file the user ran before, unchanged since, may run at launch (default: no)."""

@@ -42,19 +42,22 @@ def table_html(rows: Iterable[tuple[str, str]]) -> str:
     return f"<table cellspacing=4>{cells}</table>"
 
 
-class ShortcutsDialog(QDialog):
-    """The shortcuts table, wrapped and scrolled to fit ``available`` (default: the parent's
-    screen's available geometry)."""
+class FittedTextDialog(QDialog):
+    """Rich text, wrapped and scrolled to fit ``available`` (default: the parent's screen's
+    available geometry), with a Close button; links open in the system's browser."""
 
     def __init__(
-        self, rows: Iterable[tuple[str, str]], parent: QWidget | None = None, *, available: QRect | None = None
+        self, title: str, html: str, parent: QWidget | None = None, *, available: QRect | None = None
     ) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Keyboard shortcuts")
-        self.label = QLabel(table_html(rows))
+        self.setWindowTitle(title)
+        self.label = QLabel(html)
+        self.label.setOpenExternalLinks(True)
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
         self.label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.area = QScrollArea()
         self.area.setWidget(self.label)
@@ -118,6 +121,15 @@ class ShortcutsDialog(QDialog):
         buttons_h = self.layout().itemAt(1).sizeHint().height() + self.layout().spacing()
         chrome_h = margins.top() + margins.bottom() + 2 * self.area.frameWidth() + buttons_h + 4
         return QSize(width, min(text_h + chrome_h, most.height()))
+
+
+class ShortcutsDialog(FittedTextDialog):
+    """The shortcuts table, fitted to the screen."""
+
+    def __init__(
+        self, rows: Iterable[tuple[str, str]], parent: QWidget | None = None, *, available: QRect | None = None
+    ) -> None:
+        super().__init__("Keyboard shortcuts", table_html(rows), parent, available=available)
 
 
 def show_shortcuts(parent: QWidget, actions: Iterable[QAction], extra: Iterable[tuple[str, str]]) -> ShortcutsDialog:

@@ -16,7 +16,10 @@ Qt's SVG is made for Qt's own renderer. Three of its habits go wrong elsewhere:
   each cell a sharp square (librsvg reads the attribute, browsers the style).
 
 librsvg smooths a stretched image whatever its ``image-rendering`` says, so small images (the
-heatmaps, the colour bars) are redrawn as rectangles when a decoder is given.
+heatmaps, the colour bars) are redrawn as rectangles when a decoder is given, and larger ones
+drawn stretched (a pooled heatmap blown up for a slide) are resampled onto the figure's own pixel
+grid, nearest cell at each pixel's centre as Qt draws them: a renderer then draws each pixel as
+it is, with nothing to smooth.
 
 The size is set in pixels (Qt writes millimetres) so every renderer draws it at the size of the
 PNG export. Standard library only: the notebook's figures use the same constants, no Qt needed.
@@ -33,6 +36,8 @@ from xml.etree import ElementTree
 
 import numpy as np
 
+from gradviz.render.png import encode_png
+
 SANS = "'DejaVu Sans', 'Helvetica Neue', Helvetica, Arial, 'Liberation Sans', sans-serif"
 SERIF = "'DejaVu Serif', 'Times New Roman', Times, 'Liberation Serif', serif"
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace"
@@ -45,6 +50,7 @@ SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
 NON_SCALING = "non-scaling-stroke"
 MAX_CELLS = 128 * 128  # an embedded image of at most this many pixels is redrawn as rectangles
+MAX_GRID_PIXELS = 4096 * 4096  # a stretched image is put on the pixel grid up to this size
 KAPPA = 0.5522847498  # control-point distance of a cubic Bezier quarter circle
 
 Matrix = tuple[float, float, float, float, float, float]  # SVG's matrix(a, b, c, d, e, f)
@@ -81,7 +87,7 @@ def portable_svg(
     _walk(root, IDENTITY, resolved_font)
     _unclip_text(root)
     if decode is not None:
-        _images_as_rects(root, decode)
+        _sharpen_images(root, IDENTITY, decode)
     return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + ElementTree.tostring(root, encoding="unicode")
 
 
@@ -103,24 +109,76 @@ def _walk(element: ElementTree.Element, ctm: Matrix, resolved_font: str | None) 
         _walk(child, here, resolved_font)
 
 
-def _images_as_rects(root: ElementTree.Element, decode: Decoder) -> None:
-    for parent in list(root.iter()):
-        for index, child in enumerate(list(parent)):
-            if child.tag.rsplit("}", 1)[-1] == "image":
-                cells = _cells(child, decode)
-                if cells is not None:
-                    parent.remove(child)
-                    parent.insert(index, cells)
+def _sharpen_images(element: ElementTree.Element, ctm: Matrix, decode: Decoder) -> None:
+    """Every embedded image under ``element`` (``ctm``: its transform to the root) as rectangles
+    (small ones) or on the figure's pixel grid (larger ones drawn stretched); others as they are."""
+    own = parse_transform(element.get("transform"))
+    here = multiply(ctm, own) if own else ctm
+    for index, child in enumerate(list(element)):
+        if child.tag.rsplit("}", 1)[-1] != "image":
+            _sharpen_images(child, here, decode)
+            continue
+        pixels = _pixels(child, decode)
+        if pixels is None:
+            continue
+        sharp = _cells(child, pixels) if pixels.shape[0] * pixels.shape[1] <= MAX_CELLS else _on_pixel_grid(child, pixels, here)
+        if sharp is not None:
+            element.remove(child)
+            element.insert(index, sharp)
 
 
-def _cells(image: ElementTree.Element, decode: Decoder) -> ElementTree.Element | None:
-    """The image as a group of rectangles in its own place (None: leave it an image)."""
+def _pixels(image: ElementTree.Element, decode: Decoder) -> np.ndarray | None:
+    """The RGBA pixels of an embedded, stretched-to-fit image (None: not one, or unreadable)."""
     href = image.get(f"{{{XLINK_NS}}}href") or image.get("href") or ""
     if not href.startswith("data:image/") or "base64," not in href or image.get("preserveAspectRatio") != "none":
         return None
-    pixels = decode(base64.b64decode(href.split("base64,", 1)[1]))
-    if pixels is None or pixels.shape[0] * pixels.shape[1] > MAX_CELLS:
+    return decode(base64.b64decode(href.split("base64,", 1)[1]))
+
+
+def _on_pixel_grid(image: ElementTree.Element, pixels: np.ndarray, ctm: Matrix) -> ElementTree.Element | None:
+    """The image resampled to the pixels it covers in the figure (``ctm``: its parent's transform
+    to the root), each pixel the cell under its centre, placed back with the inverse transform;
+    None where it is not drawn stretched (a smaller image is averaged, rightly) or is rotated."""
+    own = parse_transform(image.get("transform"))
+    m = multiply(ctm, own) if own else ctm
+    back = invert(ctm)
+    if back is None or abs(m[1]) > 1e-9 or abs(m[2]) > 1e-9:
         return None
+    rows, cols = pixels.shape[:2]
+    x, y = float(image.get("x", 0)), float(image.get("y", 0))
+    (ax, ay), (bx, by) = apply(m, (x, y)), apply(m, (x + float(image.get("width", cols)), y + float(image.get("height", rows))))
+    left, right, top, bottom = min(ax, bx), max(ax, bx), min(ay, by), max(ay, by)
+    if right - left <= cols and bottom - top <= rows:
+        return None
+    x0, x1, y0, y1 = math.floor(left), math.ceil(right), math.floor(top), math.ceil(bottom)
+    if (x1 - x0) * (y1 - y0) > MAX_GRID_PIXELS:
+        return None
+    col = _nearest(np.arange(x0, x1) + 0.5, left, right, cols, flipped=bx < ax)
+    row = _nearest(np.arange(y0, y1) + 0.5, top, bottom, rows, flipped=by < ay)
+    grid = np.zeros((y1 - y0, x1 - x0, 4), np.uint8)  # pixels whose centre lies outside: transparent
+    inside_rows, inside_cols = np.nonzero(row >= 0)[0], np.nonzero(col >= 0)[0]
+    rgba = pixels if pixels.shape[2] == 4 else np.dstack([pixels, np.full((rows, cols), 255, np.uint8)])
+    grid[np.ix_(inside_rows, inside_cols)] = rgba[np.ix_(row[inside_rows], col[inside_cols])]
+    placed = ElementTree.Element(image.tag, {k: v for k, v in image.attrib.items() if k not in PLACEMENT})
+    placed.attrib.update({"x": str(x0), "y": str(y0), "width": str(x1 - x0), "height": str(y1 - y0)})
+    placed.set("transform", _matrix_text(back))
+    placed.set(f"{{{XLINK_NS}}}href", "data:image/png;base64," + base64.b64encode(encode_png(grid)).decode("ascii"))
+    return placed
+
+
+PLACEMENT = ("x", "y", "width", "height", "transform", "href", f"{{{XLINK_NS}}}href")
+
+
+def _nearest(centres: np.ndarray, low: float, high: float, count: int, *, flipped: bool) -> np.ndarray:
+    """The cell (0 .. count-1) under each pixel centre of a span drawn from ``low`` to ``high``;
+    -1 for centres outside it."""
+    cells = np.floor((centres - low) / (high - low) * count).astype(int)
+    cells = np.where((centres >= low) & (centres < high), np.clip(cells, 0, count - 1), -1)
+    return np.where(cells >= 0, count - 1 - cells, -1) if flipped else cells
+
+
+def _cells(image: ElementTree.Element, pixels: np.ndarray) -> ElementTree.Element:
+    """The image as a group of rectangles in its own place."""
     rows, cols = pixels.shape[:2]
     x, y = float(image.get("x", 0)), float(image.get("y", 0))
     sx, sy = float(image.get("width", cols)) / cols, float(image.get("height", rows)) / rows

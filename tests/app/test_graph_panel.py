@@ -17,6 +17,7 @@ from gradviz.app.figures import EXPORT_WIDTH
 from gradviz.app.panels.graph_panel import (
     CTX_MARK,
     EMPTY_TEXT,
+    RING_COLOUR,
     GraphPanel,
     format_shape,
     node_label,
@@ -482,3 +483,29 @@ def test_labels_overlap_no_node_and_stay_put_while_stepping(qtbot, panel):
         lost = set(first) - set(second) - {a}  # only the node selected before may lose its extra label
         assert not lost, (a, b, lost)
     assert not moved, moved[:3]
+
+
+def ring_pixels(image: QImage) -> int:
+    """Pixels of the selection ring's red (RING_COLOUR #d0021b, stored as BGRA), give or take
+    antialiasing."""
+    pixels = image.convertToFormat(QImage.Format.Format_RGB32)
+    data = np.frombuffer(pixels.constBits(), dtype=np.uint8).reshape(image.height(), -1, 4)[:, : image.width(), :3]
+    blue, green, red = (data[..., k].astype(int) for k in range(3))
+    return int(((red > 180) & (green < 40) & (blue < 60)).sum())
+
+
+def test_exports_show_the_graph_not_the_windows_state(qtbot, panel, tmp_path):
+    """A slide shows the graph: no selection ring, no step-through fading, even while the window
+    shows both; the window keeps them."""
+    panel.set_graph(GraphModel.from_dict(builtin_graph("fused_conv_bn")))
+    panel.start_walk()
+    panel.step(1)
+    assert panel.stepping() and panel.selected_node() is not None
+    assert ring_pixels(panel.plot.grab().toImage()) > 20  # on screen: the ring is drawn
+    png, svg = tmp_path / "graph.png", tmp_path / "graph.svg"
+    panel.export("graph", str(png))
+    panel.export("graph", str(svg))
+    assert ring_pixels(QImage(str(png))) == 0
+    assert RING_COLOUR.lower() not in svg.read_text(encoding="utf-8").lower()
+    assert panel.stepping() and panel.ring_item.isVisible()  # the window's state is as it was
+    assert ring_pixels(panel.plot.grab().toImage()) > 20

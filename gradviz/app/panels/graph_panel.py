@@ -332,15 +332,28 @@ class GraphPanel(QWidget):
         return {"graph": {"root": self.plot.plotItem}}
 
     def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
-        """The graph as drawn (legend, labels, selection ring) as PNG, SVG or PDF."""
+        """The graph (legend, labels) as PNG, SVG or PDF, without the window's state: no selection
+        ring, no step-through fading, not greyed when stale (a slide shows the graph, not where
+        the user's cursor was)."""
         if not self._nodes:
             raise OSError("There is no graph to export yet: run a check first.")
-        export_figure(path, size=size, caption=caption, **self.figures()[name])
-        self._place_labels()
+        stepping, opacity = self._stepping, self.plot.getPlotItem().opacity()
+        self.ring_item.hide()
+        self._stepping = False
+        self._restyle_nodes()
+        self.plot.getPlotItem().setOpacity(1.0)
+        try:
+            export_figure(path, size=size, caption=caption, **self.figures()[name])
+        finally:
+            self.ring_item.show()
+            self._stepping = stepping
+            self._restyle_nodes()
+            self.plot.getPlotItem().setOpacity(opacity)
+            self._place_labels()
 
     def export_png(self, path: str) -> None:
-        """The graph as drawn (legend, labels, selection ring), wide enough for a slide; without a
-        graph, the panel and its message."""
+        """The graph (legend, labels), wide enough for a slide; without a graph, the panel and its
+        message."""
         if self._nodes:
             self.export("graph", path, size=slide_size(0.5))
         else:

@@ -1,11 +1,12 @@
-"""The verdict banner: pass/fail, failing count, worst cell, warnings, notes and hints; while a run
-is in flight, "Running… 3.2 s"; and when the results on screen no longer match the editor, a line
-that says so.
+"""The verdict banner: pass/fail, failing count, worst cell, the shown block's hints, warnings and
+notes; while a run is in flight, "Running… 3.2 s"; and when the results on screen no longer match
+the editor, a line that says so.
 
-The details (checks, warnings, hints, notes) are folded by default into the headline's line,
-elided, beside a disclosure button that shows them all below it: at 1280x720 every line the banner
-takes is a line the heatmaps lose. The choice is kept for the next results (and, through
-``expanded_changed``, by whoever saves it)."""
+The hint is the answer the user came for, so it is always shown whole under the headline, at every
+size and in presentation; only quiz mode, which hides the answers, hides it. The other details (checks, warnings, notes) are folded by default into
+the headline's line, elided, beside a disclosure button that shows them all below it: at 1280x720
+every line the banner takes is a line the heatmaps lose. The choice is kept for the next results
+(and, through ``expanded_changed``, by whoever saves it)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ HIGH_CONTRAST = {  # solid colours, white text: readable from the back of a room
 }
 STALE = "background:#f3f3f3; color:#555; border:1px dashed #999;"
 TICK_MS = 100
+QUIZ_HIDES_HINT = "<b>Hint</b>: hidden while quiz is on (Ctrl+Shift+Q shows it)"
 MIN_FOLDED = 60  # px: narrower, the folded details show only as the disclosure's "3 more"
 
 
@@ -98,11 +100,13 @@ class VerdictBanner(QWidget):
         self.view = view if view is not None else ViewSettings(self)
         self.current, self.blocks = current, blocks
         self.headline = QLabel()
+        self.hint = QLabel()  # the shown block's hints, never folded
         self.details = QLabel()
-        self.details.setTextFormat(Qt.TextFormat.RichText)  # a lone line with an entity is still HTML
+        for label in (self.hint, self.details):
+            label.setTextFormat(Qt.TextFormat.RichText)  # a lone line with an entity is still HTML
         # folded: the details on one line, elided to the banner's width (never widening it)
         self.folded = ElidedLabel()
-        for label in (self.headline, self.details):
+        for label in (self.headline, self.hint, self.details):
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.disclosure = QToolButton()
@@ -122,12 +126,14 @@ class VerdictBanner(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addLayout(self.top_row)
+        layout.addWidget(self.hint)
         layout.addWidget(self.details)
         self._expanded = False
         self._details_html = ""
         self._state = "idle"
         self._text = ""
         self._details = ""
+        self._hint = ""
         self._stale = ""
         self._running_since = 0.0
         self._running_what = ""
@@ -135,6 +141,7 @@ class VerdictBanner(QWidget):
         self._clock = QTimer(self, interval=TICK_MS)
         self._clock.timeout.connect(self._tick)
         self.view.subscribe(self._on_theme_changed)
+        self.view.quiz_changed.connect(self._on_quiz_changed)
         self._on_theme_changed()
         self.show_message("Pick a Function and press Run (Ctrl+Enter).", "idle")
         if current is not None:
@@ -162,9 +169,10 @@ class VerdictBanner(QWidget):
     def state(self) -> str:
         return self._state
 
-    def show_message(self, text: str, state: str, details: str = "") -> None:
+    def show_message(self, text: str, state: str, details: str = "", hint: str = "") -> None:
+        """``details`` are folded with the disclosure; ``hint`` (HTML lines) is always shown."""
         self._clock.stop()
-        self._state, self._text, self._details = state, text, details
+        self._state, self._text, self._details, self._hint = state, text, details, hint
         self._render()
 
     def show_running(self, what: str, note: str = "") -> None:
@@ -172,7 +180,7 @@ class VerdictBanner(QWidget):
         if not self._clock.isActive():
             self._running_since = time.monotonic()
             self._clock.start()
-        self._state, self._running_what, self._details = "running", what, note
+        self._state, self._running_what, self._details, self._hint = "running", what, note, ""
         self._tick()
 
     def running_seconds(self) -> float | None:
@@ -190,15 +198,14 @@ class VerdictBanner(QWidget):
                 " · ".join(f"{'✓' if c.status == PASSED else '–'} {escape(c.name)}" for c in quiet)
                 + ("" if all(c.status == PASSED for c in quiet) else "  (– declared unsupported)")
             )
+        hints = []
         if block is not None:
-            lines += [
-                f"<b>Hint</b> ({escape(result.block_title(block))}): {escape(h, quote=False)}" for h in block.hints
-            ]
+            hints = [f"<b>Hint</b> ({escape(result.block_title(block))}): {escape(h, quote=False)}" for h in block.hints]
         lines += [f"ℹ {escape(note, quote=False)}" for note in result.notes]
         seconds = result.seconds.get("total")
         suffix = f"  ·  {result.device}, {result.dtype}" + (f", {seconds:.2f} s" if seconds is not None else "")
         self.show_message(
-            verdict_line(result) + suffix, "passed" if result.passed else "failed", "<br>".join(lines)
+            verdict_line(result) + suffix, "passed" if result.passed else "failed", "<br>".join(lines), "<br>".join(hints)
         )
 
     def set_stale(self, text: str | None) -> None:
@@ -211,8 +218,9 @@ class VerdictBanner(QWidget):
         return self._stale
 
     def plain_text(self) -> str:
-        """Headline and details as plain text (a figure's caption), all of them even when folded."""
-        return "\n".join(part for part in (self.headline.text(), plain(self._details_html)) if part)
+        """Headline, hint and details as plain text (a figure's caption), all of them even when folded."""
+        parts = (self.headline.text(), plain(self._hint), plain(self._details_html))
+        return "\n".join(part for part in parts if part)
 
     def set_expanded(self, expanded: bool) -> None:
         """The details in full (True) or on one line."""
@@ -270,6 +278,8 @@ class VerdictBanner(QWidget):
         self.disclosure.setVisible(bool(details) and not self._compact)
         self.disclosure.setText("less" if self._expanded else f"{lines} more" if lines > 1 else "more")
         self.disclosure.setArrowType(Qt.ArrowType.DownArrow if self._expanded else Qt.ArrowType.RightArrow)
+        self.hint.setText(QUIZ_HIDES_HINT if self._hint and self.view.quiz else self._hint)
+        self.hint.setVisible(bool(self._hint))
         self.details.setText(details)
         self.details.setVisible(bool(details) and self._expanded and not self._compact)
         self.folded.setToolTip(plain(details) if folded else "")
@@ -283,9 +293,12 @@ class VerdictBanner(QWidget):
         self.headline.setToolTip(details if self._compact else "")
 
     def set_compact(self, compact: bool) -> None:
-        """Only the headline (a lecture's 720 lines leave no room for the checks and the hint, and
-        the hint gives the answer away); the details stay in the headline's tooltip."""
+        """The headline and the hint only (a lecture's 720 lines leave no room for the checks); the
+        details stay in the headline's tooltip."""
         self._compact = compact
+        self._render()
+
+    def _on_quiz_changed(self, _on: bool) -> None:
         self._render()
 
     def _on_theme_changed(self) -> None:
@@ -293,6 +306,8 @@ class VerdictBanner(QWidget):
         self.headline.setFont(theme.font(12, bold=True))
         self.details.setFont(theme.font(10))
         self.details.setStyleSheet(f"color: {theme.ink}")
+        self.hint.setFont(theme.font(11))
+        self.hint.setStyleSheet(f"color: {theme.ink}")
         self.folded.setFont(theme.font(10))
         self.folded.setStyleSheet(f"color: {theme.ink}")
         self._render()
