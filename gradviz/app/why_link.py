@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QWidget
 from gradviz.app.code_version import CodeVersion
 from gradviz.app.figures import DEFAULT_SIZE, export_figure
 from gradviz.app.panels.why_panel import WhyPanel
+from gradviz.app.panels.why_plots import legend_in_figure
 from gradviz.app.run_controller import RunController
 from gradviz.app.runner import Runner
 from gradviz.app.state import CurrentResult, RunSettings, RunSnapshot
@@ -67,8 +68,13 @@ class _WhyFigure:
 
     def export(self, name: str, path: str, *, size=DEFAULT_SIZE, caption: str = "") -> None:
         headline = self.panel.headline_text()
-        parts = [{"root": self.panel.error_plot}, {"root": self.panel.remainder_plot}]
-        export_figure(path, size=size, caption="\n".join(t for t in (caption, headline) if t), parts=parts)
+        panel = self.panel
+        parts = [{"root": panel.error_plot}, {"root": panel.remainder_plot}]
+        with (
+            legend_in_figure(panel.error_plot, panel.error_curves),
+            legend_in_figure(panel.remainder_plot, panel.remainder_curves),
+        ):
+            export_figure(path, size=size, caption="\n".join(t for t in (caption, headline) if t), parts=parts)
 
 
 class BlockPicker(Protocol):

@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from PySide6.QtWidgets import QApplication
 
 from gradviz.app import tables
+from gradviz.app.panels.why_plots import LEGEND_ROW
 from gradviz.render.svg_portable import IDENTITY, multiply, parse_transform, scale_of
 from tests.app.test_main_window import RUN_TIMEOUT, run_and_wait
 from tests.svg_renders import (
@@ -83,6 +84,7 @@ def test_every_figure_opens_alike_in_browsers_and_librsvg(qtbot, main_window, tm
     _check_sharp_cells(window, folder / "buggy_silu_term_jacobians.svg", chrome[svgs.index(folder / "buggy_silu_term_jacobians.svg")], tmp_path)
     _check_no_ui_state(window, folder, tmp_path)
     _check_caption(folder / "buggy_silu_term_why.svg")
+    _check_legend(window, folder / "buggy_silu_term_why.svg")
     _check_csv(window, folder)
     _check_markdown(window)
 
@@ -205,6 +207,18 @@ def _check_caption(svg: Path) -> None:
     text = " ".join(ElementTree.parse(svg).getroot().itertext())
     assert "SiLU from the built-in example buggy_silu_term.py" in text
     assert "(built-in))" not in text
+
+
+def _check_legend(window, svg: Path) -> None:
+    """The Why? figure names its curves (in the window the legend is a label under each plot,
+    outside what a drawing of the plot holds), and the window's plots get no legend of their own."""
+    text = " ".join(ElementTree.parse(svg).getroot().itertext())
+    panel = window.why.panel
+    for curves in (panel.error_curves, panel.remainder_curves):
+        names = [item.name() or label for label, item in curves.items()]
+        assert names and all(name in text for name in names), (names, text)
+    for plot in (panel.error_plot, panel.remainder_plot):
+        assert plot.layout.itemAt(LEGEND_ROW, 1) is None
 
 
 def _check_csv(window, folder: Path) -> None:

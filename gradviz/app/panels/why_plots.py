@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pyqtgraph as pg
@@ -113,6 +115,26 @@ def plot_with_legend_below(title: str, x_label: str, y_label: str, font: QFont) 
     layout.addWidget(page, 1)
     layout.addWidget(legend)
     return figure, page, legend
+
+
+LEGEND_ROW = 4  # a PlotItem's grid: title 0, top axis 1, view 2, bottom axis 3; the legend below
+
+
+@contextmanager
+def legend_in_figure(plot: pg.PlotItem, curves: dict[str, pg.PlotDataItem]) -> Iterator[pg.LegendItem]:
+    """While exporting: the curves' legend drawn as part of ``plot``, in a row under its axis
+    (in the window it is a label under the plot, which a drawing of the plot does not include),
+    so the figure says which line is which and the legend hides no curve."""
+    legend = pg.LegendItem(labelTextColor=INK, labelTextSize=LABEL_SIZE, colCount=max(1, min(3, len(curves))))
+    for label, item in curves.items():
+        legend.addItem(item, item.name() or label)
+    plot.layout.addItem(legend, LEGEND_ROW, 1)
+    try:
+        yield legend
+    finally:
+        plot.layout.removeItem(legend)
+        if legend.scene() is not None:
+            legend.scene().removeItem(legend)
 
 
 LINE_GLYPHS = {
