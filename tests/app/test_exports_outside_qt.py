@@ -250,3 +250,57 @@ def _check_markdown(window) -> None:
     assert kinds.count("tr_open") == 1 + len(rows)
     first = [tokens[k + 1] for k in range(head_end, len(tokens)) if tokens[k].type == "td_open"][: len(tables.HEADER)]
     assert first[0].children[0].type == "code_inline" and first[0].children[0].content == rows[0].label
+
+
+RANDOM_MAP_400 = '''
+import torch
+from torch.autograd import Function
+
+W = torch.randn(400, 400, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+
+
+class RandomMap(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return W.to(x) @ x
+
+    @staticmethod
+    def backward(ctx, g):
+        return W.to(g).t() @ g
+
+
+def example_inputs(device, dtype):
+    return (torch.randn(400, device=device, dtype=dtype, requires_grad=True),)
+'''
+
+
+def test_a_pooled_heatmap_is_as_crisp_in_librsvg_as_in_qt(qtbot, main_window, make_check_result, tmp_path):
+    """A 400x400 block of random values, pooled on a 1280x720 screen and exported for a 1920x1080
+    slide: each pooled tile is drawn over several pixels. librsvg smoothed such an image into
+    colours no cell has; drawn on the figure's pixel grid it matches Qt's own PNG."""
+    if shutil.which("rsvg-convert") is None:
+        pytest.skip("rsvg-convert not installed: cannot render the SVG outside Qt")
+    from tests.app.test_jacobian_view import show
+
+    window = main_window
+    show(qtbot, window, make_check_result(source=RANDOM_MAP_400), (1280, 701))
+    assert window.jacobians.downsampling() > 1  # pooled on screen
+    slide = (1920, 1080)
+    svg, png = tmp_path / "maps.svg", tmp_path / "maps.png"
+    window.jacobians.export("jacobians", str(svg), size=slide)
+    window.jacobians.export("jacobians", str(png), size=slide)
+    qt, drawn = read_png(png), rsvg(svg, tmp_path / "maps.rsvg.png")
+    blended = colours_no_cell_has(drawn, qt)
+    assert blended < 0.005, f"{blended:.1%} of the pixels have a colour Qt's PNG has nowhere (a blurred heatmap)"
+
+
+def colours_no_cell_has(picture: np.ndarray, reference: np.ndarray) -> float:
+    """The share of ``picture``'s pixels whose colour is nowhere in ``reference`` (Qt draws each
+    pixel of a map as one cell's colour; smoothing makes colours between cells). Renderers place
+    text and lines a pixel apart, so the pictures are not compared pixel by pixel."""
+
+    def codes(rgb: np.ndarray) -> np.ndarray:
+        rgb = rgb.astype(np.int64)
+        return (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+
+    return float((~np.isin(codes(picture), np.unique(codes(reference)))).mean())
