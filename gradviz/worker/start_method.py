@@ -2,7 +2,9 @@
 
 ``fork`` (Linux, the default there): the run is forked from the worker after torch was imported
 and warmed, so it starts in milliseconds (``startup`` keeps the worker fork-safe: one thread, no
-CUDA).
+CUDA). While no run works, one *spare* is forked ahead and pays a run's first-call costs (the
+thread pool, the heap, vmap's first call: ``fork_spare``); a request finds it warm, or, while it
+is still warming, gets a fresh fork as before.
 
 ``spawn`` (every other platform): forking a process that has imported torch is not safe on
 macOS (Accelerate, libdispatch and the Objective-C runtime do not survive a fork), and Windows
@@ -43,6 +45,7 @@ from gradviz.worker import containment
 
 START_ENV = "GRADVIZ_WORKER_START"
 METHODS = ("fork", "spawn")
+SPARE_ENV = "GRADVIZ_WORKER_SPARE"  # "0": no pre-forked spare (fork; the benchmarks compare both)
 
 
 def start_method(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
@@ -73,7 +76,8 @@ class Started:
     pipe: int  # read end of its message pipe
     faults: int  # descriptor of its fault file
     process: subprocess.Popen | None = None  # spawned: kept so Popen never reaps it behind our back
-    imported: int | None = None  # spawned: readable (a byte, or its end) once it imported torch
+    imported: int | None = None  # a spare: readable (a byte, or its end) once it imported torch / warmed up
+    order: int | None = None  # a forked spare: the write end of the pipe its order comes on
 
     def forget(self) -> None:
         """The run was reaped (``containment``): Popen must not wait on its pid, now free for reuse."""
@@ -82,14 +86,20 @@ class Started:
 
 
 class RunStarter:
-    """Starts run processes by the chosen method; for ``spawn``, keeps one spare ready."""
+    """Starts run processes by the chosen method, with one spare ready (``fork``: forked and warmed
+    while no run works; ``spawn``: importing torch, also while a run works)."""
 
-    def __init__(self, threads: int, *, method: str | None = None, close_in_child: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, threads: int, *, method: str | None = None, close_in_child: tuple[int, ...] = (), fork_spares: bool | None = None
+    ) -> None:
         self.method = method or start_method()
         self.threads = threads
         self.close_in_child = close_in_child  # the worker's own channels: a forked run must not hold them
         self.wipe_in_child: tuple[bytearray, ...] = ()  # the worker's secrets: zeroed in a forked run's copy
         self.spare: Started | None = None
+        self.fork_spares = os.environ.get(SPARE_ENV, "1") != "0" if fork_spares is None else fork_spares
+        self.heap_bytes = 0  # heap the last run used beyond the worker's: a forked spare faults that much in
+        self.held = False  # memory is short: no spare until the run in progress ends (``release``)
 
     def wait_spare(self, seconds: float) -> bool:
         """Block until the spare has imported torch (spawn; the worker's ``ready`` waits for it, so
@@ -99,20 +109,35 @@ class RunStarter:
         readable, _, _ = select.select([self.spare.imported], [], [], seconds)
         return bool(readable)
 
-    def prepare(self) -> None:
-        """While the worker idles: have a spare run process importing torch (spawn only)."""
-        if self.method != "spawn":
+    def prepare(self, *, running: bool = False) -> None:
+        """Have a spare run process on its way: spawned (importing torch) at any time, forked (and
+        warming up) only while no run works, whose CPU and memory it would take."""
+        if self.method == "fork" and (running or not self.fork_spares):
             return
         if self.spare is not None and process_tree.exit_status(self.spare.pid) is not None:
             _discard(self.spare)  # it died while it waited (killed by someone, out of memory)
             self.spare = None
+        if self.spare is None and not self.held:
+            with contextlib.suppress(OSError):  # no process to spare (the process limit, memory): runs still fork
+                self.spare = self._spawn() if self.method == "spawn" else self._fork_spare()
+
+    def drop_spare(self) -> bool:
+        """Memory is short: the spare goes, and none comes until ``release``. Whether there was one."""
+        self.held = True
         if self.spare is None:
-            self.spare = self._spawn()
+            return False
+        _discard(self.spare)
+        self.spare = None
+        return True
+
+    def release(self) -> None:
+        """The run that was short of memory ended: spares may come again."""
+        self.held = False
 
     def start(self, request: Envelope, key: bytes) -> Started:
         """A run process serving ``request``, its lines sealed with ``key``."""
         if self.method == "fork":
-            return self._fork(request, key)
+            return self._take_warm_spare(request, key) or self._fork(request, key)
         run, self.spare = self.spare or self._spawn(), None
         _close_imported(run)
         if not _hand_over(run, request, key, self.threads):  # the spare died while it waited
@@ -133,17 +158,54 @@ class RunStarter:
             _discard(self.spare)
             self.spare = None
 
+    def _take_warm_spare(self, request: Envelope, key: bytes) -> Started | None:
+        """The forked spare, handed ``request``, if it has warmed up (else it stays the spare and
+        the request gets a fresh fork: a warm-up still under way would only delay it)."""
+        from gradviz.worker import fork_spare
+
+        spare = self.spare
+        if spare is None or spare.imported is None or not select.select([spare.imported], [], [], 0)[0]:
+            return None
+        self.spare = None
+        _close_imported(spare)
+        order, spare.order = spare.order, None
+        if order is None or not fork_spare.hand_over(order, request.to_message(), key, self.threads):
+            _discard(spare)  # it died while it waited
+            return None
+        return spare
+
+    def _fork_spare(self) -> Started:
+        from gradviz.worker import fork_spare
+
+        read_end, write_end = os.pipe()
+        warmed, warmed_write = os.pipe()
+        order_read, order_write = os.pipe()
+        fault_fd = containment.fault_file()
+        pid = os.fork()
+        if pid == 0:  # the spare: it keeps only its own ends
+            for fd in self.close_in_child:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            for secret in self.wipe_in_child:
+                secret[:] = bytes(len(secret))
+            fork_spare.serve_when_ordered(write_end, fault_fd, order_read, warmed_write, self.threads, self.heap_bytes)
+        for fd in (write_end, warmed_write, order_read):
+            os.close(fd)
+        return Started(pid, read_end, fault_fd, imported=warmed, order=order_write)
+
     def _fork(self, request: Envelope, key: bytes) -> Started:
         read_end, write_end = os.pipe()
         fault_fd = containment.fault_file()
         pid = os.fork()
         if pid == 0:  # the run process
+            from gradviz.worker.fork_spare import close_all_but
             from gradviz.worker.run import serve_one
 
             os.close(read_end)
             for fd in self.close_in_child:  # the run talks to the worker only through its pipe
                 with contextlib.suppress(OSError):
                     os.close(fd)
+            close_all_but((write_end, fault_fd))  # the spare's order pipe above all: user code runs here
             for secret in self.wipe_in_child:
                 secret[:] = bytes(len(secret))
             serve_one(request, write_end, fault_fd, self.threads, key)
@@ -190,10 +252,14 @@ def _close_imported(run: Started) -> None:
 
 def _discard(run: Started) -> None:
     """Kill and reap a run process that never got (or never read) its request (still unreaped:
-    the worker's idle reaping leaves the spare alone, so its pid is still ours)."""
+    the worker's idle reaping leaves the spare alone, so its pid is still ours), and close what
+    the worker holds of it."""
     if run.process is not None and run.process.stdin is not None:
         with contextlib.suppress(OSError):
             run.process.stdin.close()
+    if run.order is not None:  # a forked spare's order pipe: closed, it would exit on its own
+        os.close(run.order)
+        run.order = None
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(run.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):

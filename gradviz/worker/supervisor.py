@@ -62,6 +62,7 @@ class Run:
     tampered: bool = False  # something else than the run's own code wrote into the pipe
     batched: bool = False  # the run said its user code runs under vmap right now
     stopping: bool = False  # the worker is stopping it: nothing it says from now on counts
+    peak: int = 0  # the most it was seen to hold resident: the next forked spare faults that much in
 
     @property
     def pid(self) -> int:
@@ -125,7 +126,8 @@ class Supervisor:
 
     def _step(self) -> None:
         if not self.quitting:
-            self.starter.prepare()  # spawn: the next run imports torch while we wait, or while this one runs
+            self.starter.close_in_child = self._channels()
+            self.starter.prepare(running=self.run is not None)  # the next run gets ready while we wait
         fds = ([self.requests_fd] if self.requests_fd >= 0 else []) + ([self.run.pipe] if self.run else [])
         readable, _, _ = select.select(fds, [], [], POLL_S if self.run else 0.5)
         if self.requests_fd in readable:
@@ -146,6 +148,10 @@ class Supervisor:
             self._take(self.pending.popleft())
         if os.getppid() != self.parent:  # the client died (reparented): stop everything
             self.quitting = True
+
+    def _channels(self) -> tuple[int, ...]:
+        """Our own descriptors to the client: a forked run or spare must not hold them."""
+        return tuple(fd for fd in (self.requests_fd, self.out.fileno()) if fd >= 0)
 
     def send(self, message: dict[str, Any]) -> None:
         if messages.is_final(message):
@@ -204,7 +210,7 @@ class Supervisor:
 
     def _start_run(self, request: Envelope) -> None:
         key = os.urandom(KEY_BYTES)  # the run seals its lines with it; user code never gets it handed
-        self.starter.close_in_child = tuple(fd for fd in (self.requests_fd, self.out.fileno()) if fd >= 0)
+        self.starter.close_in_child = self._channels()
         try:
             started = self.starter.start(request, key)
         except OSError as exc:  # fork or exec refused (the process limit, memory): say so, serve on
@@ -252,9 +258,13 @@ class Supervisor:
         if run.deadline is not None and time.monotonic() > run.deadline:
             limit = float(run.envelope.request.timeout or 0)
             self._stop_hung(lambda dump, source: faults.timeout_error(limit, dump, source))
-        elif self.memory_limit and self.meter.over(self.memory_limit, spare=self.starter.spares):
+        elif self.memory_limit and self.meter.over(self.memory_limit):
+            if self.starter.drop_spare():  # the spare is counted, and goes first: the run may need its room
+                return
             shown = format_bytes(self.memory_limit)
             self._stop_hung(lambda dump, source: faults.out_of_memory_error(shown, dump, source))
+        else:
+            run.peak = max(run.peak, process_tree.resident_bytes(run.pid))
 
     def _stop_hung(self, describe) -> None:
         """Ask the run for its stack, stop it and all it started, answer with where it was."""
@@ -309,6 +319,8 @@ class Supervisor:
         """The run and everything it started go (by ancestry, not by group); bounded waits only."""
         run, self.run = self.run, None
         containment.end_everything(run.pid, self.starter.spares)
+        self.starter.heap_bytes = max(0, run.peak - process_tree.resident_bytes(os.getpid()))
+        self.starter.release()
         run.process.forget()
         os.close(run.pipe)
         os.close(run.faults)
@@ -432,7 +444,8 @@ def _start(out: IO[bytes], requests_fd: int, key: bytearray) -> Supervisor:
 
     memory_limit = default_memory_limit()  # a bad GRADVIZ_WORKER_MEMORY_MB stops us here, not mid-run
     starter = RunStarter(threads=1)
-    starter.prepare()  # spawn: the first run imports torch while we do
+    if starter.method == "spawn":
+        starter.prepare()  # the first run imports torch while we do (a forked spare waits for our torch)
     threads, devices, version = prepare_torch(warm=os.environ.get(WARM_ENV) == "1")
     starter.wait_spare(STARTUP_WAIT_S)
     supervisor = Supervisor(out, requests_fd, key=key, threads=threads, memory_limit=memory_limit, starter=starter)

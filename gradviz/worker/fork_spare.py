@@ -1,0 +1,129 @@
+"""A pre-forked spare run process (Linux, fork): forked from the worker ahead of need, it pays a
+run's first-call costs before its request comes, then serves it exactly as a freshly forked run.
+
+A freshly forked run starts OpenMP's thread pool on its first parallel op, faults in every page
+of heap it touches and pays its first batched (vmapped) call: 10-30 % of a check of 10^5 cells
+or more. The spare does all of that while the worker waits for a request or while the run before
+it works: it starts the thread pool with the run's thread count, faults in a heap as large as
+the last run used (at most ``MAX_HEAP_BYTES`` beyond the worker's) and keeps it (glibc's malloc
+told not to give freed memory back, nor to map large blocks apart), and runs one tiny batched
+check. It has never run user code: it is a copy of the worker, which never does. Until its order
+comes it is not dumpable (the run beside it runs user code of the same user) and holds none of
+the worker's descriptors but its own four. The order, ``{"request", "key", "threads"}`` as
+JSON, comes on a pipe only the worker holds; the pipe closed without one lets it go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import sys
+
+from gradviz.schema.requests import from_message
+
+MAX_HEAP_BYTES = 256 << 20  # the most heap a spare faults in beyond the worker's
+PARALLEL_SIDE = 256  # a matmul this size runs in parallel on every thread: the pool starts
+# glibc's mallopt parameters (malloc.h): keep freed memory, never mmap a block apart
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+KEEP_FREED = 2**31 - 1  # bytes of free heap top glibc may keep before it trims (its int's largest)
+
+
+def serve_when_ordered(pipe_fd: int, fault_fd: int, order_fd: int, warmed_fd: int, threads: int, heap_bytes: int) -> None:
+    """In the forked spare: warm up, say so on ``warmed_fd``, wait for the order on ``order_fd``,
+    serve it. Never returns."""
+    from gradviz.worker import containment, run
+
+    try:
+        close_all_but((pipe_fd, fault_fd, order_fd, warmed_fd))
+        run.become_run_process(fault_fd, threads)
+        containment.hide_self()  # become_run_process showed us: not while the run beside us runs user code
+        warm_up(threads, heap_bytes)
+        with contextlib.suppress(OSError):  # the worker may have let us go meanwhile
+            os.write(warmed_fd, b"1")
+        os.close(warmed_fd)
+        order = _read_order(order_fd)
+    except BaseException:  # nothing may escape a forked child; the worker sees it gone and forks anew
+        os._exit(71)
+    if order is None:
+        os._exit(0)
+    containment.show_self()  # the run before us is gone; the worker reads our memory use
+    envelope = from_message(order["request"])  # parsed once by the worker already: cannot fail
+    run.serve_one(envelope, pipe_fd, fault_fd, int(order["threads"]), bytes.fromhex(order["key"]), prepared=True)
+
+
+def warm_up(threads: int, heap_bytes: int) -> None:
+    """OpenMP's pool started with ``threads``, ``heap_bytes`` of heap faulted in and kept, one tiny
+    batched check (vmap's first call), as a run's first parallel op, allocation and check would."""
+    import torch
+
+    torch.set_num_threads(threads)
+    side = torch.ones(PARALLEL_SIDE, PARALLEL_SIDE, dtype=torch.float64)
+    (side @ side).sum()
+    if keep_freed_memory():
+        fault_in(min(max(heap_bytes, 0), MAX_HEAP_BYTES))
+    from gradviz.worker.startup import warm_up as first_calls
+
+    first_calls()
+
+
+def keep_freed_memory() -> bool:
+    """Tell glibc's malloc to keep what is freed and to take large blocks from the heap, so pages
+    faulted in now serve the run's allocations later. False where malloc is not glibc's."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, KEEP_FREED))
+
+
+def fault_in(nbytes: int) -> None:
+    """Touch ``nbytes`` of fresh heap, one write a page, and free it (kept: ``keep_freed_memory``)."""
+    if nbytes <= 0:
+        return
+    import torch
+
+    block = torch.empty(nbytes, dtype=torch.uint8)
+    block[:: os.sysconf("SC_PAGE_SIZE")] = 1
+    del block
+
+
+def hand_over(order_fd: int, request_message: dict, key: bytes, threads: int) -> bool:
+    """Write the spare its order and close the pipe; False when the spare is gone."""
+    order = json.dumps({"request": request_message, "key": key.hex(), "threads": threads}).encode()
+    try:
+        with os.fdopen(order_fd, "wb", buffering=0) as pipe:
+            view = memoryview(order)
+            while view:
+                view = view[pipe.write(view) :]
+    except OSError:
+        return False
+    return True
+
+
+def _read_order(fd: int) -> dict | None:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks)) if chunks else None
+
+
+def close_all_but(keep: tuple[int, ...]) -> None:
+    """In a forked run or spare: close every descriptor above stderr but ``keep``. The worker's
+    channels, the run beside it and a spare's order pipe are none of its business (user code that
+    wrote into a spare's order pipe would crash the next run)."""
+    streams = set()
+    for stream in (sys.stdin, sys.stdout, sys.stderr):  # sys.stdin reads the worker's /dev/null
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            streams.add(stream.fileno())
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(3, 1024))
+    for fd in open_fds:
+        if fd > 2 and fd not in keep and fd not in streams:
+            with contextlib.suppress(OSError):
+                os.close(fd)
