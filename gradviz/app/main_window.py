@@ -162,6 +162,7 @@ class MainWindow(QMainWindow):
             "reset_layout": self.reset_layout,
             "run": self.runner.run, "cancel": self._on_escape,
             "check_options": self.run_bar.options_button.open_dialog, "worst": self.jacobians.go_to_worst,
+            "error_line": self.editor.go_to_error,
             "step_next": lambda: graph.step(1), "step_prev": lambda: graph.step(-1),
             "next_example": lambda: self.presenter.change_example(+1),
             "prev_example": lambda: self.presenter.change_example(-1),

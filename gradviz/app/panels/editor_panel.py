@@ -179,7 +179,7 @@ class CodeEditor(QPlainTextEdit):
             return
         block = self.document().findBlockByNumber(self.error_line - 1)
         if self.blockCount() != self._marked[0] or block.text() != self._marked[1]:
-            self.mark_error(None, scroll=False)
+            self.mark_error(None)
             self.error_cleared()
 
     def error_cleared(self) -> None:
@@ -250,8 +250,10 @@ class CodeEditor(QPlainTextEdit):
         return labels
 
     # --- error line ------------------------------------------------------------------------
-    def mark_error(self, line: int | None, *, scroll: bool = True) -> None:
-        """Tint line ``line`` (1-based) and scroll to it; None clears."""
+    def mark_error(self, line: int | None) -> None:
+        """Tint line ``line`` (1-based) and its number; None clears. The text cursor and the scroll
+        stay where the user had them: a run that fails while they type elsewhere must not pull
+        them away (``go_to_error`` moves there when asked)."""
         self.error_line = line
         if line is not None:
             self._marked = (self.blockCount(), self.document().findBlockByNumber(line - 1).text())
@@ -262,11 +264,17 @@ class CodeEditor(QPlainTextEdit):
             selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
             selection.cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
             selections.append(selection)
-            if scroll:
-                self.setTextCursor(selection.cursor)
-                self.centerCursor()
         self.setExtraSelections(selections)
         self._gutter.update()
+
+    def go_to_error(self) -> bool:
+        """The cursor to the start of the marked line, centred in view; False when none is marked."""
+        if self.error_line is None or not 1 <= self.error_line <= self.blockCount():
+            return False
+        self.setTextCursor(QTextCursor(self.document().findBlockByNumber(self.error_line - 1)))
+        self.centerCursor()
+        self.setFocus(Qt.FocusReason.OtherFocusReason)
+        return True
 
     # --- quiz: hide the answers ------------------------------------------------------------
     def set_quiz(self, on: bool) -> None:
@@ -429,6 +437,10 @@ class EditorPanel(QWidget):
         self.message.setText(text)
         self.message.show()
         self.editor.mark_error(line)
+
+    def go_to_error(self) -> None:
+        """Run → Go to error line: the cursor to the line the failed run marked."""
+        self.editor.go_to_error()
 
     def clear_error(self) -> None:
         self.message.hide()
