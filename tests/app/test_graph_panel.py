@@ -215,6 +215,21 @@ def test_builtin_graph_is_drawn_node_for_node(qtbot, panel, name):
     assert f"your Function <b>{first['class']}</b>" in panel.node_info.text()
 
 
+def test_your_function_keeps_its_label_in_a_narrow_panel(qtbot, panel):
+    """A small panel (its view a third of it, the details beside it): the user's Function, the
+    widest label in the largest font, still gets one, its name on two lines if need be."""
+    graph = builtin_graph("fused_conv_bn")
+    custom = custom_node(graph)
+    panel.resize(600, 350)
+    panel.set_graph(GraphModel.from_dict(graph))
+    view = panel.plot.getViewBox()
+    qtbot.waitUntil(lambda: 0 < view.width() < panel.labels.measure("custom", custom["class"])[0])
+    qtbot.waitUntil(lambda: custom["id"] in panel.shown_labels())
+    text = panel.shown_labels()[custom["id"]].toPlainText()
+    assert text in (custom["name"], custom["class"]) or text.replace("\n", "") == custom["class"]
+    assert_labels_readable(panel)
+
+
 def test_leaves_are_labelled_with_the_argument_names(qtbot, panel):
     graph = builtin_graph("linear")
     panel.set_graph(GraphModel.from_dict(graph))
