@@ -190,6 +190,7 @@ class MainWindow(QMainWindow):
         controller = self.controller
         controller.check_queued.connect(self._on_check_queued)
         controller.check_started.connect(self._on_check_started)
+        controller.progress_unit.connect(self.run_bar.set_unit)
         controller.progress.connect(self.run_bar.set_progress)
         controller.check_finished.connect(lambda *_: self.run_bar.set_progress_text("loading result…"))
         controller.check_finished.connect(self.loader.load)
