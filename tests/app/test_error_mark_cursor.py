@@ -3,6 +3,7 @@ to error line moves there when asked. In the real window, with a real worker."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
 from tests.app.focus import has_focus
@@ -53,8 +54,17 @@ def test_the_error_mark_leaves_the_cursor_and_the_scroll_where_the_user_had_them
     assert editor.textCursor().position() == where
     assert scroll.value() == scrolled
 
-    # asked for, the cursor goes to the marked line and it comes into view
-    window.actions["error_line"].trigger()
-    assert editor.textCursor().blockNumber() == line - 1 and editor.textCursor().positionInBlock() == 0
-    assert editor.viewport().rect().contains(editor.cursorRect())
-    assert has_focus(editor)
+    # asked for (the button under the editor, or Run → Go to error line), the cursor goes to the
+    # marked line and it comes into view
+    button = window.editor.go_button
+    assert button.isVisible() and button.text() == f"Go to line {line}"
+    for go in (lambda: qtbot.mouseClick(button, Qt.MouseButton.LeftButton), window.actions["error_line"].trigger):
+        editor.setTextCursor(cursor)
+        editor.ensureCursorVisible()
+        assert editor.textCursor().position() == where and not editor.viewport().rect().contains(
+            editor.cursorRect(QTextCursor(editor.document().findBlockByNumber(line - 1)))
+        )
+        go()
+        assert editor.textCursor().blockNumber() == line - 1 and editor.textCursor().positionInBlock() == 0
+        assert editor.viewport().rect().contains(editor.cursorRect())
+        assert has_focus(editor)

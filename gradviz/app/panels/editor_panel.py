@@ -28,8 +28,10 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QPushButton,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -341,13 +343,22 @@ class EditorPanel(QWidget):
         self.message.setStyleSheet(
             "QLabel { background: #fdecea; color: #611a15; padding: 6px; border-radius: 3px; }"
         )
-        self.message.hide()
+        # marking the line never moves the cursor (the user may be typing elsewhere): this does
+        self.go_button = QPushButton("Go to line")
+        self.go_button.setToolTip("Put the cursor on the line the run failed at (Ctrl+Shift+E)")
+        self.go_button.clicked.connect(self.go_to_error)
+        self.error_row = QWidget()
+        row = QHBoxLayout(self.error_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.message, 1)
+        row.addWidget(self.go_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.error_row.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.find_bar)
         layout.addWidget(self.editor, 1)
-        layout.addWidget(self.message)
+        layout.addWidget(self.error_row)
         self.editor.textChanged.connect(self.text_edited)
         self.editor.error_cleared = self._on_error_line_edited
         self.editor.textChanged.connect(self._on_text_changed)
@@ -360,7 +371,11 @@ class EditorPanel(QWidget):
         self.find_bar.open()
 
     def _on_error_line_edited(self) -> None:
+        self._hide_message()
+
+    def _hide_message(self) -> None:
         self.message.hide()
+        self.error_row.hide()
 
     def _on_text_changed(self) -> None:
         if self.view.quiz:
@@ -379,6 +394,7 @@ class EditorPanel(QWidget):
         message = QFont(self.message.font())
         message.setPointSize(theme.pt(10))
         self.message.setFont(message)
+        self.go_button.setFont(message)
         self.highlighter_contrast(theme.high_contrast)
 
     def highlighter_contrast(self, on: bool) -> None:
@@ -436,6 +452,9 @@ class EditorPanel(QWidget):
             text += "\n" + traceback_text
         self.message.setText(text)
         self.message.show()
+        self.go_button.setText(f"Go to line {line}")
+        self.go_button.setVisible(bool(line))
+        self.error_row.show()
         self.editor.mark_error(line)
 
     def go_to_error(self) -> None:
@@ -443,7 +462,7 @@ class EditorPanel(QWidget):
         self.editor.go_to_error()
 
     def clear_error(self) -> None:
-        self.message.hide()
+        self._hide_message()
         self.editor.mark_error(None)
 
     def set_font_size(self, points: int) -> None:
