@@ -168,28 +168,46 @@ def fit_labels(
     for k in [*order, *([last] if last is not None and last not in order else [])]:
         if k in labelled:
             continue
-        cx, cy, r = px[k], py[k], mark[k] + GRID  # a grid cell clear of the node's own square
-        for j in range(sizes.shape[1]):
-            w, h = sizes[k, j]
-            spot = None
-            for left, top in (
-                (cx - w / 2, cy + r),  # below
-                (cx + r + 2, cy - h / 2),  # right
-                (cx - r - 2 - w, cy - h / 2),  # left
-                (cx - w / 2, cy - r - h),  # above
-            ):
+        spot = _first_spot(grid, k, px[k], py[k], mark[k] + GRID, sizes[k], width, height)
+        if spot:
+            placed.append(spot)
+            labelled.add(k)
+    return placed
+
+
+def _spots(cx: float, cy: float, r: float, w: float, h: float, corners: bool) -> tuple[tuple[float, float], ...]:
+    """(left, top) of each spot a w x h label may take beside a node at (cx, cy), ``r`` px clear of
+    it: below, right, left, above; or (``corners``) beside it, its bottom or its top level with
+    the node's centre."""
+    if not corners:
+        return (
+            (cx - w / 2, cy + r),  # below
+            (cx + r + 2, cy - h / 2),  # right
+            (cx - r - 2 - w, cy - h / 2),  # left
+            (cx - w / 2, cy - r - h),  # above
+        )
+    return (
+        (cx + r + 2, cy - h),  # right, up: its bottom level with the node's centre
+        (cx + r + 2, cy),  # right, down
+        (cx - r - 2 - w, cy - h),  # left, up
+        (cx - r - 2 - w, cy),  # left, down
+    )
+
+
+def _first_spot(grid, k: int, cx: float, cy: float, r: float, sizes: np.ndarray, width: float, height: float):
+    """(row, which text, centre x, centre y) of the first text and spot that is free (and marks
+    it taken), None if none: every text at the four sides first, then every text at the corners
+    (where a tall wrapped label beside a node of a chain clears the nodes above and below it)."""
+    for corners in (False, True):
+        for j, (w, h) in enumerate(sizes):
+            for left, top in _spots(cx, cy, r, w, h, corners):
                 if left < 0 or top < 0 or left + w > width or top + h > height:
                     continue
                 area = _cells(left, top, left + w, top + h)
                 if not grid[area].any():
                     grid[area] = True
-                    spot = (k, j, left + w / 2, top + h / 2)
-                    break
-            if spot:
-                placed.append(spot)
-                labelled.add(k)
-                break
-    return placed
+                    return (k, j, left + w / 2, top + h / 2)
+    return None
 
 
 def clear_of_neighbours(rows: np.ndarray, px: np.ndarray, py: np.ndarray, radius: np.ndarray, n: int) -> np.ndarray:

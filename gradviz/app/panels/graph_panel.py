@@ -427,8 +427,9 @@ class GraphPanel(QWidget):
         """Label each node that stands clear of its neighbours, where the label overlaps no node and
         no other label, in order of importance (your Functions, leaves, built-ins; the selected node
         last, so stepping never moves a label):
-        full text, else the short one, else a Function's name on two lines; below, right, left or above the node; else no label until
-        the user zooms in. A label beside a clump of nodes would name the wrong one."""
+        full text, else the short one, else a Function's name on two lines; below, right, left or
+        above the node, then beside it level with its top or bottom; else no label until the user
+        zooms in. A label beside a clump of nodes would name the wrong one."""
         n = len(self._nodes)
         box = self.plot.getViewBox()
         (x0, x1), (y0, y1) = box.viewRange()
