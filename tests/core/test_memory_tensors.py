@@ -226,6 +226,15 @@ def test_a_tensor_a_users_function_made_is_named_by_that_function():
     assert saved.saved_by == "SinBackward0 #1 · self"
 
 
+def test_a_tensor_a_custom_op_made_is_named_by_the_op():
+    from tests.core.audit_models import matmul
+
+    a, b = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    got = saved_bytes(lambda a, b: matmul(a, b).sin(), (a, b))  # SinBackward0 saves the op's output
+    made = [t for t in got.tensors if t.op == "SinBackward0"]
+    assert [t.name for t in made] == [f"output of {matmul._qualname} #1"]  # "gvaudit::matmul #1"
+
+
 def test_the_named_list_travels_through_the_schema_as_strict_json():
     study = conv_bn_study(2, (2, 3, 10, 10), 4, 3)
     d = json.loads(json.dumps(study.to_dict(), allow_nan=False))
