@@ -19,6 +19,7 @@ _standard = QKeySequence.StandardKey
 MENUS = (("file", "&File"), ("edit", "&Edit"), ("view", "&View"), ("run", "&Run"), ("help", "&Help"))
 PRESENTATION_TIP = "Full screen, controls hidden, large high-contrast text (F11)"
 WORST_KEY = "F8"  # next problem, as in IDEs; Ctrl+W closes the window (StandardKey.Close)
+ERROR_KEY = "Ctrl+Shift+E"  # the failed run's line: marking it never moves the cursor, this does
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ ACTIONS = (
     ActionSpec("cancel", "&Cancel", ("Esc",), "run"),
     ActionSpec("check_options", "gradcheck &options…", (check_options.SHORTCUT,), "run"),
     ActionSpec("worst", "Go to &worst cell", (WORST_KEY,), "run"),
+    ActionSpec("error_line", "Go to &error line", (ERROR_KEY,), "run"),
     ActionSpec("step_next", "Backward step &forward", ("Alt+Right",), "run"),
     ActionSpec("step_prev", "Backward step &back", ("Alt+Left",), "run"),
     ActionSpec("next_example", "&Next example", ("Ctrl+PgDown",), "run"),

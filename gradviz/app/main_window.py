@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
             "reset_layout": self.reset_layout,
             "run": self.runner.run, "cancel": self._on_escape,
             "check_options": self.run_bar.options_button.open_dialog, "worst": self.jacobians.go_to_worst,
+            "error_line": self.editor.go_to_error,
             "step_next": lambda: graph.step(1), "step_prev": lambda: graph.step(-1),
             "next_example": lambda: self.presenter.change_example(+1),
             "prev_example": lambda: self.presenter.change_example(-1),
@@ -194,6 +195,7 @@ class MainWindow(QMainWindow):
         controller = self.controller
         controller.check_queued.connect(self._on_check_queued)
         controller.check_started.connect(self._on_check_started)
+        controller.progress_unit.connect(self.run_bar.set_unit)
         controller.progress.connect(self.run_bar.set_progress)
         controller.check_finished.connect(lambda *_: self.run_bar.set_progress_text("loading result…"))
         controller.check_finished.connect(self.loader.load)

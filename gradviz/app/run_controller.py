@@ -110,6 +110,7 @@ class RunController(QObject):
     check_queued = Signal(bool)  # a check waits: True while the worker starts, False behind another request
     check_started = Signal(int)  # request id of the check just sent
     progress = Signal(int, int)  # done, total of the check in flight
+    progress_unit = Signal(str)  # what they count ("Jacobian rows and columns"), before each count
     check_finished = Signal(int, dict)  # request id, the worker's summary (arrays in the files it names)
     check_failed = Signal(int, dict)  # request id, error: kind, message, filename, lineno, traceback
     memory_started = Signal()  # a memory study was sent
@@ -366,6 +367,7 @@ class RunController(QObject):
         if job is None:
             return
         if job.kind == "check" and self.is_current(request):
+            self.progress_unit.emit(getattr(self.worker, "progress_unit", ""))
             self.progress.emit(done, total)
         elif job.kind == "region":
             self.region_progress.emit(done, total)

@@ -54,6 +54,7 @@ class WorkerClient(QObject):
         self._last_answered = 0  # id of the request answered last
         self.is_ready = False
         self.info: dict[str, Any] = {}
+        self.progress_unit = ""  # what the last progress message counted ('' where it did not say)
         self.output_text = ""
         self.tmp_root: Path = make_run_root()
         self.grace = unresponsive.GRACE_S  # past a timeout or a Cancel, how long the worker gets to answer
@@ -188,6 +189,7 @@ class WorkerClient(QObject):
                 self._arm(self.grace if self._cancel_sent else unresponsive.answer_deadline(0.0, self._timeout, self.grace))
             self.ready.emit(message)
         elif kind == "progress":
+            self.progress_unit = message.get("unit", "")  # what it counts, for whoever takes the count
             self.progress.emit(message["id"], message["done"], message["total"])
         elif kind == "result":
             self._answered()

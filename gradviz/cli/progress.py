@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from gradviz.schema.time_left import RunClock, time_left_text
+from gradviz.schema.time_left import RunClock, finishing_text, time_left_text
 
 DELAY_S = 1.0  # a run shorter than this shows nothing
 INTERVAL_S = 0.25  # at most four rewrites a second (the worker reports every 0.05 s)
@@ -144,7 +144,7 @@ def waiting_line(last: tuple[int, int] | None, elapsed: float) -> str:
     """The line while no report comes: before the first (nothing counted yet) or after the last."""
     if last is None or last[1] <= 0:
         return f"gradviz: starting (worker, torch, your code)... {elapsed:.0f} s"
-    return f"gradviz: 100% ({last[1]:,} / {last[1]:,}), finishing... {elapsed:.0f} s"
+    return f"gradviz: 100% ({last[1]:,} / {last[1]:,}), {finishing_text(elapsed, dots='...')}"
 
 
 def _is_terminal(stream: IO[str]) -> bool:

@@ -25,6 +25,7 @@ from gradviz.core.quiet_warnings import warnings_ignored
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import Cancelled
 from gradviz.schema.settings import DEFAULT_CHUNK_BYTES
+from gradviz.schema.time_left import CHECK_UNIT
 
 ProgressFn = Callable[[int, int], None]
 CancelFn = Callable[[], bool]
@@ -33,16 +34,19 @@ BlockKey = tuple[int, int]
 
 @dataclass
 class Progress:
-    """Counts work units (Jacobian rows plus columns) and asks whether to stop."""
+    """Counts work units (Jacobian rows plus columns, or what ``unit`` says) and asks whether to stop."""
 
     total: int
     callback: ProgressFn | None = None
     cancel: CancelFn | None = None
     done: int = 0
+    unit: str = CHECK_UNIT  # what is counted, told to a callback that has a ``unit`` to set (the worker's)
 
     def advance(self, units: int) -> None:
         self.done += units
         if self.callback is not None:
+            if hasattr(self.callback, "unit"):
+                self.callback.unit = self.unit
             self.callback(self.done, self.total)
 
     def check_cancel(self) -> None:

@@ -15,11 +15,13 @@ This list is why the fused conv-BN study saves less: unfused, every BatchNorm ke
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import torch
 from torch.autograd.function import BackwardCFunction
 
+from gradviz.core.custom_ops import backward_node_op
 from gradviz.core.saved import Storages, ctx_attributes, dtype_name, reachable_nodes, storage_key, tensors_in
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.memory import SavedBytes, SavedTensor
@@ -73,6 +75,7 @@ def measure_saved(
     stop = {id(a.grad_fn) for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None}
     nodes = sorted(reachable_nodes(outputs, stop), key=lambda node: node._sequence_nr())  # forward order
     numbers = _node_numbers(nodes)
+    made = _forward_numbers(nodes)
     savers = _savers(nodes, unpacked)
     labels = _Labels(
         names or {}, {f"argument {k}": a for k, a in enumerate(args) if isinstance(a, torch.Tensor)}
@@ -82,7 +85,7 @@ def measure_saved(
     for index, (t, i) in enumerate(zip(packed, ids)):
         node, attribute = savers.get(index, (None, ""))
         op, number = (node.name(), numbers[id(node)]) if node is not None else ("", 0)
-        name = labels.name(t) or _made_by(producers[index], node, attribute, numbers)
+        name = labels.name(t) or _made_by(producers[index], node, attribute, made)
         tensors.append(
             SavedTensor(
                 tuple(t.shape),
@@ -184,15 +187,51 @@ RESULT_NAMES = {
 }
 
 
-def _made_by(producer, saver, attribute: str, numbers: dict[int, int]) -> str:
-    """What a saved tensor is, from the node that made it: ``output of ConvolutionBackward0 #2``."""
-    if producer is not None and id(producer) in numbers:
-        return f"output of {producer.name()} #{numbers[id(producer)]}"
+def _made_by(producer, saver, attribute: str, made: dict[int, tuple[str, int]]) -> str:
+    """What a saved tensor is, from the forward op that made it: ``output of convolution #2``.
+
+    The node that saved it is its own column (``SavedTensor.saved_by``); naming the tensor by
+    that node's neighbour (``output of ConvolutionBackward0``) read as if backward had made it."""
+    if producer is not None and id(producer) in made:
+        op, number = made[id(producer)]
+        return f"output of {op} #{number}"
     if saver is not None and attribute.startswith("result"):  # an output the saving node made itself
         return RESULT_NAMES.get((saver.name(), attribute), f"its own output ({attribute})")
     if producer is not None:
-        return f"output of {producer.name()} (before this forward)"
+        return f"output of {forward_op(producer)} (before this forward)"
     return "a tensor made without autograd history"
+
+
+_BACKWARD = re.compile(r"Backward\d*$")
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def forward_op(node) -> str:
+    """The forward op a graph node is the backward of: a custom Function's class name
+    (``LinearFunction``), a custom op's ``ns::name``, else PyTorch's node name without its
+    ``Backward<n>`` suffix in ATen's snake case (``ConvolutionBackward0`` -> ``convolution``,
+    ``NativeBatchNormBackward0`` -> ``native_batch_norm``: derivatives.yaml names each node after
+    its op so)."""
+    if isinstance(node, BackwardCFunction):
+        cls = type(node)._forward_cls
+        op = backward_node_op(cls)
+        return op._qualname if op is not None else cls.__name__
+    name = node.name().removeprefix("torch::autograd::")
+    stem = _BACKWARD.sub("", name)
+    if not stem or stem == name:  # not a <Op>Backward<n> node (AccumulateGrad, CopySlices): as PyTorch says
+        return name
+    return _WORD_START.sub("_", stem).lower()
+
+
+def _forward_numbers(nodes: list) -> dict[int, tuple[str, int]]:
+    """id(node) -> (its forward op, 1 for the forward's first call of that op, 2 for the second...)."""
+    count: dict[str, int] = {}
+    numbers = {}
+    for node in nodes:
+        op = forward_op(node)
+        count[op] = count.get(op, 0) + 1
+        numbers[id(node)] = (op, count[op])
+    return numbers
 
 
 def _as_callable(fn_or_callable) -> Callable:

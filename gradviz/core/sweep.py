@@ -60,6 +60,7 @@ from gradviz.schema.errors import (
 from gradviz.schema.indices import cell_index, cell_label
 from gradviz.schema.settings import MACHINE_EPS, CheckSettings, SweepOptions, default_memory_limit
 from gradviz.schema.sweep import BlockSweep, CellCurve, SweepResult
+from gradviz.schema.time_left import SWEEP_UNIT
 from gradviz.schema.units import format_bytes
 
 SWEEP_CHUNK_FACTOR = 4  # the sweep's vmapped chunks may be this many times the check's
@@ -153,7 +154,7 @@ def sweep_function(
     _guard_size(swept, outputs, args, settings)
 
     units = sum(sweep_units(args[j].numel(), len(steps), options) for j in {j for _, j in swept})
-    tracker = Progress(units + 2 * len(steps) * (len(in_indices) + 1), progress, cancel)
+    tracker = Progress(units + 2 * len(steps) * (len(in_indices) + 1), progress, cancel, unit=SWEEP_UNIT)
     dtype_name = str(leaves[0].dtype).removeprefix("torch.")
     # the forward's measured round-off where coarser than its dtype's (float32 inside a float64 Function)
     machine = machine_eps_for_sweep(fn, args, in_indices, out_indices, settings, MACHINE_EPS.get(dtype_name, MACHINE_EPS["float64"]))

@@ -28,13 +28,14 @@ from gradviz.core import checks
 from gradviz.core.check_run import CheckRun
 from gradviz.core.forward_jacobian import check_batched_forward_grad, check_undefined_forward_tangents
 from gradviz.core.jacobian import CancelFn, Progress, ProgressFn, call_apply
-from gradviz.core.large import MAX_CELLS, MAX_PROBES, disagree, search_block
+from gradviz.core.large import MAX_CELLS, disagree, search_block
 from gradviz.core.opcheck_checks import opcheck_outcomes
 from gradviz.core.user_code import input_infos
 from gradviz.core.vjp import vjp
 from gradviz.schema.errors import SettingsError
 from gradviz.schema.results import FAST_MODE, CheckOutcome, CheckResult, LargeBlock, TensorInfo
 from gradviz.schema.settings import CheckSettings
+from gradviz.schema.time_left import BLOCK_UNIT
 
 MAP_POLICIES = ("eager", "failing", "deferred")  # check_function's ``maps``
 FIRST_CELLS = 8  # cells a verdict-first check finds per block: the maps, built on demand, hold them all
@@ -181,7 +182,7 @@ def check_without_jacobians(
     fn, args, settings, inputs = run.fn, run.args, run.settings, run.inputs
     start = time.perf_counter()
     blocks = [(i, j) for i in run.out_indices for j in run.in_indices] if settings.check_backward_ad else []
-    tracker = Progress(max(1, len(blocks)) * MAX_PROBES, progress, cancel)
+    tracker = Progress(max(1, len(blocks)), progress, cancel, unit=BLOCK_UNIT)  # one per block screened
     found_checks = verdict_checks(run)
     tracker.check_cancel()
     fast_failed = any(c.failed for c in found_checks if c.name in (FAST_MODE, "fast_projection"))
@@ -197,7 +198,7 @@ def check_without_jacobians(
             ))  # fmt: skip
         else:
             found.append(LargeBlock(i, j, tuple(run.outputs[i].shape), tuple(args[j].shape)))
-        tracker.advance(MAX_PROBES)
+        tracker.advance(1)
     stopped = [_stopped(b, inputs.names[b.input], deferred=why is None) for b in found if not b.complete]
     leaf = args[run.in_indices[0]]
     result = CheckResult(

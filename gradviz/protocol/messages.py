@@ -49,8 +49,10 @@ def ready(pid: int, torch_version: str, devices: list[dict[str, Any]]) -> dict[s
     return {"type": "ready", "protocol": PROTOCOL_VERSION, "pid": pid, "torch": torch_version, "devices": devices}
 
 
-def progress(request_id: int, done: int, total: int) -> dict[str, Any]:
-    return {"type": "progress", "id": request_id, "done": done, "total": total}
+def progress(request_id: int, done: int, total: int, unit: str = "") -> dict[str, Any]:
+    """``unit``: what is counted (``schema.time_left.CHECK_UNIT``...), where the sender knows it."""
+    message = {"type": "progress", "id": request_id, "done": done, "total": total}
+    return {**message, "unit": unit} if unit else message
 
 
 def phase(request_id: int, *, batched: bool) -> dict[str, Any]:

@@ -54,11 +54,12 @@ class ViewBox:
 
 
 def label_sizes(
-    texts: list[tuple[str, str]], kinds: list[str], measure: Callable[[str, str], tuple[float, float]]
+    texts: list[tuple[str, ...]], kinds: list[str], measure: Callable[[str, str], tuple[float, float]]
 ) -> np.ndarray:
-    """(node, full 0 / short 1, (w, h)) px of every label with its margins; ``measure(kind, text)``
+    """(node, text, (w, h)) px of every label with its margins, each node's texts in the order
+    they are tried (full 0, short 1, wrapped 2: every node has as many); ``measure(kind, text)``
     is the text's own (width, height) in the font of that kind of node."""
-    sizes = np.zeros((len(texts), 2, 2))
+    sizes = np.zeros((len(texts), max((len(t) for t in texts), default=2), 2))
     for k, (pair, kind) in enumerate(zip(texts, kinds)):
         for j, text in enumerate(pair):
             w, h = measure(kind, text)
@@ -118,10 +119,10 @@ def place_labels(
     *,
     selected: int | None = None,
 ) -> list[tuple[int, int, float, float]]:
-    """(row, full 0 / short 1, centre x, centre y in data units) of every label shown in ``view``:
+    """(row, which text, centre x, centre y in data units) of every label shown in ``view``:
     each node that stands clear of its neighbours gets one where it overlaps no node and no other
     label, in ``priority`` order, the ``selected`` row last (so stepping never moves a label).
-    ``radius``: each symbol's in px; ``sizes[k, j]``: (w, h) px of node k's full and short text."""
+    ``radius``: each symbol's in px; ``sizes[k, j]``: (w, h) px of node k's text j (``label_sizes``)."""
     n = len(positions)
     if not n or view.width < 20 or view.height < 20:
         return []
@@ -154,10 +155,10 @@ def fit_labels(
     *,
     last: int | None = None,
 ) -> list[tuple[int, int, float, float]]:
-    """(row, full 0 / short 1, centre x px, centre y px) of each label that fits: the nodes in
+    """(row, which text, centre x px, centre y px) of each label that fits: the nodes in
     ``order`` first, then ``last`` (the selected node) if it has no label yet. ``rows``: the nodes
     in the view, each kept clear with its ring's room whether selected or not; ``sizes[k, j]``:
-    (w, h) of node k's full (j 0) and short (j 1) text."""
+    (w, h) of node k's text j, tried in order (full, short, wrapped)."""
     grid = np.zeros((int(height // GRID) + 2, int(width // GRID) + 2), dtype=bool)
     mark = radius + RING_GAP  # the same room round every node: the ring may go to any of them
     for k in rows:
@@ -167,28 +168,46 @@ def fit_labels(
     for k in [*order, *([last] if last is not None and last not in order else [])]:
         if k in labelled:
             continue
-        cx, cy, r = px[k], py[k], mark[k] + GRID  # a grid cell clear of the node's own square
-        for j in (0, 1):
-            w, h = sizes[k, j]
-            spot = None
-            for left, top in (
-                (cx - w / 2, cy + r),  # below
-                (cx + r + 2, cy - h / 2),  # right
-                (cx - r - 2 - w, cy - h / 2),  # left
-                (cx - w / 2, cy - r - h),  # above
-            ):
+        spot = _first_spot(grid, k, px[k], py[k], mark[k] + GRID, sizes[k], width, height)
+        if spot:
+            placed.append(spot)
+            labelled.add(k)
+    return placed
+
+
+def _spots(cx: float, cy: float, r: float, w: float, h: float, corners: bool) -> tuple[tuple[float, float], ...]:
+    """(left, top) of each spot a w x h label may take beside a node at (cx, cy), ``r`` px clear of
+    it: below, right, left, above; or (``corners``) beside it, its bottom or its top level with
+    the node's centre."""
+    if not corners:
+        return (
+            (cx - w / 2, cy + r),  # below
+            (cx + r + 2, cy - h / 2),  # right
+            (cx - r - 2 - w, cy - h / 2),  # left
+            (cx - w / 2, cy - r - h),  # above
+        )
+    return (
+        (cx + r + 2, cy - h),  # right, up: its bottom level with the node's centre
+        (cx + r + 2, cy),  # right, down
+        (cx - r - 2 - w, cy - h),  # left, up
+        (cx - r - 2 - w, cy),  # left, down
+    )
+
+
+def _first_spot(grid, k: int, cx: float, cy: float, r: float, sizes: np.ndarray, width: float, height: float):
+    """(row, which text, centre x, centre y) of the first text and spot that is free (and marks
+    it taken), None if none: every text at the four sides first, then every text at the corners
+    (where a tall wrapped label beside a node of a chain clears the nodes above and below it)."""
+    for corners in (False, True):
+        for j, (w, h) in enumerate(sizes):
+            for left, top in _spots(cx, cy, r, w, h, corners):
                 if left < 0 or top < 0 or left + w > width or top + h > height:
                     continue
                 area = _cells(left, top, left + w, top + h)
                 if not grid[area].any():
                     grid[area] = True
-                    spot = (k, j, left + w / 2, top + h / 2)
-                    break
-            if spot:
-                placed.append(spot)
-                labelled.add(k)
-                break
-    return placed
+                    return (k, j, left + w / 2, top + h / 2)
+    return None
 
 
 def clear_of_neighbours(rows: np.ndarray, px: np.ndarray, py: np.ndarray, radius: np.ndarray, n: int) -> np.ndarray:

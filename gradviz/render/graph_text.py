@@ -58,6 +58,25 @@ def short_label(node: Node) -> str:
     return _BACKWARD_SUFFIX.sub("", node.name) or node.name
 
 
+_WORD_START = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")  # Fused|Conv|BN2D|Function
+
+
+def wrapped_label(node: Node) -> str:
+    """The last text a label falls back to: a custom node's Function name on two lines, split
+    between two of its words nearest the middle (``FusedConv`` / ``BN2DFunction``). Your
+    Function's name is the widest label of a small graph, in the largest, bold font: on one line
+    it outgrew a narrow view (the details beside it take most of a small panel), and it was the
+    only node left unlabelled there, however far one zoomed in. Other nodes: ``short_label``."""
+    short = short_label(node)
+    if node.kind != "custom":
+        return short
+    cuts = [m.start() for m in _WORD_START.finditer(short)]
+    if not cuts:
+        return short
+    cut = min(cuts, key=lambda k: (abs(2 * k - len(short)), k))
+    return f"{short[:cut]}\n{short[cut:]}"
+
+
 def _grad_text(g: GradSummary | None) -> str:
     if g is None:
         return "None"

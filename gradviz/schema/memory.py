@@ -38,7 +38,7 @@ class SavedTensor:
     dtype: str
     bytes: int  # the whole storage, not just this (possibly view) tensor
     shared: bool  # its storage was already counted for an earlier tensor
-    name: str = ""  # what it is: "x (the input)", "conv 2 weight", "output of ConvolutionBackward0 #1"
+    name: str = ""  # what it is: "x (the input)", "conv 2 weight", "output of convolution #1"
     op: str = ""  # the graph node that saved it ("ConvolutionBackward0"); "" where unknown
     op_number: int = 0  # 2: the forward's second node of that name; 0 where unknown
     attribute: str = ""  # where that node keeps it: "input", "result1", "saved_tensors[0]", "ctx.sum"

@@ -11,6 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+CHECK_UNIT = "Jacobian rows and columns"  # what a check counts: rows of each backward pass, columns of the others
+BLOCK_UNIT = "Jacobian blocks"  # what a check without full Jacobians (fast mode, too large) counts: blocks screened
+SWEEP_UNIT = "forward evaluations"  # what an eps sweep counts
+SHORT_UNITS = {CHECK_UNIT: "rows + cols", BLOCK_UNIT: "blocks", SWEEP_UNIT: "forwards"}  # where a progress bar has room for a word or two
+FINISHING = "finishing"  # after the last unit: the Jacobians compared, hints found, results written
+
 MIN_SECONDS = 0.5  # measure at least this long before estimating: the first reports come in bursts
 MIN_DONE = 1  # ... and at least this much work
 
@@ -53,3 +59,15 @@ class RunClock:
         if self.first is None or done < self.first[0]:  # a new phase counting from zero starts over
             self.first = (done, elapsed)
         return seconds_left(done, total, elapsed, done_before=self.first[0], elapsed_before=self.first[1])
+
+
+def count_text(done: int, total: int, unit: str = CHECK_UNIT) -> str:
+    """``1,234 / 6,400 rows + cols``: the count and what is counted, in the short form."""
+    return f"{done:,} / {total:,} {SHORT_UNITS.get(unit, unit)}".rstrip()
+
+
+def finishing_text(elapsed: float, dots: str = "…") -> str:
+    """``finishing… 7 s`` (the seconds since the run started): what a run says once every unit is
+    counted, so a count standing at its total while the results are compared and written does not
+    read as a hang. A terminal's line says ``finishing...`` (``dots``)."""
+    return f"{FINISHING}{dots} {elapsed:.0f} s"

@@ -90,6 +90,7 @@ class Reply:
     output_chars: int = 0  # how much the user's code printed during the request
     unsealed: list[str] = field(default_factory=list)  # lines not sealed by the worker, ignored
     progress: list[tuple[int, int]] = field(default_factory=list)
+    progress_units: list[str] = field(default_factory=list)  # what each progress message counted ('': unsaid)
 
     @property
     def ok(self) -> bool:
@@ -328,6 +329,7 @@ class WorkerClient:
                 self.info, self._ready_at = m, time.monotonic()
             if m.get("type") == "progress" and m.get("id") == request_id:
                 reply.progress.append((m["done"], m["total"]))
+                reply.progress_units.append(m.get("unit", ""))
                 if progress is not None:
                     progress(m["done"], m["total"])
             return (m.get("id") == request_id and messages.is_final(m)) or (not self.info and _start_failed(m))

@@ -68,17 +68,18 @@ def _load(code: CodeSource):
     return loaded
 
 
-def _progress(job: Envelope, send: Send | None) -> Callable[[int, int], None]:
-    """A progress callback that sends at most one message per PROGRESS_INTERVAL_S (and the last)."""
-    last = [0.0]
+class _Progress:
+    """A progress callback that sends at most one message per PROGRESS_INTERVAL_S (and the last),
+    each naming what it counts: the core's tracker sets ``unit`` (``core.jacobian.Progress``)."""
 
-    def progress(done: int, total: int) -> None:
+    def __init__(self, job: Envelope, send: Send | None) -> None:
+        self.job, self.send, self.last, self.unit = job, send, 0.0, ""
+
+    def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if send is not None and (now - last[0] >= PROGRESS_INTERVAL_S or done == total):
-            last[0] = now
-            send(messages.progress(job.id, done, total))
-
-    return progress
+        if self.send is not None and (now - self.last >= PROGRESS_INTERVAL_S or done == total):
+            self.last = now
+            self.send(messages.progress(self.job.id, done, total, self.unit))
 
 
 def handle_check(job: Envelope | CheckRequest, send: Send | None) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def handle_check(job: Envelope | CheckRequest, send: Send | None) -> dict[str, A
     from gradviz.schema.result_files import write_check_result
 
     envelope, request = _job(job, CheckRequest)
-    progress = _progress(envelope, send)
+    progress = _Progress(envelope, send)
     loaded = _load(request.code)
     settings = request.settings
     result = check_source(loaded, request.code.function, settings, progress=progress, maps=request.maps)
@@ -139,7 +140,7 @@ def handle_sweep(job: Envelope | SweepRequest, send: Send | None) -> dict[str, A
     from gradviz.schema.report import format_sweep
 
     envelope, request = _job(job, SweepRequest)
-    progress = _progress(envelope, send)
+    progress = _Progress(envelope, send)
     if request.code.node is not None:
         from gradviz.core.audit_node import find_node
         from gradviz.core.sweep import sweep_function
@@ -246,7 +247,7 @@ def handle_region(job: Envelope | RegionRequest, send: Send | None) -> dict[str,
     spec = request.region
     rows = range(spec.row0, spec.row0 + spec.rows)
     cols = range(spec.col0, spec.col0 + spec.cols)
-    block, progress = (spec.output, spec.input), _progress(envelope, send)
+    block, progress = (spec.output, spec.input), _Progress(envelope, send)
     if request.code.node is not None:
         from gradviz.core.audit_node import find_node
         from gradviz.core.region import region_of_function
@@ -278,7 +279,7 @@ def handle_audit(job: Envelope | AuditRequest, send: Send | None) -> dict[str, A
         settings,
         name=built.name,
         max_checks=request.max_checks,
-        progress=_progress(envelope, send),
+        progress=_Progress(envelope, send),
         graphs=request.node_files,
     )
     nodes = [node.to_dict() for node in audit.nodes]

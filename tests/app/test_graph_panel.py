@@ -216,6 +216,54 @@ def test_builtin_graph_is_drawn_node_for_node(qtbot, panel, name):
     assert f"your Function <b>{first['class']}</b>" in panel.node_info.text()
 
 
+def test_your_function_keeps_its_label_in_a_narrow_panel(qtbot, panel):
+    """A small panel (its view a third of it, the details beside it): the user's Function, the
+    widest label in the largest font, still gets one, its name on two lines if need be."""
+    graph = builtin_graph("fused_conv_bn")
+    custom = custom_node(graph)
+    panel.resize(600, 350)
+    panel.set_graph(GraphModel.from_dict(graph))
+    view = panel.plot.getViewBox()
+    qtbot.waitUntil(lambda: 0 < view.width() < panel.labels.measure("custom", custom["class"])[0])
+    qtbot.waitUntil(lambda: custom["id"] in panel.shown_labels())
+    text = panel.shown_labels()[custom["id"]].toPlainText()
+    assert text in (custom["name"], custom["class"]) or text.replace("\n", "") == custom["class"]
+    assert_labels_readable(panel)
+
+
+class LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x.mm(w.t())
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g.mm(w), g.t().mm(x)
+
+
+def test_your_function_is_labelled_in_a_small_graph_of_built_ins(qtbot, panel):
+    """Your Function in a chain of built-ins (its output plus a bias, relu, sum), in the graph dock
+    of the window at its default size: the built-ins' short names fitted beside them, while your
+    Function's (the widest, in the largest font) fitted on neither side of the column and, wrapped,
+    was too tall for the gap between the nodes above and below it: it was the one left unlabelled."""
+    gen = torch.Generator().manual_seed(0)
+    x, w, b = (torch.randn(*shape, generator=gen, requires_grad=True) for shape in ((4, 3), (5, 3), (5,)))
+    graph = graph_from_outputs((LinearFunction.apply(x, w) + b).relu().sum(), [x, w, b], ["x", "w", "b"])
+    custom = next(n for n in graph.nodes if n.kind == "custom")
+    assert custom.class_name == "LinearFunction" and len(graph.nodes) == 7
+    panel.resize(829, 290)  # MainWindow's graph dock at the window's default size
+    panel.set_graph(graph)
+    qtbot.waitUntil(lambda: custom.id in panel.shown_labels())
+    assert panel.shown_labels()[custom.id].toPlainText().replace("\n", "") in (custom.name, custom.class_name)
+    assert_labels_readable(panel)
+    rects = label_rects(panel)
+    for node, symbol in node_rects(panel):
+        for owner, rect in rects.items():
+            assert not rect.intersects(symbol), f"label of {owner} over node {node}"
+
+
 def test_leaves_are_labelled_with_the_argument_names(qtbot, panel):
     graph = builtin_graph("linear")
     panel.set_graph(GraphModel.from_dict(graph))

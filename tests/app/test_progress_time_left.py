@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from gradviz.schema.time_left import CHECK_UNIT, SHORT_UNITS, finishing_text
 from tests.app.test_main_window import RUN_TIMEOUT, run_and_wait
 from tests.app.why_sources import SLOW_CUMSUM, open_and_wait, write
 
@@ -29,6 +30,34 @@ def test_a_long_run_shows_the_time_left_before_its_result(qtbot, main_window, tm
     assert not any(shown for _counts, left, shown in seen if left)  # before the result
     assert window.run_bar.time_left.text() == ""  # gone once done
     assert window.run_bar.cancel_button.isEnabled() is False
+
+
+FINISHING = re.compile("^" + re.escape(finishing_text(0)).replace("0", r"\d+") + "$")
+
+
+def test_the_count_says_what_it_counts_and_then_that_the_check_is_finishing(qtbot, main_window, tmp_path):
+    """Each count names its unit as the worker's messages do; after the last unit, while the check
+    compares and writes its results, the bar says "finishing… N s", not a count standing still."""
+    window = main_window
+    open_and_wait(qtbot, window, write(tmp_path, "slow_cumsum.py", SLOW_CUMSUM))
+    seen: list[tuple[int, int, str, str, str]] = []  # each message's count and unit, and what the bar shows
+    window.controller.progress.connect(
+        lambda done, total: seen.append(
+            (
+                done, total, getattr(window.worker, "progress_unit", ""),
+                window.run_bar.progress.format(), window.run_bar.progress.toolTip(),
+            )
+        )
+    )
+    run_and_wait(qtbot, window)
+    assert window.current.result.passed and len(seen) >= 3, seen
+    done, total, _unit, shown, _tip = seen[-1]
+    assert done == total and FINISHING.match(shown), seen[-1]
+    assert {unit for _done, _total, unit, _shown, _tip in seen} == {CHECK_UNIT}  # the worker names what it counts
+    for done, total, unit, shown, tip in seen:
+        assert tip == f"{done:,} of {total:,} {unit} computed"
+        if done < total:
+            assert shown == f"{done:,} / {total:,} {SHORT_UNITS[unit]}"
 
 
 def test_cancel_stays_while_the_time_left_shows(qtbot, main_window, tmp_path):

@@ -9,7 +9,14 @@ from PySide6.QtCore import Qt
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.state import RunSettings
 from gradviz.schema.settings import dtype_defaults
-from gradviz.schema.time_left import time_left_text
+from gradviz.schema.time_left import (
+    BLOCK_UNIT,
+    CHECK_UNIT,
+    SHORT_UNITS,
+    count_text,
+    finishing_text,
+    time_left_text,
+)
 
 DEVICES = [
     {"name": "cpu", "label": "CPU", "available": True, "reason": ""},
@@ -134,9 +141,28 @@ def test_progress_shows_the_time_left_from_the_rate_since_the_first_report(bar):
     700 left: 3.5 s (counted from Run, 300 in 4 s, it would read ~9 s)."""
     bar.set_running(True)
     bar.set_progress(100, 1000, elapsed=3.0)
-    assert bar.progress.format() == "100 / 1,000" and bar.time_left.text() == ""
+    assert bar.progress.format() == f"100 / 1,000 {SHORT_UNITS[CHECK_UNIT]}" and bar.time_left.text() == ""
     bar.set_progress(300, 1000, elapsed=4.0)
     assert bar.time_left.text() == time_left_text(3.5) == "~4 s left"
     assert bar.cancel_button.isEnabled()
     bar.set_running(False, "done")
     assert bar.time_left.text() == ""
+
+
+def test_after_the_last_unit_the_bar_says_it_is_finishing_and_counts_the_seconds(qtbot, bar):
+    """The count stood at 1,000 / 1,000 while the check compared and wrote its results: it says
+    "finishing… N s" instead, the seconds moving, until the result comes."""
+    bar.set_running(True)
+    bar.set_unit(BLOCK_UNIT)  # what a fast-mode check's messages count
+    bar.set_progress(1, 2)
+    assert bar.progress.format() == f"1 / 2 {SHORT_UNITS[BLOCK_UNIT]}"
+    assert bar.progress.toolTip() == f"1 of 2 {BLOCK_UNIT} computed"
+    for text in (count_text(123_456, 234_567), finishing_text(1234)):  # a check's count, unit and all, fits
+        assert bar.progress.fontMetrics().horizontalAdvance(text) + 16 <= bar.progress.width()
+    bar.set_progress(2, 2)
+    assert bar.progress.format() == finishing_text(0)
+    qtbot.waitUntil(lambda: bar.progress.format() == finishing_text(1), timeout=3000)
+    bar.set_progress_text("loading result…")
+    assert bar.progress.format() == "loading result…"
+    bar.set_running(False, "done")
+    assert bar.progress.format() == "done"

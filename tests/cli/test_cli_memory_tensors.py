@@ -49,4 +49,4 @@ def test_text_has_one_row_per_saved_tensor_of_each_variant(cli, study):
             for cell in row:
                 assert cell in text, (cell, text)
     assert format_bytes(study["variants"]["unfused"]["tensors"][2]["bytes"]) in out.stdout
-    assert "output of ConvolutionBackward0 #1" in out.stdout and "NativeBatchNormBackward0 #1 · input" in out.stdout
+    assert "output of convolution #1" in out.stdout and "NativeBatchNormBackward0 #1 · input" in out.stdout

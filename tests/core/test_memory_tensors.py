@@ -63,6 +63,22 @@ def node_view(output: torch.Tensor, stop=()) -> Counter:
     return found
 
 
+def aten_ops(fn, *args) -> list[str]:
+    """The ATen ops ``fn(*args)`` runs, in order, as the dispatcher sees them (``convolution``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func._schema.name.removeprefix("aten::"))
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        fn(*args)
+    return seen
+
+
 def reported(tensors: list[SavedTensor]) -> Counter:
     return Counter((t.op, t.op_number, t.attribute, t.shape) for t in tensors)
 
@@ -113,7 +129,11 @@ def test_real_conv2d_batchnorm2d_tensors_are_what_the_hooks_and_the_nodes_see():
     assert (conv1.attribute, conv1.name, conv1.shape) == ("input", "argument 0", tuple(x.shape))
     # batch norm 1 keeps conv 1's output: that is what fusing saves
     bn_input = next(t for t in got.tensors if t.op == "NativeBatchNormBackward0" and t.attribute == "input")
-    assert bn_input.name == "output of ConvolutionBackward0 #1"
+    # named by the forward op that made it (ATen's, as a dispatch mode sees the forward run), and the
+    # node that saved it said apart: "output of convolution #1", saved by "NativeBatchNormBackward0 #1"
+    assert aten_ops(stack, x)[0] == "convolution"
+    assert bn_input.name == "output of convolution #1"
+    assert bn_input.saved_by == "NativeBatchNormBackward0 #1 · input"
 
 
 def test_fused_function_tensors_are_what_the_hooks_and_the_nodes_see():
@@ -158,7 +178,8 @@ def test_the_studys_lists_add_up_to_its_totals_and_match_the_hooks(dtype):
     assert by_bn == study.saved_difference_bytes == study.formula_bytes
     names = [t.name for t in study.unfused.saved.tensors]
     assert names[:2] == ["x (the input)", "conv 1 weight"]
-    assert [f"output of ConvolutionBackward0 #{k}" in names for k in (1, 2, 3)] == [True] * 3
+    assert [f"output of convolution #{k}" in names for k in (1, 2, 3)] == [True] * 3
+    assert not any("Backward" in name for name in names)  # a forward tensor is never named by a backward node
 
 
 def test_tensors_that_share_a_storage_are_charged_once_and_say_so():
@@ -177,7 +198,41 @@ def test_tensors_that_share_a_storage_are_charged_once_and_say_so():
         ("ExpBackward0", "result"),
         ("SinBackward0", "self"),
     }
-    assert got.tensors[1].name == "output of SliceBackward0 #1"
+    assert "slice" in aten_ops(fn, x)
+    assert got.tensors[1].name == "output of slice #1"
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g
+
+
+def test_a_tensor_a_users_function_made_is_named_by_that_function():
+    x = torch.randn(5, requires_grad=True)
+
+    def fn(x):
+        return Twice.apply(x).sin()  # SinBackward0 saves Twice's output
+
+    got = saved_bytes(fn, (x,))
+    (saved,) = got.tensors
+    made_by = fn(x).grad_fn.next_functions[0][0]
+    assert type(made_by)._forward_cls is Twice
+    assert saved.name == f"output of {Twice.__name__} #1"
+    assert saved.saved_by == "SinBackward0 #1 · self"
+
+
+def test_a_tensor_a_custom_op_made_is_named_by_the_op():
+    from tests.core.audit_models import matmul
+
+    a, b = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    got = saved_bytes(lambda a, b: matmul(a, b).sin(), (a, b))  # SinBackward0 saves the op's output
+    made = [t for t in got.tensors if t.op == "SinBackward0"]
+    assert [t.name for t in made] == [f"output of {matmul._qualname} #1"]  # "gvaudit::matmul #1"
 
 
 def test_the_named_list_travels_through_the_schema_as_strict_json():

@@ -22,7 +22,7 @@ from gradviz.render.graph_labels import (
     symbol_scale,
     whole_graph_range,
 )
-from gradviz.render.graph_text import node_label, short_label, summary_text
+from gradviz.render.graph_text import node_label, short_label, summary_text, wrapped_label
 from gradviz.schema.graph import GraphModel, Node, SavedEntry
 
 
@@ -135,10 +135,23 @@ def test_node_texts():
     assert (node_label(mul), short_label(mul)) == ("MulBackward0", "Mul")
     assert (node_label(leaf), short_label(leaf)) == ("w (3×4)", "w")
     assert short_label(custom) == "Scale"
+    assert wrapped_label(mul) == "Mul" and wrapped_label(leaf) == "w" and wrapped_label(custom) == "Scale"
     empty = np.zeros((0, 2), dtype=np.int64)
     graph = GraphModel([mul, leaf, custom], empty, empty[:, 0], np.zeros((3, 2)), [], {}, [])
     text = summary_text(graph)
     assert text.startswith("3 nodes (1 custom Function, 1 built-in, 1 leaf) · saved for backward: 2.0 KiB")
+
+
+def test_a_real_functions_name_wraps_between_two_of_its_words():
+    """The graph of a real Function from the core's capture: its name on two lines, nothing lost."""
+    from gradviz.core.graph import graph_of_source
+    from gradviz.core.loader import load_file
+    from gradviz.schema.library import find_builtin
+
+    (custom,) = [n for n in graph_of_source(load_file(find_builtin("fused_conv_bn"))).nodes if n.kind == "custom"]
+    first, second = wrapped_label(custom).split("\n")
+    assert first + second == custom.class_name == "FusedConvBN2DFunction"
+    assert (first, second) == ("FusedConv", "BN2DFunction")  # between words, nearest the middle
 
 
 class Double(torch.autograd.Function):

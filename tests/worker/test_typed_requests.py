@@ -28,6 +28,7 @@ from gradviz.schema.requests import (
 )
 from gradviz.schema.result_files import read_region
 from gradviz.schema.settings import CheckSettings, MemoryOptions, SweepOptions
+from gradviz.schema.time_left import BLOCK_UNIT, CHECK_UNIT
 from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
 from tests.real_world import oracle
@@ -105,6 +106,21 @@ def test_a_check_request_runs_with_its_settings_its_sweep_and_its_graph(worker, 
     assert swept[0, 0]["errors"] is None  # ... and no other, cell by cell
     assert result["graph"]["nodes"][0]["class"] == "CubeTimes" and result["graph_error"] is None
     assert result["report"]["function"] == "CubeTimes" and "CubeTimes" in result["table"]
+
+
+def test_a_checks_progress_messages_say_what_they_count(worker, cube_times):
+    """Rows and columns of the Jacobians for a full check, blocks for one that screens blocks
+    without building them (fast mode, as the window sends it), to the last unit."""
+    code = code_request(str(cube_times), None, None)
+    full = worker.request(CheckRequest(code, CheckSettings(seed=SEED), timeout=120, arrays=False))
+    assert full.ok, full.error
+    assert set(full.progress_units) == {CHECK_UNIT} and full.progress[-1][0] == full.progress[-1][1]
+    fast = worker.request(
+        CheckRequest(code, CheckSettings(seed=SEED, fast_mode=True), timeout=120, arrays=False, maps="deferred")
+    )
+    assert fast.ok, fast.error
+    blocks = len(fast.result["outputs"]) * len(fast.result["inputs"])
+    assert set(fast.progress_units) == {BLOCK_UNIT} and fast.progress[-1] == (blocks, blocks)
 
 
 def test_a_sweep_request_sweeps_the_block_it_names(worker, cube_times):

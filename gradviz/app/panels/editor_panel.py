@@ -28,8 +28,10 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QPushButton,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -179,7 +181,7 @@ class CodeEditor(QPlainTextEdit):
             return
         block = self.document().findBlockByNumber(self.error_line - 1)
         if self.blockCount() != self._marked[0] or block.text() != self._marked[1]:
-            self.mark_error(None, scroll=False)
+            self.mark_error(None)
             self.error_cleared()
 
     def error_cleared(self) -> None:
@@ -250,8 +252,10 @@ class CodeEditor(QPlainTextEdit):
         return labels
 
     # --- error line ------------------------------------------------------------------------
-    def mark_error(self, line: int | None, *, scroll: bool = True) -> None:
-        """Tint line ``line`` (1-based) and scroll to it; None clears."""
+    def mark_error(self, line: int | None) -> None:
+        """Tint line ``line`` (1-based) and its number; None clears. The text cursor and the scroll
+        stay where the user had them: a run that fails while they type elsewhere must not pull
+        them away (``go_to_error`` moves there when asked)."""
         self.error_line = line
         if line is not None:
             self._marked = (self.blockCount(), self.document().findBlockByNumber(line - 1).text())
@@ -262,11 +266,17 @@ class CodeEditor(QPlainTextEdit):
             selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
             selection.cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
             selections.append(selection)
-            if scroll:
-                self.setTextCursor(selection.cursor)
-                self.centerCursor()
         self.setExtraSelections(selections)
         self._gutter.update()
+
+    def go_to_error(self) -> bool:
+        """The cursor to the start of the marked line, centred in view; False when none is marked."""
+        if self.error_line is None or not 1 <= self.error_line <= self.blockCount():
+            return False
+        self.setTextCursor(QTextCursor(self.document().findBlockByNumber(self.error_line - 1)))
+        self.centerCursor()
+        self.setFocus(Qt.FocusReason.OtherFocusReason)
+        return True
 
     # --- quiz: hide the answers ------------------------------------------------------------
     def set_quiz(self, on: bool) -> None:
@@ -333,13 +343,22 @@ class EditorPanel(QWidget):
         self.message.setStyleSheet(
             "QLabel { background: #fdecea; color: #611a15; padding: 6px; border-radius: 3px; }"
         )
-        self.message.hide()
+        # marking the line never moves the cursor (the user may be typing elsewhere): this does
+        self.go_button = QPushButton("Go to line")
+        self.go_button.setToolTip("Put the cursor on the line the run failed at (Ctrl+Shift+E)")
+        self.go_button.clicked.connect(self.go_to_error)
+        self.error_row = QWidget()
+        row = QHBoxLayout(self.error_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.message, 1)
+        row.addWidget(self.go_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.error_row.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.find_bar)
         layout.addWidget(self.editor, 1)
-        layout.addWidget(self.message)
+        layout.addWidget(self.error_row)
         self.editor.textChanged.connect(self.text_edited)
         self.editor.error_cleared = self._on_error_line_edited
         self.editor.textChanged.connect(self._on_text_changed)
@@ -352,7 +371,11 @@ class EditorPanel(QWidget):
         self.find_bar.open()
 
     def _on_error_line_edited(self) -> None:
+        self._hide_message()
+
+    def _hide_message(self) -> None:
         self.message.hide()
+        self.error_row.hide()
 
     def _on_text_changed(self) -> None:
         if self.view.quiz:
@@ -371,6 +394,7 @@ class EditorPanel(QWidget):
         message = QFont(self.message.font())
         message.setPointSize(theme.pt(10))
         self.message.setFont(message)
+        self.go_button.setFont(message)
         self.highlighter_contrast(theme.high_contrast)
 
     def highlighter_contrast(self, on: bool) -> None:
@@ -428,10 +452,17 @@ class EditorPanel(QWidget):
             text += "\n" + traceback_text
         self.message.setText(text)
         self.message.show()
+        self.go_button.setText(f"Go to line {line}")
+        self.go_button.setVisible(bool(line))
+        self.error_row.show()
         self.editor.mark_error(line)
 
+    def go_to_error(self) -> None:
+        """Run → Go to error line: the cursor to the line the failed run marked."""
+        self.editor.go_to_error()
+
     def clear_error(self) -> None:
-        self.message.hide()
+        self._hide_message()
         self.editor.mark_error(None)
 
     def set_font_size(self, points: int) -> None:

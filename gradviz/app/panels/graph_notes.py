@@ -118,8 +118,10 @@ class NodeLabels:
         self.metrics = {kind: QFontMetricsF(f) for kind, f in self.fonts.items()}
 
     def measure(self, kind: str, text: str) -> tuple[float, float]:
-        """(width, height) px of ``text`` in the font of ``kind``'s labels."""
-        return self.metrics[kind].horizontalAdvance(text), self.metrics[kind].height()
+        """(width, height) px of ``text`` in the font of ``kind``'s labels, a line per ``\\n``."""
+        metrics, lines = self.metrics[kind], text.split("\n")
+        width = max(metrics.horizontalAdvance(line) for line in lines)
+        return width, metrics.height() + (len(lines) - 1) * metrics.lineSpacing()
 
     def show(self, labels: list[tuple[int, str, str, float, float]]) -> None:
         """(node id, kind, text, x, y) of each label to show, centred there; the rest hidden."""

@@ -63,6 +63,7 @@ from gradviz.render.graph_text import (
     short_label,
     summary_text,
     tip_text,
+    wrapped_label,
 )
 from gradviz.schema.graph import GraphModel, Node, NodeFlow
 from gradviz.schema.units import counted
@@ -393,7 +394,7 @@ class GraphPanel(QWidget):
         self._draw_edges(graph, positions)
 
         # label texts and their sizes in px; TextItems are made only for the labels shown
-        self._texts = [(node_label(node), short_label(node)) for node in nodes]
+        self._texts = [(node_label(node), short_label(node), wrapped_label(node)) for node in nodes]
         self._measure_labels()
         self._priority = label_priority(kinds, positions)
         self._gaps = layer_gaps(positions)  # for shrinking symbols when zoomed out
@@ -439,8 +440,9 @@ class GraphPanel(QWidget):
         """Label each node that stands clear of its neighbours, where the label overlaps no node and
         no other label, in order of importance (your Functions, leaves, built-ins; the selected node
         last, so stepping never moves a label):
-        full text, else the short one; below, right, left or above the node; else no label until
-        the user zooms in. A label beside a clump of nodes would name the wrong one."""
+        full text, else the short one, else a Function's name on two lines; below, right, left or
+        above the node, then beside it level with its top or bottom; else no label until the user
+        zooms in. A label beside a clump of nodes would name the wrong one."""
         n = len(self._nodes)
         box = self.plot.getViewBox()
         (x0, x1), (y0, y1) = box.viewRange()
@@ -463,7 +465,7 @@ class GraphPanel(QWidget):
         return self.notes.hint_text()
 
     def _show_labels(self, placed: list[tuple[int, int, float, float]]) -> None:
-        """The placed labels (row, full 0 / short 1, x, y) on screen, the rest hidden."""
+        """The placed labels (row, which text, x, y) on screen, the rest hidden."""
         self.labels.show([(self._nodes[k].id, self._kinds[k], self._texts[k][j], x, y) for k, j, x, y in placed])
 
     def shown_labels(self) -> dict[int, pg.TextItem]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QEvent, QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QComboBox,
@@ -29,9 +29,10 @@ from gradviz.app.panels.field_binding import bind_fields, show_value
 from gradviz.app.state import RunSettings
 from gradviz.app.theme import ViewSettings
 from gradviz.schema.settings import DTYPES
-from gradviz.schema.time_left import RunClock, time_left_text
+from gradviz.schema.time_left import CHECK_UNIT, RunClock, count_text, finishing_text, time_left_text
 
 TYPICAL_LEFT = "~88 s left"  # room kept for the time left; a longer one widens the label
+PROGRESS_WIDTH = 210  # px at scale 1: "123,456 / 234,567 rows + cols" fits
 TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
 
 
@@ -120,6 +121,10 @@ class RunBar(QToolBar):
         self.view = view if view is not None else ViewSettings(self)
         self._started = 0.0
         self._clock = RunClock()
+        self._unit = CHECK_UNIT  # what the worker's progress messages count
+        self._finishing = QTimer(self)  # after the last unit: "finishing… 7 s", a second at a time
+        self._finishing.setInterval(1000)
+        self._finishing.timeout.connect(self._show_finishing)
 
         self.device = QComboBox()
         self.device.setToolTip("Where forward and backward run")
@@ -148,7 +153,7 @@ class RunBar(QToolBar):
         self.cancel_button.setToolTip("Stop the run: the worker is restarted (Esc)")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
-        self.progress.setFixedWidth(170)
+        self.progress.setFixedWidth(PROGRESS_WIDTH)
         self.progress.setFormat("idle")
         self.progress.setValue(0)
         self.time_left = QLabel("")
@@ -188,7 +193,7 @@ class RunBar(QToolBar):
         font = QFont()
         font.setPointSize(theme.pt(QFont().pointSize()))
         self.setFont(font)
-        self.progress.setFixedWidth(round(170 * theme.scale))
+        self.progress.setFixedWidth(round(PROGRESS_WIDTH * theme.scale))
         self.time_left.setMinimumWidth(self.time_left.fontMetrics().horizontalAdvance(TYPICAL_LEFT) + 4)
 
     def set_devices(self, devices: list[dict]) -> None:
@@ -210,9 +215,11 @@ class RunBar(QToolBar):
     def set_running(self, running: bool, message: str = "") -> None:
         self.run_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
+        self._finishing.stop()
         if running:
             self._started = time.monotonic()
             self._clock = RunClock()
+            self._unit = CHECK_UNIT
             self.progress.setRange(0, 0)  # busy until the first progress report
             self.progress.setFormat("starting…")
             self.time_left.setText("")
@@ -223,14 +230,30 @@ class RunBar(QToolBar):
             self.time_left.setText("")
 
     def set_progress_text(self, text: str) -> None:
+        self._finishing.stop()
         self.progress.setFormat(text)
 
+    def set_unit(self, unit: str) -> None:
+        """What the next counts are of, as the worker's progress message names it ('' leaves it)."""
+        self._unit = unit or self._unit
+
     def set_progress(self, done: int, total: int, elapsed: float | None = None) -> None:
-        """Elements done / total, and the time left at the rate so far (``gradviz.schema.time_left``);
-        ``elapsed``: seconds since the run started (default: measured here)."""
+        """Units done / total, what they are, and the time left at the rate so far
+        (``gradviz.schema.time_left``); once all are done, "finishing… 7 s" until the result
+        comes (comparing, hints, writing: no unit counts them). ``elapsed``: seconds since the
+        run started (default: measured here)."""
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
-        self.progress.setFormat(f"{done:,} / {total:,}")
-        self.progress.setToolTip(f"{done:,} of {total:,} Jacobian rows and columns computed")
+        self.progress.setToolTip(f"{done:,} of {total:,} {self._unit} computed")
         elapsed = time.monotonic() - self._started if elapsed is None else elapsed
         self.time_left.setText(time_left_text(self._clock.report(done, total, elapsed)))
+        if 0 < total <= done:
+            self._show_finishing(elapsed)
+            self._finishing.start()
+        else:
+            self._finishing.stop()
+            self.progress.setFormat(count_text(done, total, self._unit))
+
+    def _show_finishing(self, elapsed: float | None = None) -> None:
+        elapsed = time.monotonic() - self._started if elapsed is None else elapsed
+        self.progress.setFormat(finishing_text(elapsed))
