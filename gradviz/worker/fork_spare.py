@@ -63,7 +63,7 @@ def warm_up(threads: int, heap_bytes: int) -> None:
     (side @ side).sum()
     if keep_freed_memory():
         fault_in(min(max(heap_bytes, 0), MAX_HEAP_BYTES))
-    from gradviz.worker.startup import warm_up as first_calls
+    from gradviz.worker.first_calls import warm_up as first_calls
 
     first_calls()
 

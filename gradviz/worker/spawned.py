@@ -46,7 +46,7 @@ def main() -> None:
     run.become_run_process(fault_fd, threads=1)
     containment.hide_self()  # a run's user code may be running beside us: our memory is closed to it
     if os.environ.get(WARM_ENV) == "1":
-        from gradviz.worker.startup import warm_up
+        from gradviz.worker.first_calls import warm_up
 
         warm_up()
     with contextlib.suppress(OSError):  # the worker stops listening once it handed a request over

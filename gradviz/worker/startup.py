@@ -24,39 +24,10 @@ def prepare_torch(*, warm: bool) -> tuple[int, list[dict[str, Any]], str]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     if warm:
+        from gradviz.worker.first_calls import warm_up
+
         warm_up()
     return threads, devices(), torch.__version__
-
-
-def warm_up() -> None:
-    """Pay, once, the first-call costs every run would pay again: gradviz's own modules, autograd's
-    and vmap's first calls, one tiny check with its graph. Tiny tensors only: no OpenMP parallel
-    region may run here. (Autograd's first ``grad`` would import sympy, 0.3-0.4 s; gradviz's
-    ``core.vjp`` never needs it.)"""
-    import torch
-
-    from gradviz.core.check import check_function
-    from gradviz.core.graph import graph_from_outputs
-    from gradviz.core.inputs import prepare_inputs
-    from gradviz.schema.settings import CheckSettings
-    from gradviz.worker import handlers  # noqa: F401 - imported for its imports
-
-    class Square(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
-    # more elements than jacobian.SMALL, so the batched paths (vmap, is_grads_batched) warm up too
-    x = torch.linspace(0.5, 1.5, 24, dtype=torch.float64, requires_grad=True)
-    prepared = prepare_inputs((x,), torch.device("cpu"), torch.float64, ["x"])
-    check_function(Square, prepared, CheckSettings())
-    graph_from_outputs(Square.apply(x.clone()), inputs=(x,))
 
 
 def devices() -> list[dict[str, Any]]:
