@@ -5,9 +5,10 @@ A freshly forked run starts OpenMP's thread pool on its first parallel op, fault
 of heap it touches and pays its first batched (vmapped) call: 10-30 % of a check of 10^5 cells
 or more. The spare does all of that while the worker waits for a request or while the run before
 it works: it starts the thread pool with the run's thread count, faults in a heap as large as
-the last run used (at most ``MAX_HEAP_BYTES`` beyond the worker's) and keeps it (glibc's malloc
-told not to give freed memory back, nor to map large blocks apart), and runs one tiny batched
-check. It has never run user code: it is a copy of the worker, which never does. Until its order
+the last run used, in blocks the size of the finite differences' chunk buffers (glibc keeps such
+blocks on the heap and keeps up to ``MAX_HEAP_BYTES`` of its free top: ``protocol.launch``'s
+runtime environment), so the run's chunks reuse pages already faulted in, and runs one tiny
+batched check. It has never run user code: it is a copy of the worker, which never does. Until its order
 comes it is not dumpable (the run beside it runs user code of the same user) and holds none of
 the worker's descriptors but its own four. The order, ``{"request", "key", "threads"}`` as
 JSON, comes on a pipe only the worker holds; the pipe closed without one lets it go.
@@ -16,18 +17,15 @@ JSON, comes on a pipe only the worker holds; the pipe closed without one lets it
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import sys
 
 from gradviz.schema.requests import from_message
 
-MAX_HEAP_BYTES = 256 << 20  # the most heap a spare faults in beyond the worker's
+MAX_HEAP_BYTES = 240 << 20  # under glibc's trim threshold (256 MiB in the runtime environment)
+BLOCK_BYTES = 16 << 20  # under its mmap threshold (32 MiB): served from the heap, kept when freed
 PARALLEL_SIDE = 256  # a matmul this size runs in parallel on every thread: the pool starts
-# glibc's mallopt parameters (malloc.h): keep freed memory, never mmap a block apart
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
-KEEP_FREED = 2**31 - 1  # bytes of free heap top glibc may keep before it trims (its int's largest)
 
 
 def serve_when_ordered(pipe_fd: int, fault_fd: int, order_fd: int, warmed_fd: int, threads: int, heap_bytes: int) -> None:
@@ -61,33 +59,24 @@ def warm_up(threads: int, heap_bytes: int) -> None:
     torch.set_num_threads(threads)
     side = torch.ones(PARALLEL_SIDE, PARALLEL_SIDE, dtype=torch.float64)
     (side @ side).sum()
-    if keep_freed_memory():
-        fault_in(min(max(heap_bytes, 0), MAX_HEAP_BYTES))
+    fault_in(min(max(heap_bytes, 0), MAX_HEAP_BYTES))
     from gradviz.worker.first_calls import warm_up as first_calls
 
     first_calls()
 
 
-def keep_freed_memory() -> bool:
-    """Tell glibc's malloc to keep what is freed and to take large blocks from the heap, so pages
-    faulted in now serve the run's allocations later. False where malloc is not glibc's."""
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, KEEP_FREED))
-
-
 def fault_in(nbytes: int) -> None:
-    """Touch ``nbytes`` of fresh heap, one write a page, and free it (kept: ``keep_freed_memory``)."""
-    if nbytes <= 0:
-        return
+    """Touch ``nbytes`` of fresh heap in blocks of ``BLOCK_BYTES``, one write a page, and free
+    them: the heap keeps the pages for the run's own blocks."""
     import torch
 
-    block = torch.empty(nbytes, dtype=torch.uint8)
-    block[:: os.sysconf("SC_PAGE_SIZE")] = 1
-    del block
+    page = os.sysconf("SC_PAGE_SIZE")
+    blocks = []
+    for _ in range(nbytes // BLOCK_BYTES):
+        block = torch.empty(BLOCK_BYTES, dtype=torch.uint8)
+        block[::page] = 1
+        blocks.append(block)
+    del blocks
 
 
 def hand_over(order_fd: int, request_message: dict, key: bytes, threads: int) -> bool:
