@@ -198,6 +198,7 @@ def audit_callable(
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
     graphs: bool = False,
+    maps: str = "eager",
 ) -> AuditResult:
     """Capture one forward of ``fn(*args)`` and check every custom call it made.
 
@@ -214,6 +215,8 @@ def audit_callable(
         graphs: also each checked node's autograd graph at its captured inputs (the window's
             graph panel and step-through of a node) and the digest of those inputs (its sweep
             and regions find the call again by it); never part of a verdict.
+        maps: when each node's Jacobian maps are built, as for ``check_function``: with fast
+            mode, "failing" builds them for failing nodes only (the verdict first elsewhere).
 
     ``settings.max_jacobian_bytes`` (else the default limit) bounds the whole audit: the
     captured copies and every kept node's Jacobians (``core/audit_memory.py``).
@@ -237,7 +240,7 @@ def audit_callable(
                 raise Cancelled("The audit was cancelled.")
             node, earlier = node_of(call), plan[k]
             if earlier == k:
-                check_node(node, call, dataclasses.replace(settings, max_jacobian_bytes=budget.node_limit()))
+                check_node(node, call, dataclasses.replace(settings, max_jacobian_bytes=budget.node_limit()), maps=maps)
                 budget.keep(node.result)
                 if graphs and node.result is not None:
                     graph_node(node, call, settings.seed)
@@ -292,10 +295,12 @@ def node_settings(call: CapturedCall, settings: CheckSettings) -> CheckSettings:
     return dataclasses.replace(settings, device=str(first.device), dtype=dtype if dtype in DTYPES else settings.dtype)
 
 
-def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings) -> None:
+def check_node(node: AuditNode, call: CapturedCall, settings: CheckSettings, *, maps: str = "eager") -> None:
     """Fill in the node's check; an error in its own code makes it a failing node, as for gradcheck."""
     try:
-        node.result = check_function(checkable_of(call), node_inputs(call), node_settings(call, settings), name=call.function)
+        node.result = check_function(
+            checkable_of(call), node_inputs(call), node_settings(call, settings), name=call.function, maps=maps
+        )
     except NothingToCheck as exc:
         node.reason = exc.message
     except UserCodeError as exc:

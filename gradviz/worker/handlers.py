@@ -281,6 +281,8 @@ def handle_audit(job: Envelope | AuditRequest, send: Send | None) -> dict[str, A
         max_checks=request.max_checks,
         progress=_Progress(envelope, send),
         graphs=request.node_files,
+        # fast mode: the verdict first; the CLI shows maps of failing nodes only, the window opens any node
+        maps="eager" if request.node_files else "failing",
     )
     nodes = [node.to_dict() for node in audit.nodes]
     if request.node_files:  # the window opens a node's maps with its check-result loader, and its graph

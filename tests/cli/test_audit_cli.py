@@ -47,6 +47,23 @@ def test_failing_model_from_a_file_matches_gradcheck_node_by_node(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 
+def test_fast_mode_gives_each_nodes_verdict_first_and_maps_only_where_it_fails(cli):
+    """``--fast-mode``: each node's verdict is gradcheck(fast_mode=True)'s at its inputs; a passing
+    node builds no Jacobian (its maps deferred), the failing one has its failing cells."""
+    out = cli("audit", f"{MODELS}:capped_twin", "--fast-mode", "--json")
+    assert out.returncode == 1, out.stderr
+    *nodes, summary = [json.loads(line) for line in out.stdout.splitlines()]
+    torch.manual_seed(SEED)
+    (x,) = audit_models.example_inputs("cpu", torch.float64)
+    oracle = [(c.name, c.gradcheck(fast_mode=True)) for c in record_calls(audit_models.capped_twin(), x) if c.differentiated]
+    assert [(d["node"]["function"], d["node"]["passed"]) for d in nodes] == oracle
+    assert any(not passed for _, passed in oracle) and any(passed for _, passed in oracle)
+    for d in nodes:
+        check_document("check", stamp(d["report"]))
+        assert d["report"]["deferred_maps"] is d["node"]["passed"]  # maps for the failing node only
+    assert summary["audit"]["failing"] == ["head.act → BadLeakyCapFn, call 2 of 2"]
+
+
 def test_table_lists_the_failing_node_first(cli):
     out = cli("audit", f"{MODELS}:TwoNorms")
     assert out.returncode == 1, out.stderr
