@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSpinBox
 
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.state import RunSettings
@@ -140,3 +141,21 @@ def test_progress_shows_the_time_left_from_the_rate_since_the_first_report(bar):
     assert bar.cancel_button.isEnabled()
     bar.set_running(False, "done")
     assert bar.time_left.text() == ""
+
+
+@pytest.mark.parametrize("value", [0, 2**31 - 1])
+def test_the_seed_box_is_as_wide_as_its_seed(qtbot, bar, settings, value):
+    bar.resize(1900, bar.sizeHint().height())
+    bar.show()
+    qtbot.waitExposed(bar)
+    settings.seed = value
+    box = bar.seed
+    needed = box.fontMetrics().horizontalAdvance(box.text())
+    qtbot.waitUntil(lambda: box.lineEdit().width() >= needed)  # the whole seed shows
+    plain = QSpinBox()  # Qt's own size: room for the range's longest seed, whatever is shown
+    plain.setRange(box.minimum(), box.maximum())
+    plain.setFont(box.font())
+    if value == 0:
+        assert box.width() < plain.sizeHint().width() - 20
+    else:
+        assert box.width() >= plain.sizeHint().width() - 4
