@@ -1,8 +1,9 @@
 """The window comes back where it was quit, to the pixel, under a real window manager (openbox
 on a private Xvfb) on a projector's 1280x720 and a laptop's 1366x768: relaunched again and
 again, its frame stays where the first launch put it, fully on screen; quit maximized, it comes
-back maximized and un-maximizes to the place it had before; a position saved a few pixels too
-low (by a version that drifted) is pulled back onto the screen.
+back maximized and un-maximizes to the place it had before; presentation mode (full screen)
+hands it back where it was; a position saved a few pixels too low (by a version that drifted)
+is pulled back onto the screen.
 
 Each launch is a real ``gradviz`` process, measured from outside with the X tools."""
 
@@ -93,4 +94,18 @@ def test_a_frame_saved_off_the_bottom_comes_back_on_screen(wm_displays, tmp_path
     app, wid = launch(display, tmp_path)
     assert_frame_fits(display, wid, "a geometry saved 5 px too low")
     assert display.frame(wid) == frame
+    assert app.quit_with_ctrl_q(wid) == 0, app.out
+
+
+@pytest.mark.slow
+def test_leaving_presentation_mode_puts_the_frame_back(wm_displays, tmp_path):  # noqa: F811
+    display = wm_displays(SIZES[0])
+    app, wid = launch(display, tmp_path)
+    assert_frame_fits(display, wid, "launch")
+    frame = display.frame(wid)
+    display.key(wid, "F11")
+    poll(lambda: "FULLSCREEN" in display.states(wid), 10, "presentation mode to go full screen")
+    display.key(wid, "F11")
+    poll(lambda: "FULLSCREEN" not in display.states(wid), 10, "presentation mode to end")
+    assert_frame_is(display, wid, frame, "after presentation mode")
     assert app.quit_with_ctrl_q(wid) == 0, app.out
