@@ -184,8 +184,7 @@ class MainWindow(QMainWindow):
         present = QAction("Present", self)
         present.setToolTip(actions.PRESENTATION_TIP)
         present.triggered.connect(presentation.toggle)
-        self.run_bar.addSeparator()
-        self.run_bar.addAction(present)
+        self.run_bar.add_mode(present)
 
     def _connect(self) -> None:
         self.source.title_changed.connect(self.setWindowTitle)

@@ -6,7 +6,8 @@ quit maximized sets that) keeps a copy of the restored dock layout to apply at a
 That copy shares the layout's items; ``WindowLayout.place`` then removes and tabifies the docks,
 and the copy's items are freed under it: a segfault in ``tabifyDockWidget`` on every launch after
 quitting maximized. So the dock layout is restored first, while the window is still in its
-normal state (Qt applies it at once and keeps no copy), and the geometry after it.
+normal state (Qt applies it at once and keeps no copy), and the geometry after it: Qt's
+``restoreGeometry``, then the saved rectangles as they were (``saved_geometry``).
 
 A layout is also checked before Qt reads it: it must name exactly the docks and toolbars this
 window has (a layout from another version or another program places some docks and leaves the
@@ -21,6 +22,8 @@ import struct
 
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
+
+from gradviz.app.saved_geometry import place_as_saved, read_geometry
 
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
@@ -79,4 +82,8 @@ def restore(window: QMainWindow, store: QSettings) -> list[str]:
         if not isinstance(geometry, QByteArray) or not window.restoreGeometry(geometry):
             store.remove(GEOMETRY_KEY)
             dropped.append("the saved window size and position (Qt cannot read it; the default is used)")
+        else:
+            saved = read_geometry(bytes(geometry))  # Qt moves a window near the top down: undo that
+            if saved is not None:
+                place_as_saved(window, saved)
     return dropped

@@ -8,8 +8,8 @@ layout's: when a banner or a long error appears, Qt grows even a maximized windo
 
 ``ScreenFit`` therefore (1) sets the window's minimum size explicitly, within the screen's
 available area less the frame (Qt no longer raises it from the layout; the panels shrink or
-scroll instead), and (2) whenever the window is shown, moved, resized or its frame becomes
-known, shrinks a frame that is larger than the available area and, while the window is being
+scroll instead), and (2) whenever the window is shown, moved, resized or exposed (its frame
+is known then), shrinks a frame that is larger than the available area and, while the window is being
 placed (shown, or its frame just changed), moves it inside. Maximized and full-screen windows
 are the window manager's to size.
 """
@@ -68,6 +68,7 @@ class ScreenFit(QObject):
         self.minimum = minimum  # what the window asks at most, on a screen that has room for it
         self._margins = QMargins()
         self._placing = True  # until the first fit after a show or a change of frame
+        self._handle: QObject | None = None  # the window's QWindow, watched for Expose
         self._timer = QTimer(self, singleShot=True, interval=0)  # after the event, with the new frame
         self._timer.timeout.connect(self.fit)
         window.installEventFilter(self)
@@ -89,8 +90,19 @@ class ScreenFit(QObject):
         if watched is self.window and event.type() in _EVENTS:
             if event.type() == QEvent.Type.Show:
                 self._placing = True
+                self._watch_handle()
             self._timer.start()
+        elif watched is self._handle and event.type() == QEvent.Type.Expose:
+            self._timer.start()  # mapped, so framed: the frame may be new with no move or resize
         return False
+
+    def _watch_handle(self) -> None:
+        """Hear when the window is exposed: a window the window manager frames around the client
+        area where it was asked to be (a restored geometry) gets no Move or Resize for it."""
+        handle = self.window.windowHandle()
+        if handle is not None and handle is not self._handle:
+            self._handle = handle
+            handle.installEventFilter(self)
 
     def fit(self) -> None:
         window = self.window

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSpinBox
 
 from gradviz.app.panels.run_bar import RunBar
 from gradviz.app.state import RunSettings
@@ -166,3 +167,21 @@ def test_after_the_last_unit_the_bar_says_it_is_finishing_and_counts_the_seconds
     assert bar.progress.format() == "loading result…"
     bar.set_running(False, "done")
     assert bar.progress.format() == "done"
+
+
+@pytest.mark.parametrize("value", [0, 2**31 - 1])
+def test_the_seed_box_is_as_wide_as_its_seed(qtbot, bar, settings, value):
+    bar.resize(1900, bar.sizeHint().height())
+    bar.show()
+    qtbot.waitExposed(bar)
+    settings.seed = value
+    box = bar.seed
+    needed = box.fontMetrics().horizontalAdvance(box.text())
+    qtbot.waitUntil(lambda: box.lineEdit().width() >= needed)  # the whole seed shows
+    plain = QSpinBox()  # Qt's own size: room for the range's longest seed, whatever is shown
+    plain.setRange(box.minimum(), box.maximum())
+    plain.setFont(box.font())
+    if value == 0:
+        assert box.width() < plain.sizeHint().width() - 20
+    else:
+        assert box.width() >= plain.sizeHint().width() - 4

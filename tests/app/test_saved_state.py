@@ -211,3 +211,20 @@ def test_the_names_a_saved_layout_holds(qtbot):
         "dock_code", "dock_why", "run_toolbar",
     }  # fmt: skip
     assert state_names(b"\x00\x00\x00\xff" + bytes(range(256))) == set()
+
+
+def test_the_rectangles_a_saved_geometry_holds(qtbot):
+    from PySide6.QtWidgets import QMainWindow
+
+    from gradviz.app.saved_geometry import read_geometry
+
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    window.setGeometry(40, 60, 640, 480)
+    blob = bytes(window.saveGeometry())
+    saved = read_geometry(blob)
+    assert saved is not None and not saved.maximized and not saved.full_screen
+    assert saved.geometry == saved.normal == (40, 60, 640, 480)
+    window.setWindowState(Qt.WindowState.WindowMaximized)
+    assert read_geometry(bytes(window.saveGeometry())).maximized
+    assert read_geometry(blob[:-1]) is None and read_geometry(b"\x00" + blob[1:]) is None

@@ -1,13 +1,15 @@
 """The main window at a projector's 1280x720, a laptop's 1366x768 and a desktop's 1920x1080, in each
 main state: no two texts overlap, no text is cut off, no dock is squeezed below its content.
+Run, Cancel and Present are on the run bar at every size, never in its overflow menu.
 Screenshots of every state and size go to test-artifacts/ (window-1280x720.png, ...)."""
 
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtWidgets import QToolButton
 
-from tests.app.layout_check import layout_problems
+from tests.app.layout_check import clipped_labels, layout_problems
 from tests.app.test_main_window import HANG, RUN_TIMEOUT, run_and_wait
 from tests.paths import ARTIFACTS
 
@@ -84,3 +86,41 @@ def test_presentation_mode(qtbot, main_window, example):
     qtbot.keyClick(window, Qt.Key.Key_F11)
     assert window.in_presentation() and not window.menuBar().isVisible()
     check_sizes(qtbot, window, "presentation")
+
+
+def run_bar_problems(window) -> list[str]:
+    """Why Run, Cancel or Present is not on the run bar itself: hidden (in the overflow menu »),
+    outside the bar's rectangle, or under the overflow button."""
+    bar = window.run_bar
+    extension = bar.findChild(QToolButton, "qt_toolbar_ext_button")
+    wanted = {"Run": bar.run_button, "Cancel": bar.cancel_button}
+    wanted.update({action.text(): bar.widgetForAction(action) for action in bar.mode_actions})
+    problems = []
+    for name, widget in wanted.items():
+        rect = QRect(widget.mapTo(bar, widget.rect().topLeft()), widget.size())
+        if not widget.isVisible():
+            problems.append(f"{name} is in the overflow menu")
+        elif not bar.rect().contains(rect):
+            problems.append(f"{name} at {rect.getRect()} is outside the bar {bar.rect().getRect()}")
+        elif extension is not None and extension.isVisible() and rect.intersects(extension.geometry()):
+            problems.append(f"{name} at {rect.getRect()} is under the overflow button")
+    for name in ("seed", "timeout"):  # sized to the value they show: that value must fit
+        box = getattr(bar, name)
+        needed = box.fontMetrics().horizontalAdvance(box.text())
+        if box.isVisible() and box.lineEdit().width() < needed:
+            problems.append(f"the {name} box shows {box.text()!r} in {box.lineEdit().width()} px; it needs {needed}")
+    return problems
+
+
+def test_run_cancel_and_present_stay_on_the_run_bar(qtbot, main_window):
+    window = main_window
+    assert [action.text() for action in window.run_bar.mode_actions] == ["Present"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    found = {}
+    for size in SIZES:
+        settle(qtbot, window, size)
+        assert window.grab().save(str(ARTIFACTS / f"run-bar-{size[0]}x{size[1]}.png"))
+        problems = run_bar_problems(window) + clipped_labels(window)
+        if problems:
+            found[size] = problems
+    assert not found, found

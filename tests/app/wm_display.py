@@ -159,6 +159,11 @@ class WmDisplay:
         self.x("wmctrl", "-i", "-r", wid, "-b", "add,maximized_vert,maximized_horz")
         poll(lambda: self.is_maximized(wid), 10, "the window to be maximized")
 
+    def unmaximize(self, wid: str) -> None:
+        """Un-maximize as the title bar's button does: the window goes back to its normal place."""
+        self.x("wmctrl", "-i", "-r", wid, "-b", "remove,maximized_vert,maximized_horz")
+        poll(lambda: not self.is_maximized(wid), 10, "the window to be un-maximized")
+
     def key(self, wid: str, keys: str) -> None:
         """Press ``keys`` (xdotool's names: ctrl+q) in the window, made active first."""
         self.x("xdotool", "windowactivate", "--sync", wid)

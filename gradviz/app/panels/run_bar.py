@@ -1,16 +1,20 @@
 """The run bar: Run / Cancel, progress with time left, device, dtype, tolerances, seed, timeout,
 and gradcheck's options (``check_options``).
 
-A toolbar of small groups, Run and the progress first: in a narrow window the last groups go
-into the toolbar's overflow menu (») instead of pushing the window wider than the screen.
+A toolbar of small groups, Run, the progress and the window's mode buttons (Present) first: in
+a narrow window the last groups go into the toolbar's overflow menu (») instead of pushing the
+window wider than the screen, and what is needed at every size is never among them. Run and
+Cancel are as wide as their text, the seed and the timeout as the values they show (not as the
+longest their ranges allow), so that at 1280 px every group fits; a long CUDA device name or
+larger text sends the last settings to the overflow menu, never Present.
 """
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QSignalBlocker, Qt, QTimer, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QEvent, QSignalBlocker, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -33,6 +37,8 @@ from gradviz.schema.time_left import CHECK_UNIT, RunClock, count_text, finishing
 
 TYPICAL_LEFT = "~88 s left"  # room kept for the time left; a longer one widens the label
 PROGRESS_WIDTH = 210  # px at scale 1: "123,456 / 234,567 rows + cols" fits
+TYPICAL_SEED = "000"  # the seed box keeps room for this (0, 42, 123); a longer seed widens it
+TYPICAL_TIMEOUT = "600 s"
 TOLERANCES = {"eps": (1e-12, 1.0), "atol": (0.0, 1e3), "rtol": (0.0, 1e3)}
 
 
@@ -95,6 +101,52 @@ class ScientificSpinBox(QDoubleSpinBox):
         self.setValue(min(self.maximum(), max(self.minimum(), value * 10.0**steps)))
 
 
+class FittedSpinBox(QSpinBox):
+    """A spin box as wide as the value it shows (at least ``typical``), not as its range's widest
+    value: a seed box sized for 2147483647 takes room the bar needs at 1280 px."""
+
+    def __init__(self, minimum: int, maximum: int, *, typical: str) -> None:
+        super().__init__()
+        self.typical = typical
+        self.setRange(minimum, maximum)
+        self.valueChanged.connect(self.fit_text)  # show_value calls it for a value set with signals blocked
+
+    def fit_text(self, *_args) -> None:
+        self.updateGeometry()  # the size hint follows the text shown
+
+    def shown_text(self) -> str:
+        if self.specialValueText() and self.value() == self.minimum():
+            return self.specialValueText()
+        return self.prefix() + self.textFromValue(self.value()) + self.suffix()
+
+    def sizeHint(self) -> QSize:
+        """Qt's hint, less the room for the range's widest text, plus the room for the one shown."""
+        hint = super().sizeHint()
+        metrics = self.fontMetrics()
+        fixed = self.prefix() + self.suffix() + " "  # what Qt adds to each end's text
+        ends = (self.textFromValue(v)[:18] + fixed for v in (self.minimum(), self.maximum()))
+        sized_for = max(metrics.horizontalAdvance(text) for text in (*ends, self.specialValueText()))
+        needed = max(metrics.horizontalAdvance(text) for text in (self.shown_text() + " ", self.typical + " "))
+        return QSize(hint.width() - sized_for + needed, hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+
+class CompactButton(QPushButton):
+    """A push button as wide as its text and padding: Fusion makes every button with text at
+    least 80 px wide, which Run and Cancel do not need, and the bar needs the room."""
+
+    PADDING = 24  # the frame and a margin either side of the text, together
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(min(hint.width(), self.fontMetrics().horizontalAdvance(self.text()) + self.PADDING), hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+
 def _group(*widgets: QWidget) -> QWidget:
     """Widgets that stay together on the toolbar (a label and its box)."""
     group = QWidget()
@@ -138,18 +190,16 @@ class RunBar(QToolBar):
         self.tolerance["eps"].setToolTip("finite-difference step" + follows)
         self.tolerance["atol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|" + follows)
         self.tolerance["rtol"].setToolTip("a cell fails when |a - n| > atol + rtol·|n|" + follows)
-        self.seed = QSpinBox()
-        self.seed.setRange(0, 2**31 - 1)
+        self.seed = FittedSpinBox(0, 2**31 - 1, typical=TYPICAL_SEED)
         self.seed.setToolTip("seed for example_inputs")
-        self.timeout = QSpinBox()
-        self.timeout.setRange(0, 24 * 3600)
+        self.timeout = FittedSpinBox(0, 24 * 3600, typical=TYPICAL_TIMEOUT)
         self.timeout.setSuffix(" s")
         self.timeout.setSpecialValueText("none")
         self.timeout.setToolTip("Stop a run that takes longer than this (an endless loop?); 0: never")
         self.options_button = CheckOptionsButton(settings)  # gradcheck's options, in a dialog
-        self.run_button = QPushButton("▶ Run")
+        self.run_button = CompactButton("▶ Run")
         self.run_button.setToolTip("Run forward, backward and finite differences (Ctrl+Enter)")
-        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button = CompactButton("Cancel")
         self.cancel_button.setToolTip("Stop the run: the worker is restarted (Esc)")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
@@ -161,7 +211,8 @@ class RunBar(QToolBar):
 
         run_group = _group(self.run_button, self.cancel_button, self.progress, self.time_left)
         self.addWidget(run_group)
-        self.addSeparator()
+        self.mode_actions: list[QAction] = []
+        self._modes = self.addSeparator()  # the window's mode buttons go before it (add_mode)
         for label, widget in (
             ("Device", self.device),
             ("dtype", self.dtype),
@@ -172,8 +223,8 @@ class RunBar(QToolBar):
             ("timeout", self.timeout),
         ):
             self.addWidget(_group(QLabel(label), widget))
-            if label == "rtol":  # gradcheck's options beside its tolerances, before seed and timeout (a
-                # 1280 px wide window puts the last group into the overflow menu)
+            if label == "rtol":  # gradcheck's options beside its tolerances, before seed and timeout (in
+                # a narrow window the last groups go into the overflow menu)
                 self.addWidget(_group(self.options_button))
 
         # each setting the bar shows and the widget it shows it in; bound both ways below (gradcheck's
@@ -187,6 +238,14 @@ class RunBar(QToolBar):
         self.cancel_button.clicked.connect(self.cancel_requested)
         self.view.subscribe(self._on_theme_changed)
         self._on_theme_changed()
+
+    def add_mode(self, action: QAction) -> None:
+        """A button for one of the window's modes (Present) beside Run, so that it is on the bar
+        at every width instead of in the overflow menu with the last settings."""
+        if not self.mode_actions:  # the run group, a separator, the modes, a separator, the settings
+            self.insertSeparator(self._modes)
+        self.mode_actions.append(action)
+        self.insertAction(self._modes, action)
 
     def _on_theme_changed(self) -> None:
         theme = self.view.theme
