@@ -454,7 +454,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _on_theme_changed(self) -> None:
         theme = self.view.theme
         self.setFont(theme.font(self._widget_points))
-        self.overview.set_text_font(theme.font(self._widget_points))
+        self.overview.set_text_font(theme.font(self._widget_points), high_contrast=theme.high_contrast)
         self.readout.setFont(theme.font(READOUT_PT))
         self.large_summary.setFont(theme.font(READOUT_PT))
         self.large_table.setFont(theme.font(READOUT_PT - 1))

@@ -1,0 +1,72 @@
+"""What presentation mode promises a lecturer, measured on the real window at the screen's size
+(run under ``xvfb-run -s "-screen 0 1280x720x24"`` and ``1920x1080x24``: full screen, the window
+is the screen): the failing count readable on the shown thumbnail, A+ stopping before the maps'
+titles touch, leaving putting every font and dock back, the backward view showing the row of J,
+the worst-cell step changing the screen, the clicker scrolling the code, what the clicker did
+said on the stage, the memory view all on screen."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QImage
+
+from tests.app.test_main_window import RUN_TIMEOUT
+from tests.app.test_presentation_views import settle
+from tests.paths import ARTIFACTS
+
+
+def screen_size(window) -> tuple[int, int]:
+    geometry = window.screen().geometry()
+    return geometry.width(), geometry.height()
+
+
+def present(qtbot, window, example: str = "buggy_linear_transpose"):
+    """Presenting ``example`` full screen, run by the clicker, its Jacobians on screen."""
+    window.load_builtin(example)
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    settle(qtbot, window, screen_size(window))
+    stage = window.presentation.stage
+    with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
+        qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+    settle(qtbot, window, screen_size(window))
+    return stage
+
+
+def luminance(color: QColor) -> float:
+    """WCAG relative luminance."""
+
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(color.redF()) + 0.7152 * linear(color.greenF()) + 0.0722 * linear(color.blueF())
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def text_contrast(image: QImage, top: int, bottom: int) -> float:
+    """Contrast of the most contrasting reddish pixel (a glyph's core) against the commonest
+    colour (the background) in rows ``top``..``bottom`` of ``image``."""
+    pixels = [image.pixelColor(x, y) for y in range(top, bottom) for x in range(4, image.width() - 4)]
+    background = QColor(Counter(p.rgb() for p in pixels).most_common(1)[0][0])
+    reds = [p for p in pixels if p.red() - p.green() > 60]
+    assert reds, "no red text found"
+    return max(contrast(p, background) for p in reds)
+
+
+def test_the_shown_thumbnails_failing_count_is_readable(qtbot, main_window):
+    window = main_window
+    present(qtbot, window)
+    overview = window.jacobians.overview
+    shown = overview.buttons[overview.current()]
+    assert shown.isChecked() and shown.text().startswith("✗")
+    image = shown.grab().toImage()
+    ARTIFACTS.mkdir(exist_ok=True)
+    image.save(str(ARTIFACTS / "present-thumbnail-checked.png"))
+    icon_bottom = (shown.height() + shown.iconSize().height()) // 2  # the count lies under the icon
+    ratio = text_contrast(image, min(icon_bottom, image.height() - 8), image.height() - 3)
+    assert ratio >= 4.5, f"failing count on the shown thumbnail: {ratio:.2f}:1"
