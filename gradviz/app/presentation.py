@@ -28,6 +28,7 @@ FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.K
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
 DOCK_VIEWS = {"code": "Code", "backward": "Autograd graph", "memory": window_layout.MEMORY_DOCK}  # view: dock lent
 MIN_HEATMAP_PX = 300  # the Jacobians view's maps are never shorter (A+ stops before that)
+MIN_TITLE_GAP = 0.5  # of a title's height between the maps' titles (A+ stops before they touch)
 
 
 class PresentationMode(QObject):
@@ -225,8 +226,23 @@ class PresentationMode(QObject):
         if least.height() > page.height() or least.width() > page.width():
             return False
         if name == "jacobians" and self.jacobians.current_block() is not None:
-            return self.heatmap_height() >= MIN_HEATMAP_PX
+            return self.heatmap_height() >= MIN_HEATMAP_PX and not self.crowded()
         return True
+
+    def crowded(self) -> list[str]:
+        """What the Jacobians view squeezes, in words: maps' titles closer than MIN_TITLE_GAP of
+        their height, a control of its toolbar narrower than its text (a cut "✗ 120 fai", a
+        note under the check boxes)."""
+        j = self.jacobians
+        found = [
+            f"titles {k + 1} and {k + 2} {gap:.0f} px apart"
+            for k, (gap, height) in enumerate(j.plots.title_gaps())
+            if gap < MIN_TITLE_GAP * height
+        ]
+        for control in (j.block_selector, j.worst_button, j.reset_button, j.view_note, j.square_cells, j.log_scale):
+            if control.isVisible() and control.width() < control.sizeHint().width():
+                found.append(f"{type(control).__name__} {control.width()} of {control.sizeHint().width()} px")
+        return found
 
     def heatmap_height(self) -> float:
         """Height in pixels of the Jacobians' heatmap views."""

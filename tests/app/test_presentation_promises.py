@@ -7,8 +7,10 @@ said on the stage, the memory view all on screen."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QImage
 
@@ -16,22 +18,33 @@ from tests.app.test_main_window import RUN_TIMEOUT
 from tests.app.test_presentation_views import settle
 from tests.paths import ARTIFACTS
 
-
-def screen_size(window) -> tuple[int, int]:
-    geometry = window.screen().geometry()
-    return geometry.width(), geometry.height()
+SIZES = ((1280, 720), (1920, 1080))
 
 
-def present(qtbot, window, example: str = "buggy_linear_transpose"):
-    """Presenting ``example`` full screen, run by the clicker, its Jacobians on screen."""
+def at_size(qtbot, window, size: tuple[int, int]) -> None:
+    """The presenting window ``size`` pixels, laid out: out of full screen, so a screen of any
+    size (the tests' 1920x1200) holds a projector's 1280x720 (full screen, a window manager
+    puts it back to the screen's size)."""
+    if window.isFullScreen():
+        window.showNormal()
+    settle(qtbot, window, size)
+
+
+def present(qtbot, window, size: tuple[int, int], example: str = "buggy_linear_transpose"):
+    """Presenting ``example`` at ``size``, run by the clicker, its Jacobians on screen."""
     window.load_builtin(example)
     qtbot.keyClick(window, Qt.Key.Key_F11)
-    settle(qtbot, window, screen_size(window))
+    at_size(qtbot, window, size)
     stage = window.presentation.stage
     with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
         qtbot.keyClick(stage, Qt.Key.Key_PageDown)
-    settle(qtbot, window, screen_size(window))
+    at_size(qtbot, window, size)
     return stage
+
+
+def grab(window, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert window.grab().save(str(ARTIFACTS / f"{name}.png"))
 
 
 def luminance(color: QColor) -> float:
@@ -60,7 +73,7 @@ def text_contrast(image: QImage, top: int, bottom: int) -> float:
 
 def test_the_shown_thumbnails_failing_count_is_readable(qtbot, main_window):
     window = main_window
-    present(qtbot, window)
+    present(qtbot, window, SIZES[0])
     overview = window.jacobians.overview
     shown = overview.buttons[overview.current()]
     assert shown.isChecked() and shown.text().startswith("✗")
@@ -70,3 +83,25 @@ def test_the_shown_thumbnails_failing_count_is_readable(qtbot, main_window):
     icon_bottom = (shown.height() + shown.iconSize().height()) // 2  # the count lies under the icon
     ratio = text_contrast(image, min(icon_bottom, image.height() - 8), image.height() - 3)
     assert ratio >= 4.5, f"failing count on the shown thumbnail: {ratio:.2f}:1"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_larger_text_stops_before_the_maps_titles_touch_or_a_control_is_cut(qtbot, main_window, size):
+    """At 1280x720, A+ took fused_conv_bn's titles to 15 px apart ("Analytic Numerical |A − N|"
+    read as one line)."""
+    window = main_window
+    stage = present(qtbot, window, size, "fused_conv_bn")
+    jacobians = window.jacobians
+    for _ in range(8):  # as often as a presenter might press A+
+        stage.controls["bigger"].click()
+        at_size(qtbot, window, size)
+    grab(window, f"present-largest-text-{size[0]}x{size[1]}")
+    titles = [p.titleLabel.item for p in jacobians.plot_items]
+    rects = [t.mapRectToScene(t.boundingRect()) for t in titles]
+    gaps = [b.left() - a.right() for a, b in itertools.pairwise(rects)]
+    assert min(gaps) >= rects[0].height() / 2, (window.view.scale, gaps, rects[0].height())
+    controls = (jacobians.block_selector, jacobians.worst_button, jacobians.reset_button, jacobians.view_note,
+                jacobians.square_cells, jacobians.log_scale)  # fmt: skip
+    cut = [(c.objectName() or type(c).__name__, c.width(), c.sizeHint().width()) for c in controls
+           if c.isVisible() and c.width() < c.sizeHint().width()]  # fmt: skip
+    assert not cut
