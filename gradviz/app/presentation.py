@@ -60,6 +60,7 @@ class PresentationMode(QObject):
         self.run_bar, self.banner, self.editor, self.jacobians = run_bar, banner, editor, jacobians
         self.graph, self.document, self.runner, self.load_example = graph, document, runner, load_example
         self._saved: dict | None = None
+        self._state_after_resize: tuple[Any, Any] | None = None  # (dock state, window size) on leaving
         self.stage: PresentationStage | None = None
         self._centre: QWidget | None = None
         self.presenter = Presenter(_Lecture(self), self)
@@ -87,6 +88,7 @@ class PresentationMode(QObject):
                 "maximized": w.isMaximized(),
                 "full_screen": w.isFullScreen(),
                 "geometry": w.saveGeometry(),
+                "size": w.size(),
                 "scale": view.scale,
                 "contrast": view.high_contrast,
                 "min_points": view.min_points,
@@ -131,6 +133,13 @@ class PresentationMode(QObject):
             layout.presenting = False
             w.restoreState(saved["state"])
             layout.auto = saved["auto"]
+            # restored into a window still laid out for the stage, the docks come back narrower
+            # (Code 403 -> 362 px): restored again once the event loop has laid the window out,
+            # and when the window manager gives the window its size back, if that comes later
+            self._state_after_resize = (saved["state"], saved["size"])
+            w.installEventFilter(self)
+            QTimer.singleShot(0, lambda: self._restore_docks(saved["state"]))
+            QTimer.singleShot(2000, self._stop_waiting_for_size)
         self.active_changed.emit(on)
 
     def _build_stage(self) -> None:
@@ -252,9 +261,28 @@ class PresentationMode(QObject):
     def active(self) -> bool:
         return self._saved is not None
 
+    def _restore_docks(self, state) -> None:
+        if self._saved is None:  # not presenting again meanwhile
+            self.window.restoreState(state)
+
+    def _stop_waiting_for_size(self) -> None:
+        if self._state_after_resize is not None:
+            self._state_after_resize = None
+            self.window.removeEventFilter(self)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """In presentation mode a clicker's keys step through the lecture; the arrows only when
-        the editor does not have the focus (there they move the cursor)."""
+        the editor does not have the focus (there they move the cursor). Just after leaving it,
+        the window back at its size gets its docks' sizes back."""
+        if (
+            self._state_after_resize is not None
+            and watched is self.window
+            and event.type() == QEvent.Type.Resize
+            and event.size() == self._state_after_resize[1]
+        ):
+            state = self._state_after_resize[0]
+            self._stop_waiting_for_size()
+            QTimer.singleShot(0, lambda: self._restore_docks(state))
         if (
             self._saved is not None
             and event.type() == QEvent.Type.KeyPress

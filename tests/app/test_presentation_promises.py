@@ -11,8 +11,9 @@ import itertools
 from collections import Counter
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QApplication, QWidget
 
 from tests.app.test_main_window import RUN_TIMEOUT
 from tests.app.test_presentation_views import settle
@@ -105,3 +106,45 @@ def test_larger_text_stops_before_the_maps_titles_touch_or_a_control_is_cut(qtbo
     cut = [(c.objectName() or type(c).__name__, c.width(), c.sizeHint().width()) for c in controls
            if c.isVisible() and c.width() < c.sizeHint().width()]  # fmt: skip
     assert not cut
+
+
+def fonts(window) -> dict[str, float]:
+    """Every widget's point size, named by its place in the window's tree."""
+    found = {}
+
+    def walk(widget, path: str) -> None:
+        found[path] = widget.font().pointSizeF()
+        for k, child in enumerate(c for c in widget.children() if isinstance(c, QWidget)):
+            walk(child, f"{path}/{child.objectName() or type(child).__name__}[{k}]")
+
+    walk(window, "window")
+    return found
+
+
+def dock_sizes(window) -> dict[str, tuple[int, int]]:
+    return {title: (dock.width(), dock.height()) for title, dock in window.docks.items() if dock.isVisible()}
+
+
+def test_leaving_after_larger_text_puts_every_font_and_dock_back(qtbot, main_window):
+    window = main_window
+    window.load_builtin("buggy_linear_transpose")
+    qtbot.waitUntil(lambda: window.isVisible() and window.docks["Code"].isVisible())
+    qtbot.wait(200)
+    before_fonts, before_docks = fonts(window), dock_sizes(window)
+    stage = present(qtbot, window, SIZES[0])
+    for _ in range(3):
+        stage.controls["bigger"].click()
+        at_size(qtbot, window, SIZES[0])
+    while stage.current != "memory":  # the worst cell, the backward steps, the memory study
+        qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+    at_size(qtbot, window, SIZES[0])
+    qtbot.keyClick(stage, Qt.Key.Key_PageUp)
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    assert not window.in_presentation()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    qtbot.waitUntil(lambda: dock_sizes(window).keys() == before_docks.keys())
+    qtbot.wait(300)
+    after_fonts = fonts(window)
+    changed = {k: (v, after_fonts.get(k)) for k, v in before_fonts.items() if after_fonts.get(k, v) != v}
+    assert not changed, "\n".join(f"{k}: {a} -> {b}" for k, (a, b) in list(changed.items())[:20])
+    assert dock_sizes(window) == before_docks
