@@ -17,6 +17,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
 
 from gradviz.app import window_layout
+from gradviz.app.presentation_row import JacobianRow
 from gradviz.app.presentation_views import PresentationStage
 from gradviz.app.presenter import VIEWS, Presenter
 from gradviz.app.runner import Runner
@@ -62,6 +63,7 @@ class PresentationMode(QObject):
         self._saved: dict | None = None
         self._state_after_resize: tuple[Any, Any] | None = None  # (dock state, window size) on leaving
         self.stage: PresentationStage | None = None
+        self.row_of_j: JacobianRow | None = None  # beside the backward step-through, while presenting
         self._centre: QWidget | None = None
         self.presenter = Presenter(_Lecture(self), self)
         document.path_changed.connect(self.presenter.reset)
@@ -164,11 +166,24 @@ class PresentationMode(QObject):
         stage.add_control("leave", "✕ Leave", "Leave presentation mode (F11, Esc)", lambda: self.set(False))
         stage.view_requested.connect(self.show_view)
         stage.resized.connect(self._fit_timer.start)
+        # the row of J a backward call fills, beside the step-through (the mark is made on the
+        # Jacobians after the node is selected: copied once the event loop comes back)
+        self.row_of_j = JacobianRow(view, self.jacobians)
+        stage.add_beside("backward", self.row_of_j)
+        self.graph.node_selected.connect(self._refresh_row_soon)
+
+    def _refresh_row_soon(self, *_args) -> None:
+        QTimer.singleShot(0, self._refresh_row)
+
+    def _refresh_row(self) -> None:
+        if self.stage is not None and self.row_of_j is not None:
+            self.row_of_j.refresh()
 
     def _return_panels(self) -> None:
         """Every lent panel back in its dock, the centre back in the window."""
         w, stage = self.window, self.stage
         self.view.quiz_changed.disconnect(self._show_quiz)
+        self.graph.node_selected.disconnect(self._refresh_row_soon)
         for name, title in DOCK_VIEWS.items():
             widget = stage.release(name)
             self.layout.docks[title].setWidget(widget)
@@ -179,7 +194,7 @@ class PresentationMode(QObject):
         self._centre.show()
         self._centre = None
         stage.deleteLater()
-        self.stage = None
+        self.stage = self.row_of_j = None
 
     def _toggle_quiz(self) -> None:
         self.view.quiz = not self.view.quiz
@@ -195,6 +210,8 @@ class PresentationMode(QObject):
         if self.stage is None:
             return
         self.stage.show_view(name)
+        if name == "backward" and self.row_of_j is not None:
+            self.row_of_j.refresh()
         self._fit_timer.start()
         self.stage.setFocus()  # the clicker's keys step (a Space typed into the code would change it)
 

@@ -148,3 +148,30 @@ def test_leaving_after_larger_text_puts_every_font_and_dock_back(qtbot, main_win
     changed = {k: (v, after_fonts.get(k)) for k, v in before_fonts.items() if after_fonts.get(k, v) != v}
     assert not changed, "\n".join(f"{k}: {a} -> {b}" for k, (a, b) in list(changed.items())[:20])
     assert dock_sizes(window) == before_docks
+
+
+def band_pixels(image: QImage) -> int:
+    """Pixels of the row band's outline (ROW_BAND, orange-yellow) in ``image``."""
+    found = 0
+    for y in range(0, image.height(), 2):
+        for x in range(0, image.width(), 2):
+            c = image.pixelColor(x, y)
+            found += c.red() > 235 and 150 <= c.green() <= 190 and c.blue() < 40
+    return found
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_backward_view_shows_the_row_of_j_each_step_fills(qtbot, main_window, size):
+    window = main_window
+    stage = present(qtbot, window, size)
+    while stage.current != "backward":  # the worst cell, then backward step 1: your Function's node
+        qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+    at_size(qtbot, window, size)
+    qtbot.waitUntil(lambda: window.jacobians.marked_rows() is not None)
+    row = window.jacobians.marked_rows()[0]
+    grab(window, f"present-backward-row-{size[0]}x{size[1]}")
+    page = stage.page("backward").grab().toImage()
+    assert band_pixels(page) > 50, "no row band in the backward view"
+    shown = window.presentation.row_of_j
+    assert shown.isVisible() and shown.band_shown() == (row - 0.5, row + 0.5)
+    assert f"Row {row} of J" in shown.title.text() and f"row {row} of J" in shown.note.text()
