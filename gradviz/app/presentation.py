@@ -29,6 +29,7 @@ FORWARD_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.K
 BACK_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up)
 DOCK_VIEWS = {"code": "Code", "backward": "Autograd graph", "memory": window_layout.MEMORY_DOCK}  # view: dock lent
 MIN_HEATMAP_PX = 300  # the Jacobians view's maps are never shorter (A+ stops before that)
+WORST_NEIGHBOURHOOD = 9  # cells across the clicker's "worst cell" step zooms to, in any block
 MIN_TITLE_GAP = 0.5  # of a title's height between the maps' titles (A+ stops before they touch)
 
 
@@ -354,7 +355,7 @@ class _Lecture:
         return block is not None and not block.passed
 
     def go_to_worst(self) -> None:
-        self.jacobians.go_to_worst()
+        self.jacobians.go_to_worst(zoom=WORST_NEIGHBOURHOOD)
 
     def backward_step(self) -> tuple[int, int]:
         return self.graph.step_position()

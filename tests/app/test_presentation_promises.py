@@ -175,3 +175,31 @@ def test_the_backward_view_shows_the_row_of_j_each_step_fills(qtbot, main_window
     shown = window.presentation.row_of_j
     assert shown.isVisible() and shown.band_shown() == (row - 0.5, row + 0.5)
     assert f"Row {row} of J" in shown.title.text() and f"row {row} of J" in shown.note.text()
+
+
+def changed_fraction(a: QImage, b: QImage) -> float:
+    """Share of pixels (sampled every 4th) that differ between two grabs of one size."""
+    assert a.size() == b.size()
+    points = [(x, y) for y in range(0, a.height(), 4) for x in range(0, a.width(), 4)]
+    return sum(a.pixel(x, y) != b.pixel(x, y) for x, y in points) / len(points)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_worst_cell_step_changes_the_screen_in_a_small_block(qtbot, main_window, size):
+    """buggy_linear_transpose's 30x55 block was framed whole with its worst cell highlighted
+    already: the step left every pixel as it was."""
+    window = main_window
+    stage = present(qtbot, window, size)
+    jacobians = window.jacobians
+    assert max(jacobians.current_block().shape) <= 64 and jacobians.highlighted_cell() == jacobians.current_block().worst
+    before = stage.page("jacobians").grab().toImage()
+    qtbot.keyClick(stage, Qt.Key.Key_PageDown)  # the worst cell
+    at_size(qtbot, window, size)
+    assert stage.current == "jacobians"
+    grab(window, f"present-worst-cell-{size[0]}x{size[1]}")
+    after = stage.page("jacobians").grab().toImage()
+    assert changed_fraction(before, after) > 0.1
+    (x0, x1), (y0, y1) = jacobians.plot_items[0].getViewBox().viewRange()
+    row, col = jacobians.current_block().worst
+    assert x0 < col < x1 and y0 < row < y1 and x1 - x0 < 16  # zoomed in on its neighbourhood
+    assert jacobians.highlighted_cell() == (row, col)
