@@ -65,6 +65,7 @@ class PresentationMode(QObject):
         self._state_after_resize: tuple[Any, Any] | None = None  # (dock state, window size) on leaving
         self.stage: PresentationStage | None = None
         self.row_of_j: JacobianRow | None = None  # beside the backward step-through, while presenting
+        self._follow_backward = False  # the code view scrolls to the backward until the clicker pages
         self._centre: QWidget | None = None
         self.presenter = Presenter(_Lecture(self), self)
         document.path_changed.connect(self.presenter.reset)
@@ -167,6 +168,7 @@ class PresentationMode(QObject):
         stage.add_control("leave", "✕ Leave", "Leave presentation mode (F11, Esc)", lambda: self.set(False))
         stage.view_requested.connect(self.show_view)
         stage.resized.connect(self._fit_timer.start)
+        stage.resized.connect(self._show_backward_code)
         # the row of J a backward call fills, beside the step-through (the mark is made on the
         # Jacobians after the node is selected: copied once the event loop comes back)
         self.row_of_j = JacobianRow(view, self.jacobians)
@@ -213,11 +215,48 @@ class PresentationMode(QObject):
         self.stage.show_view(name)
         if name == "backward" and self.row_of_j is not None:
             self.row_of_j.refresh()
+        if name == "code":  # once laid out (entering, the window is not full screen yet)
+            self._follow_backward = True
+            QTimer.singleShot(0, self._show_backward_code)
         self._fit_timer.start()
         self.stage.setFocus()  # the clicker's keys step (a Space typed into the code would change it)
 
     def current_view(self) -> str:
         return self.stage.current if self.stage is not None else VIEWS[0]
+
+    def _code(self) -> Any:
+        return self.editor.editor  # the editor panel's CodeEditor (a QPlainTextEdit)
+
+    def _show_backward_code(self) -> None:
+        """The code view opened: scroll so the backward method (its decorator, its ``def``) is
+        the first line, or the file's end is the last; a built-in's backward lay below the 25
+        lines a 720-line screen shows."""
+        if self.stage is None or self.stage.current != "code" or not self._follow_backward:
+            return
+        code = self._code()
+        block = code.document().begin()
+        while block.isValid() and not block.text().lstrip().startswith("def backward"):
+            block = block.next()
+        if not block.isValid():
+            return
+        while block.previous().isValid() and block.previous().text().lstrip().startswith("@"):
+            block = block.previous()
+        bar = code.verticalScrollBar()
+        bar.setValue(bar.maximum())
+        while bar.value() > bar.minimum() and code.firstVisibleBlock().blockNumber() > block.blockNumber():
+            bar.setValue(bar.value() - 1)
+
+    def scroll_code(self, pages: int) -> bool:
+        """Page Down (1) / Page Up (-1) in the code view: a page further (two lines kept) while
+        there is one; False at the end (the clicker moves on)."""
+        if self.stage is None or self.stage.current != "code":
+            return False
+        bar = self._code().verticalScrollBar()
+        if (pages > 0 and bar.value() >= bar.maximum()) or (pages < 0 and bar.value() <= bar.minimum()):
+            return False
+        self._follow_backward = False
+        bar.setValue(bar.value() + pages * max(1, bar.pageStep() - 2))
+        return True
 
     def step_text(self, delta: int) -> None:
         """A+ / A−: larger or smaller text; never below PRESENTATION_MIN_PX (the theme's floor)
@@ -334,6 +373,9 @@ class _Lecture:
 
     def show_view(self, name: str) -> None:
         self.mode.show_view(name)
+
+    def scroll_code(self, pages: int) -> bool:
+        return self.mode.scroll_code(pages)
 
     def examples(self) -> list[str]:
         return [entry.name for entry in builtin_functions()]

@@ -37,8 +37,9 @@ def present(qtbot, window, size: tuple[int, int], example: str = "buggy_linear_t
     qtbot.keyClick(window, Qt.Key.Key_F11)
     at_size(qtbot, window, size)
     stage = window.presentation.stage
-    with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):
-        qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+    with qtbot.waitSignal(window.result_shown, timeout=RUN_TIMEOUT):  # the clicker: the code to its end, run
+        while stage.current == "code":
+            qtbot.keyClick(stage, Qt.Key.Key_PageDown)
     at_size(qtbot, window, size)
     return stage
 
@@ -203,3 +204,48 @@ def test_the_worst_cell_step_changes_the_screen_in_a_small_block(qtbot, main_win
     row, col = jacobians.current_block().worst
     assert x0 < col < x1 and y0 < row < y1 and x1 - x0 < 16  # zoomed in on its neighbourhood
     assert jacobians.highlighted_cell() == (row, col)
+
+
+def shown_lines(code) -> list[int]:
+    """Numbers (from 0) of the code's lines wholly inside the editor's viewport."""
+    height, found = code.viewport().height(), []
+    block = code.firstVisibleBlock()
+    offset = code.contentOffset()
+    while block.isValid():
+        box = code.blockBoundingGeometry(block).translated(offset)
+        if box.top() >= height:
+            break
+        if block.isVisible() and box.top() >= 0 and box.bottom() <= height:
+            found.append(block.blockNumber())
+        block = block.next()
+    return found
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_code_view_opens_at_the_backward_and_the_clicker_pages_through_it(qtbot, main_window, size):
+    """At 1280x720 the code view showed lines 1-25 and every built-in's backward below them."""
+    window = main_window
+    window.load_builtin("buggy_linear_transpose")
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    at_size(qtbot, window, size)
+    stage, code = window.presentation.stage, window.editor.editor
+    lines = code.toPlainText().split("\n")
+    backward = next(k for k, line in enumerate(lines) if line.lstrip().startswith("def backward"))
+    qtbot.waitUntil(lambda: backward in shown_lines(code))
+    grab(window, f"present-code-at-backward-{size[0]}x{size[1]}")
+    seen = set(shown_lines(code))
+    for _ in range(len(lines)):  # Page Down reads on to the end, then runs and shows the Jacobians
+        qtbot.keyClick(stage, Qt.Key.Key_PageDown)
+        if stage.current != "code":
+            break
+        seen |= set(shown_lines(code))
+    assert stage.current == "jacobians" and len(lines) - 1 in seen
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=RUN_TIMEOUT)
+    qtbot.keyClick(stage, Qt.Key.Key_PageUp)  # back to the code, then up to its top
+    assert stage.current == "code"
+    for _ in range(len(lines)):
+        qtbot.keyClick(stage, Qt.Key.Key_PageUp)
+        seen |= set(shown_lines(code))
+        if 0 in seen:
+            break
+    assert stage.current == "code" and set(range(len(lines))) <= seen | {k for k, line in enumerate(lines) if not line.strip()}
