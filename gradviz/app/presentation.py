@@ -169,6 +169,7 @@ class PresentationMode(QObject):
         stage.view_requested.connect(self.show_view)
         stage.resized.connect(self._fit_timer.start)
         stage.resized.connect(self._show_backward_code)
+        w.statusBar().messageChanged.connect(stage.say)  # a bound method: gone with the stage
         # the row of J a backward call fills, beside the step-through (the mark is made on the
         # Jacobians after the node is selected: copied once the event loop comes back)
         self.row_of_j = JacobianRow(view, self.jacobians)

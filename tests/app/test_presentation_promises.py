@@ -13,10 +13,12 @@ from collections import Counter
 import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
+from gradviz.app.theme import PRESENTATION_MIN_PX
 from tests.app.test_main_window import RUN_TIMEOUT
 from tests.app.test_presentation_views import settle
+from tests.app.text_sizes import font_pixels
 from tests.paths import ARTIFACTS
 
 SIZES = ((1280, 720), (1920, 1080))
@@ -249,3 +251,24 @@ def test_the_code_view_opens_at_the_backward_and_the_clicker_pages_through_it(qt
         if 0 in seen:
             break
     assert stage.current == "code" and set(range(len(lines))) <= seen | {k for k, line in enumerate(lines) if not line.strip()}
+
+
+def shown_texts(root) -> list[str]:
+    return [label.text().replace("\u200b", "") for label in root.findChildren(QLabel) if label.isVisible()]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_what_the_clicker_did_is_said_on_the_stage(qtbot, main_window, size):
+    """The status bar said it ("▶ worst cell"), but presenting hides the status bar."""
+    window = main_window
+    stage = present(qtbot, window, size)
+    qtbot.keyClick(stage, Qt.Key.Key_PageDown)  # the worst cell
+    said = [text for text in shown_texts(stage) if "worst cell" in text]
+    assert said, shown_texts(stage)
+    label = next(x for x in stage.findChildren(QLabel) if x.isVisible() and "worst cell" in x.text())
+    assert font_pixels(label.font()) >= PRESENTATION_MIN_PX
+    qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()), timeout=1000)  # all its lines
+    box = label.rect().translated(label.mapTo(window, label.rect().topLeft()))
+    assert window.rect().contains(box)
+    grab(window, f"present-said-{size[0]}x{size[1]}")
+    qtbot.waitUntil(lambda: not label.isVisible(), timeout=5000)  # a moment later it goes
