@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
+from PySide6.QtWidgets import QApplication, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from gradviz.app import window_layout
 from gradviz.app.presentation_row import JacobianRow
@@ -66,6 +66,8 @@ class PresentationMode(QObject):
         self.stage: PresentationStage | None = None
         self.row_of_j: JacobianRow | None = None  # beside the backward step-through, while presenting
         self._follow_backward = False  # the code view scrolls to the backward until the clicker pages
+        self._graph_split: Any = None  # the graph panel's splitter as the window had it
+        self._graph_column: QWidget | None = None  # the graph over the row of J, while presenting
         self._centre: QWidget | None = None
         self.presenter = Presenter(_Lecture(self), self)
         document.path_changed.connect(self.presenter.reset)
@@ -153,7 +155,11 @@ class PresentationMode(QObject):
         self.stage = stage = PresentationStage(view)
         stage.hold("jacobians", self._centre)
         for name, title in DOCK_VIEWS.items():
-            stage.hold(name, self.layout.docks[title].widget())
+            widget = self.layout.docks[title].widget()
+            if isinstance(widget, QScrollArea):  # the memory study: the panel alone, sized to the stage
+                widget = widget.takeWidget()  # (in its scroll area it stacked its plots, the sweep below the fold)
+            stage.hold(name, widget)
+        self._graph_split = self.graph.splitter.saveState()
         for name, text, tip, slot in (
             ("back", "◀", "Back (Page Up, ←)", self.presenter.retreat),
             ("next", "▶", "Next: run, worst cell, backward steps, memory, next example (Page Down, →, Space)", self.presenter.advance),
@@ -169,12 +175,34 @@ class PresentationMode(QObject):
         stage.view_requested.connect(self.show_view)
         stage.resized.connect(self._fit_timer.start)
         stage.resized.connect(self._show_backward_code)
+        stage.resized.connect(self._widen_tensor_table)
         w.statusBar().messageChanged.connect(stage.say)  # a bound method: gone with the stage
         # the row of J a backward call fills, beside the step-through (the mark is made on the
         # Jacobians after the node is selected: copied once the event loop comes back)
+        # under the graph, left of the node's story and its tensor table (which keeps its width)
         self.row_of_j = JacobianRow(view, self.jacobians)
-        stage.add_beside("backward", self.row_of_j)
+        split = self.graph.splitter
+        self._graph_column = column = QWidget()
+        column.setObjectName("presentation_graph_column")
+        holder = QVBoxLayout(column)
+        holder.setContentsMargins(0, 0, 0, 0)
+        plot = split.replaceWidget(0, column)
+        holder.addWidget(plot, 1)
+        holder.addWidget(self.row_of_j, 1)
+        plot.show()
         self.graph.node_selected.connect(self._refresh_row_soon)
+
+    def _widen_tensor_table(self) -> None:
+        """The backward view: the node's tensor table as wide as its columns (its last, "role",
+        was cut at 1280x720), the graph and the row of J beside it get the rest, at least a third."""
+        if self.stage is None or self.stage.current != "backward":
+            return
+        split, table = self.graph.splitter, self.graph.details
+        total = sum(split.sizes())
+        need = table.horizontalHeader().length() + 2 * table.frameWidth() + table.verticalScrollBar().sizeHint().width()
+        side = min(need, total - max(total // 3, self.graph.plot.minimumSizeHint().width()))
+        if total > 0 and side > split.sizes()[1]:
+            split.setSizes([total - side, side])
 
     def _refresh_row_soon(self, *_args) -> None:
         QTimer.singleShot(0, self._refresh_row)
@@ -182,6 +210,7 @@ class PresentationMode(QObject):
     def _refresh_row(self) -> None:
         if self.stage is not None and self.row_of_j is not None:
             self.row_of_j.refresh()
+            self._widen_tensor_table()
 
     def _return_panels(self) -> None:
         """Every lent panel back in its dock, the centre back in the window."""
@@ -190,8 +219,18 @@ class PresentationMode(QObject):
         self.graph.node_selected.disconnect(self._refresh_row_soon)
         for name, title in DOCK_VIEWS.items():
             widget = stage.release(name)
-            self.layout.docks[title].setWidget(widget)
+            dock = self.layout.docks[title]
+            if isinstance(dock.widget(), QScrollArea):
+                dock.widget().setWidget(widget)
+            else:
+                dock.setWidget(widget)
             widget.show()  # a widget given a new parent stays hidden until shown
+        split, column = self.graph.splitter, self._graph_column
+        split.replaceWidget(0, self.graph.plot)  # the graph back beside its details, the row of J gone
+        self.graph.plot.show()
+        column.deleteLater()
+        self._graph_column = None
+        split.restoreState(self._graph_split)
         stage.release("jacobians")
         w.takeCentralWidget()
         w.setCentralWidget(self._centre)
@@ -216,6 +255,7 @@ class PresentationMode(QObject):
         self.stage.show_view(name)
         if name == "backward" and self.row_of_j is not None:
             self.row_of_j.refresh()
+            QTimer.singleShot(0, self._widen_tensor_table)
         if name == "code":  # once laid out (entering, the window is not full screen yet)
             self._follow_backward = True
             QTimer.singleShot(0, self._show_backward_code)

@@ -1,4 +1,4 @@
-"""Beside the backward step-through while presenting: the analytic Jacobian with the row one
+"""Under the graph of the backward step-through while presenting: the analytic Jacobian with the row one
 backward call fills marked, as the README promises ("at your Function's node, the row of J that
 one backward call returns"). In the window the mark is on the Jacobians panel, beside the graph;
 presentation shows one view at a time, so the backward view carries a copy of the map: the image
@@ -32,7 +32,8 @@ class JacobianRow(QWidget):
         self.title.setObjectName("presentation_row_title")
         self.title.setWordWrap(True)
         self.plot_widget = pg.PlotWidget(background="w")
-        self.plot_widget.setMinimumSize(120, 120)
+        self.plot_widget.setMinimumSize(80, 80)
+        self.plot_widget.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)  # the graph first
         plot = self.plot = self.plot_widget.getPlotItem()
         for axis in ("left", "bottom"):
             plot.hideAxis(axis)
@@ -86,7 +87,7 @@ class JacobianRow(QWidget):
         self.band.setRegion((first - 0.5, last + 0.5))
         self.band.show()
         self.title.setText(f"Row {first} of J" if first == last else f"Rows {first}–{last} of J")
-        self.note.setText(self.jacobians.readout.text())
+        self.note.setText(self.jacobians.readout.text().split(" (marked)")[0] + ".")  # its first words: the room is the graph's
 
     def band_shown(self) -> tuple[float, float] | None:
         """The rows the band covers, or None (tests)."""

@@ -75,16 +75,12 @@ class PresentationStage(QWidget):
         self._bar_layout = bar
         self.pages = QStackedWidget()
         self._holders: dict[str, QVBoxLayout] = {}
-        self._sides: dict[str, QHBoxLayout] = {}
         for name in VIEWS:
             page = QWidget()
             page.setObjectName(f"presentation_{name}")
-            side = QHBoxLayout(page)
-            side.setContentsMargins(0, 4, 4, 4)
-            holder = QVBoxLayout()
-            holder.setContentsMargins(0, 0, 0, 0)
-            side.addLayout(holder, 3)
-            self._holders[name], self._sides[name] = holder, side
+            holder = QVBoxLayout(page)
+            holder.setContentsMargins(0, 4, 4, 4)
+            self._holders[name] = holder
             self.pages.addWidget(page)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -121,11 +117,6 @@ class PresentationStage(QWidget):
         """Show ``widget`` as view ``name`` (it leaves wherever it was)."""
         self._holders[name].addWidget(widget, 1)
         widget.show()
-
-    def add_beside(self, name: str, widget: QWidget) -> None:
-        """A widget of the stage's own on the right of view ``name``'s panel (a quarter of the
-        width), deleted with the stage."""
-        self._sides[name].addWidget(widget, 1)
 
     def release(self, name: str) -> QWidget | None:
         """Take view ``name``'s widget out again (to give it back to its dock)."""

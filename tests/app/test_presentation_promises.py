@@ -13,9 +13,10 @@ from collections import Counter
 import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QApplication, QLabel, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLabel, QWidget
 
 from gradviz.app.theme import PRESENTATION_MIN_PX
+from tests.app.layout_check import layout_problems
 from tests.app.test_main_window import RUN_TIMEOUT
 from tests.app.test_presentation_views import settle
 from tests.app.text_sizes import font_pixels
@@ -272,3 +273,32 @@ def test_what_the_clicker_did_is_said_on_the_stage(qtbot, main_window, size):
     assert window.rect().contains(box)
     grab(window, f"present-said-{size[0]}x{size[1]}")
     qtbot.waitUntil(lambda: not label.isVisible(), timeout=5000)  # a moment later it goes
+
+
+def on_screen(widget, root) -> bool:
+    """All of ``widget`` lies in what ``root`` shows (not scrolled out, not below its bottom)."""
+    box = widget.rect().translated(widget.mapTo(root, widget.rect().topLeft()))
+    seen = widget.viewport() if isinstance(widget, QAbstractScrollArea) else widget  # a view's viewport covers it
+    return root.rect().contains(box) and seen.visibleRegion().boundingRect().size() == seen.size()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_memory_view_and_the_tensor_table_are_all_on_screen(qtbot, main_window, size):
+    """At 1280x720 the memory study stacked its plots in its scroll area, the sweep below the
+    fold; the backward view's tensor table cut its last column, "role"."""
+    window = main_window
+    stage = present(qtbot, window, size)
+    qtbot.waitUntil(lambda: window.memory.result() is not None, timeout=RUN_TIMEOUT)
+    window.presentation.show_view("backward")
+    at_size(qtbot, window, size)
+    table = window.graph.details
+    assert table.isVisible() and table.columnCount() and table.rowCount()
+    assert table.horizontalHeader().length() <= table.viewport().width(), "a column of the tensor table is cut"
+    assert not layout_problems(window)
+    window.presentation.show_view("memory")
+    at_size(qtbot, window, size)
+    grab(window, f"present-memory-{size[0]}x{size[1]}")
+    memory, page = window.memory, stage.page("memory")
+    for part in (memory.bar_plot, memory.sweep_plot, memory.headline, memory.measure_button):
+        assert part.isVisible() and on_screen(part, page), part.objectName() or type(part).__name__
+    assert not layout_problems(window)
