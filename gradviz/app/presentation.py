@@ -10,6 +10,7 @@ named one by one, so this module never imports the main window.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -109,8 +110,9 @@ class PresentationMode(QObject):
             self.run_bar.hide()
             for dock in layout.docks.values():
                 dock.hide()
-            view.min_points = points_for_pixels(PRESENTATION_MIN_PX)
             view.scale = max(view.scale, PRESENTATION_SCALE)
+            self._raise_floor()
+            view.scale_changed.connect(self._raise_floor)
             view.high_contrast = True
             self.banner.set_compact(True)
             self._build_stage()
@@ -121,6 +123,7 @@ class PresentationMode(QObject):
         else:
             saved, self._saved = self._saved, None
             QApplication.instance().removeEventFilter(self)
+            view.scale_changed.disconnect(self._raise_floor)
             self._return_panels()
             w.menuBar().show()
             w.statusBar().show()
@@ -147,6 +150,13 @@ class PresentationMode(QObject):
             QTimer.singleShot(0, lambda: self._restore_docks(saved["state"]))
             QTimer.singleShot(2000, self._stop_waiting_for_size)
         self.active_changed.emit(on)
+
+    def _raise_floor(self, *_args) -> None:
+        """The smallest text: PRESENTATION_MIN_PX at PRESENTATION_SCALE, and larger in proportion
+        with each A+, so every text grows (with a fixed floor, A+ left the texts it held, check
+        boxes, tabs, buttons, at 24 px until the scale passed 2)."""
+        floor = points_for_pixels(PRESENTATION_MIN_PX) * max(self.view.scale, PRESENTATION_SCALE) / PRESENTATION_SCALE
+        self.view.min_points = math.ceil(floor - 1e-9)
 
     def _build_stage(self) -> None:
         """The stage with the panels lent to it: the docks' contents and the window's centre."""

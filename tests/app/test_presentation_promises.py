@@ -19,7 +19,7 @@ from gradviz.app.theme import PRESENTATION_MIN_PX
 from tests.app.layout_check import layout_problems
 from tests.app.test_main_window import RUN_TIMEOUT
 from tests.app.test_presentation_views import settle
-from tests.app.text_sizes import font_pixels
+from tests.app.text_sizes import font_pixels, text_sizes
 from tests.paths import ARTIFACTS
 
 SIZES = ((1280, 720), (1920, 1080))
@@ -302,3 +302,26 @@ def test_the_memory_view_and_the_tensor_table_are_all_on_screen(qtbot, main_wind
     for part in (memory.bar_plot, memory.sweep_plot, memory.headline, memory.measure_button):
         assert part.isVisible() and on_screen(part, page), part.objectName() or type(part).__name__
     assert not layout_problems(window)
+
+
+def test_larger_text_makes_every_text_of_the_stage_larger(qtbot, main_window):
+    """With a fixed 24 px floor, A+ from 1.3 to 1.5 left every text the floor held (the check
+    boxes, the block selector, the buttons, the bar) as it was: 9 pt x 1.5 is still under 18 pt."""
+    window = main_window
+    stage = present(qtbot, window, SIZES[1], "buggy_kill_head_leak")
+
+    def sizes() -> dict[str, float]:
+        found: dict[str, float] = {}
+        for pixels, what in text_sizes(stage):
+            found[what] = min(pixels, found.get(what, pixels))
+        return found
+
+    before, scale = sizes(), window.view.scale
+    assert min(before.values()) >= PRESENTATION_MIN_PX
+    stage.controls["bigger"].click()
+    at_size(qtbot, window, SIZES[1])
+    assert window.view.scale > scale  # 1920x1080 has room for it
+    grab(window, "present-one-size-larger-1920x1080")
+    after = sizes()
+    same = {what: px for what, px in before.items() if what in after and after[what] <= px}
+    assert not same, same
