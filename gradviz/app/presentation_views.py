@@ -141,6 +141,11 @@ class PresentationStage(QWidget):
         """Show view ``name`` alone; the bar says which of how many."""
         k = VIEWS.index(name)
         self._current = name
+        # a hidden view's minimum (the memory study, arranged for a size it no longer has) must not
+        # make the stage need more than the screen: only the view shown counts
+        for j in range(self.pages.count()):
+            policy = QSizePolicy.Policy.Preferred if j == k else QSizePolicy.Policy.Ignored
+            self.pages.widget(j).setSizePolicy(policy, policy)
         self.pages.setCurrentIndex(k)
         self.view_buttons[name].setChecked(True)
         self.position.setText(f"{k + 1} / {len(VIEWS)}")

@@ -1,9 +1,10 @@
-"""What presentation mode promises a lecturer, measured on the real window at the screen's size
-(run under ``xvfb-run -s "-screen 0 1280x720x24"`` and ``1920x1080x24``: full screen, the window
-is the screen): the failing count readable on the shown thumbnail, A+ stopping before the maps'
-titles touch, leaving putting every font and dock back, the backward view showing the row of J,
-the worst-cell step changing the screen, the clicker scrolling the code, what the clicker did
-said on the stage, the memory view all on screen."""
+"""What presentation mode promises a lecturer, measured on the real window at a projector's
+1280x720 and at 1920x1080 (out of full screen: a window manager keeps a full-screen window at
+the screen's size, the tests' 1920x1200): the failing count readable on the shown thumbnail, A+
+stopping before the maps' titles touch, leaving putting every font and dock back, the backward
+view showing the row of J, the worst-cell step changing the screen, the clicker paging through
+the code, what the clicker did said on the stage, the memory view and the tensor table all on
+screen, A+ making every text larger."""
 
 from __future__ import annotations
 
