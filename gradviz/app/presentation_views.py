@@ -61,6 +61,15 @@ class PresentationStage(QWidget):
             self._group.addButton(button)
             self.view_buttons[name] = button
             bar.addWidget(button)
+        # what the last key did, and the window's other status messages (its status bar is hidden)
+        self.said = QLabel("")
+        self.said.setObjectName("presentation_said")
+        self.said.setWordWrap(True)
+        self.said.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignHCenter)
+        self.said.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the bar
+        self.said.hide()
+        bar.addSpacing(8)
+        bar.addWidget(self.said)
         bar.addStretch(1)
         self.controls: dict[str, QToolButton] = {}
         self._bar_layout = bar
@@ -132,10 +141,21 @@ class PresentationStage(QWidget):
         """Show view ``name`` alone; the bar says which of how many."""
         k = VIEWS.index(name)
         self._current = name
+        # a hidden view's minimum (the memory study, arranged for a size it no longer has) must not
+        # make the stage need more than the screen: only the view shown counts
+        for j in range(self.pages.count()):
+            policy = QSizePolicy.Policy.Preferred if j == k else QSizePolicy.Policy.Ignored
+            self.pages.widget(j).setSizePolicy(policy, policy)
         self.pages.setCurrentIndex(k)
         self.view_buttons[name].setChecked(True)
         self.position.setText(f"{k + 1} / {len(VIEWS)}")
         self.position.setToolTip(f"View {k + 1} of {len(VIEWS)}: {VIEW_TITLES[name]}")
+
+    def say(self, text: str) -> None:
+        """Show ``text`` in the bar ('' hides it): the status bar's messages, which presenting
+        hides with the status bar. Breaks allowed after _ and / (a narrow column)."""
+        self.said.setText(text.replace("_", "_\u200b").replace("/", "/\u200b"))
+        self.said.setVisible(bool(text))
 
     def page(self, name: str) -> QWidget:
         return self.pages.widget(VIEWS.index(name))
@@ -150,4 +170,5 @@ class PresentationStage(QWidget):
         for widget in (*self.view_buttons.values(), *self.controls.values()):
             widget.setFont(font)
         self.position.setFont(theme.font(BAR_POINTS, bold=True))
+        self.said.setFont(theme.font(BAR_POINTS, bold=True))
         self.setFont(theme.font(BAR_POINTS))  # what the lent panels' unstyled widgets inherit

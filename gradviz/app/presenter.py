@@ -2,9 +2,11 @@
 a time (presentation mode shows one of VIEWS full screen: the code, the Jacobians, the backward
 step-through, the memory study).
 
-Forward: from the code, run it and show the Jacobians; there, go to the worst cell (when it
+Forward: from the code, a page further down while there is one (the code view opens at the
+backward), then run it and show the Jacobians; there, go to the worst cell (when it
 fails); then the backward step-through, one node a key; then the memory study; then the next
-built-in example's code. Back walks the same way back; from the code, the previous example.
+built-in example's code. Back walks the same way back; in the code, a page up while there is one, then the previous
+example.
 
 The presenter only decides; the window acts (``PresenterWindow``), so the sequence is tested
 with a small fake window.
@@ -31,6 +33,7 @@ class PresenterWindow(Protocol):
     def go_to_worst(self) -> None: ...
     def backward_step(self) -> tuple[int, int]: ...  # (step shown, steps); step -1 before the walk
     def step_backward(self, delta: int) -> None: ...  # delta 0: the first step
+    def scroll_code(self, pages: int) -> bool: ...  # a page on (1) or back (-1) in the code; False at its end
     def current_view(self) -> str: ...  # one of VIEWS
     def show_view(self, name: str) -> None: ...
 
@@ -54,6 +57,8 @@ class Presenter(QObject):
         if w.running():
             return self._say("running: wait for the result")
         view = w.current_view()
+        if view == "code" and w.scroll_code(1):
+            return self._say("code: next page")
         if view == "code":
             w.show_view("jacobians")
             if not w.result_current():
@@ -98,6 +103,8 @@ class Presenter(QObject):
             if self._walking and step > 0 and not w.running():
                 w.step_backward(-1)
                 return self._say(f"backward step {step}")
+        if view == "code" and w.scroll_code(-1):
+            return self._say("code: previous page")
         if view == "code":
             return self.change_example(-1)
         previous = VIEWS[max(VIEWS.index(view) - 1, 0)] if view in VIEWS else "code"

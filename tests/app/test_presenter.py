@@ -16,6 +16,7 @@ class FakeWindow:
         self.steps = steps
         self.step = -1
         self.view = "code"
+        self.pages, self.page = 1, 0  # pages of code, the one shown
         self.log: list[str] = []
 
     def examples(self):
@@ -50,6 +51,13 @@ class FakeWindow:
     def step_backward(self, delta):
         self.step = 0 if delta == 0 else self.step + delta
         self.log.append(f"step {self.step}")
+
+    def scroll_code(self, pages):
+        if self.view != "code" or not 0 <= self.page + pages < self.pages:
+            return False
+        self.page += pages
+        self.log.append(f"page {self.page}")
+        return True
 
     def current_view(self):
         return self.view
@@ -107,3 +115,17 @@ def test_text_scale_steps_along_the_ladder_and_stops_at_its_ends(qtbot):
     view.scale = 100
     assert view.scale == SCALES[-1]
     assert Theme(2.0).pt(10) == 20 and Theme(0.5).pt(10) == 6  # never unreadably small
+
+
+def test_the_clicker_pages_through_the_code_before_moving_on(qtbot):
+    """A file longer than the code view: Page Down reads on to its end before running it, Page
+    Up reads back to its top before the previous example (the view opens at the backward)."""
+    window = FakeWindow(failing=False, steps=0)
+    window.pages, window.page = 3, 1  # opened at the backward: one page above it, one below
+    presenter = Presenter(window)
+    assert presenter.advance() == "code: next page"
+    assert presenter.advance() == "run"
+    assert presenter.retreat() == "Code"
+    assert [presenter.retreat() for _ in range(2)] == ["code: previous page", "code: previous page"]
+    presenter.retreat()
+    assert window.log == ["page 2", "view jacobians", "run", "view code", "page 1", "page 0", "load c"]

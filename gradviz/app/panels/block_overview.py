@@ -20,6 +20,8 @@ from gradviz.schema.results import BlockComparison, CheckResult, LargeBlock
 
 THUMB = 44  # px of a thumbnail's longer side
 FAIL_RGB = (230, 20, 60)
+FAIL_INK = "#b00020"  # a failing count on a white thumbnail: 7.3:1
+FAIL_INK_ON_BLACK = "#ff8a80"  # on the high-contrast theme's black (checked) thumbnail: 9.2:1, #b00020 was 2.9:1
 SEARCHED_RGB = (200, 200, 200)  # a block too large to hold: no matrix to draw
 
 
@@ -85,14 +87,29 @@ class BlockOverview(QWidget):
         self.group.idClicked.connect(self._on_clicked)
         self.buttons: dict[int, QToolButton] = {}
         self._font: QFont | None = None
+        self._high_contrast = False
         self.set_result(None)
 
-    def set_text_font(self, font: QFont) -> None:
+    def set_text_font(self, font: QFont, *, high_contrast: bool | None = None) -> None:
         """The panel's text font on every label and thumbnail, now and for the next result
-        (widgets made after a presentation style sheet is applied do not inherit it)."""
+        (widgets made after a presentation style sheet is applied do not inherit it); in high
+        contrast the shown (checked, black) thumbnail's failing count is a light red."""
         self._font = font
+        if high_contrast is not None and high_contrast != self._high_contrast:
+            self._high_contrast = high_contrast
+            for button in self.buttons.values():
+                if button.styleSheet():
+                    button.setStyleSheet(self._failing_style())
         for widget in [self.title, *self.findChildren(QLabel), *self.buttons.values()]:
             widget.setFont(font)
+
+    def _failing_style(self) -> str:
+        """A failing count in red, readable (WCAG 4.5:1) on the thumbnail's background: white,
+        or black where the high-contrast theme draws the checked one inverted."""
+        style = f"QToolButton {{ color: {FAIL_INK}; font-weight: bold; }}"
+        if self._high_contrast:
+            style += f" QToolButton:checked {{ color: {FAIL_INK_ON_BLACK}; }}"
+        return style
 
     def set_result(self, result: CheckResult | None) -> None:
         """One thumbnail per block of ``result`` where its output and input meet."""
@@ -127,7 +144,7 @@ class BlockOverview(QWidget):
             rows, cols = block.shape
             button.setToolTip(f"{result.block_title(block)}: {rows:,} × {cols:,}, {failing_text(block)}")
             if not (isinstance(block, LargeBlock) and not block.cells) and failing_text(block).startswith("✗"):
-                button.setStyleSheet("QToolButton { color: #b00020; font-weight: bold; }")
+                button.setStyleSheet(self._failing_style())
             self.group.addButton(button, index)
             self.buttons[index] = button
             self.grid.addWidget(button, 1 + outputs.index(block.output), 1 + inputs.index(block.input))

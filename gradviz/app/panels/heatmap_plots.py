@@ -12,6 +12,7 @@ axis labels and captions take the longest wording that fits their room.
 
 from __future__ import annotations
 
+import itertools
 from types import MethodType
 
 import numpy as np
@@ -186,6 +187,12 @@ class HeatmapPlots(pg.GraphicsLayoutWidget):
         plot_row.layout.setHorizontalSpacing(OVERHANG + 12)
 
     # drawing a block ------------------------------------------------------------------------------
+
+    def title_gaps(self) -> list[tuple[float, float]]:
+        """(pixels between a map's title and the next one's, the titles' height): A+ stops
+        before the titles run into each other."""
+        rects = [p.titleLabel.item.mapRectToScene(p.titleLabel.item.boundingRect()) for p in self.plot_items]
+        return [(b.left() - a.right(), a.height()) for a, b in itertools.pairwise(rects)]
 
     def view_pixels(self) -> tuple[float, float]:
         """(width, height) of one heatmap's view in pixels."""

@@ -284,15 +284,18 @@ class JacobianPanel(LargeBlockRegions, QWidget):
         """(row, col) framed in all three plots, or None."""
         return self._cell
 
-    def go_to_worst(self) -> None:
-        """Highlight the worst cell; in a large block, zoom in around it so it can be seen."""
+    def go_to_worst(self, zoom: int | None = None) -> None:
+        """Highlight the worst cell and zoom in around it, ``zoom`` cells across; by default only
+        in a large block, so it can be seen (presentation zooms any block: a step that changed
+        nothing on screen looked like a dead clicker)."""
         shown = self._shown()
         if shown is None or shown[0].worst is None:
             return
         block, r0, c0 = shown
         row, col = block.worst[0] + r0, block.worst[1] + c0
-        if max(block.shape) > 2 * WORST_ZOOM:
-            half = WORST_ZOOM / 2
+        across = zoom or (WORST_ZOOM if max(block.shape) > 2 * WORST_ZOOM else None)
+        if across is not None and max(block.shape) > across:
+            half = across / 2
             self.plot_items[0].getViewBox().setRange(
                 xRange=(col - half, col + half), yRange=(row - half, row + half), padding=0
             )
@@ -454,7 +457,7 @@ class JacobianPanel(LargeBlockRegions, QWidget):
     def _on_theme_changed(self) -> None:
         theme = self.view.theme
         self.setFont(theme.font(self._widget_points))
-        self.overview.set_text_font(theme.font(self._widget_points))
+        self.overview.set_text_font(theme.font(self._widget_points), high_contrast=theme.high_contrast)
         self.readout.setFont(theme.font(READOUT_PT))
         self.large_summary.setFont(theme.font(READOUT_PT))
         self.large_table.setFont(theme.font(READOUT_PT - 1))

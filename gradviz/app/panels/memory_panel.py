@@ -76,7 +76,7 @@ class MemoryPanel(QWidget):
         self._payload: MemoryResult | None = None
         self._unit: tuple[str, int] = UNITS[0]
         self._devices: list[str] = ["cpu"]
-        self._wide: bool | None = None
+        self._wide: tuple[bool, bool, int] | None = None  # (texts left of the plots, plots side by side, texts' width)
         self.controls = MemoryControls(self.state)
         for name in CONTROL_NAMES:  # the controls as the panel's own attributes, as before the split
             setattr(self, name, getattr(self.controls, name))
@@ -251,18 +251,27 @@ class MemoryPanel(QWidget):
         super().resizeEvent(event)
         self._arrange()
 
+    def _info_width(self) -> int:
+        """The texts' column in the wide arrangement: INFO_WIDTH at the scale, or what the
+        controls need where the presentation floor makes their texts larger still."""
+        return max(round(INFO_WIDTH * self.view.theme.scale), self.controls.minimumSizeHint().width())
+
     def _arrange(self) -> None:
-        """Stacked in a tall dock; texts left of the plots, plots side by side, in a wide one."""
-        needs = round(INFO_WIDTH * self.view.theme.scale) + self.plots.minimum_plots_width() + 40
-        wide = self.width() > WIDE_RATIO * self.height() and self.width() >= needs
-        if wide == self._wide:
+        """Stacked in a tall dock; texts left of the plots, plots side by side, in a wide one;
+        wider than tall but short of that (presentation's 1280x720), the plots side by side
+        under the texts, so the sweep is not below the fold."""
+        info = self._info_width()
+        wide = self.width() > WIDE_RATIO * self.height() and self.width() >= info + self.plots.minimum_plots_width() + 40
+        beside = wide or (self.width() > self.height() and self.width() >= self.plots.minimum_plots_width() + 40)
+        arrangement = (wide, beside, info if wide else 0)
+        if arrangement == self._wide:
             return
-        self._wide = wide
+        self._wide = arrangement
         horizontal, vertical = QBoxLayout.Direction.LeftToRight, QBoxLayout.Direction.TopToBottom
         self.body.setDirection(horizontal if wide else vertical)
-        self.plots.set_side_by_side(wide)
+        self.plots.set_side_by_side(beside)
         if wide:
-            self.info.setFixedWidth(round(INFO_WIDTH * self.view.theme.scale))
+            self.info.setFixedWidth(info)
         else:
             self.info.setMinimumWidth(0)
             self.info.setMaximumWidth(16_777_215)
@@ -277,8 +286,7 @@ class MemoryPanel(QWidget):
         self.cpu_note.setStyleSheet(f"color: {theme.muted}; font-style: italic")
         self.message.setFont(theme.font(15))
         self.plots.apply_theme()
-        if self._wide:
-            self.info.setFixedWidth(round(INFO_WIDTH * theme.scale))
+        self._arrange()  # the texts' width follows the text size
         if self._payload is not None:
             self.set_result(self._payload)
 
