@@ -24,6 +24,7 @@ PRIORITY = {"custom": 0, "leaf": 1, "builtin": 2}  # who gets a label first when
 GRID = 2  # px per cell of the label occupancy grid
 LABEL_MARGIN = 1  # px around a label's text
 RING_GAP = 4  # px between a symbol and its selection ring: every node keeps this room clear
+SLID_EDGE = 0.0  # px a label slid to the view's end keeps from it
 MIN_CLEARANCE = 12  # px: a node closer than this to another gets no label
 MIN_SYMBOL_SCALE = 0.35  # symbols shrink with the zoom down to this fraction of their size
 LARGEST_SYMBOL = KINDS["custom"][1]  # px of the largest symbol (your Function's square) at scale 1
@@ -197,17 +198,33 @@ def _spots(cx: float, cy: float, r: float, w: float, h: float, corners: bool) ->
 def _first_spot(grid, k: int, cx: float, cy: float, r: float, sizes: np.ndarray, width: float, height: float):
     """(row, which text, centre x, centre y) of the first text and spot that is free (and marks
     it taken), None if none: every text at the four sides first, then every text at the corners
-    (where a tall wrapped label beside a node of a chain clears the nodes above and below it)."""
-    for corners in (False, True):
+    (where a tall wrapped label beside a node of a chain clears the nodes above and below it),
+    then the sides slid along the node (``_slid_along``)."""
+    for phase in ("sides", "corners", "sides slid along"):
         for j, (w, h) in enumerate(sizes):
-            for left, top in _spots(cx, cy, r, w, h, corners):
-                if left < 0 or top < 0 or left + w > width or top + h > height:
-                    continue
-                area = _cells(left, top, left + w, top + h)
-                if not grid[area].any():
-                    grid[area] = True
-                    return (k, j, left + w / 2, top + h / 2)
+            for spot in _spots(cx, cy, r, w, h, phase == "corners"):
+                for left, top in _slid_along(*spot, w, h, cx, cy, width, height) if phase == "sides slid along" else [spot]:
+                    if left < 0 or top < 0 or left + w > width or top + h > height:
+                        continue
+                    area = _cells(left, top, left + w, top + h)
+                    if not grid[area].any():
+                        grid[area] = True
+                        return (k, j, left + w / 2, top + h / 2)
     return None
+
+
+def _slid_along(
+    left: float, top: float, w: float, h: float, cx: float, cy: float, width: float, height: float
+) -> list[tuple[float, float]]:
+    """A side spot slid along the node's side, into the view and to either end of it (a graph
+    dock a few dozen pixels tall leaves no other room), as far as the label still spans the
+    node's centre, so it names that node."""
+    edge = SLID_EDGE
+    if left >= cx or left + w <= cx:  # right or left of the node: up or down
+        tops = (min(max(top, edge), height - h - edge), edge, height - h - edge)
+        return [(left, t) for t in tops if t != top and t <= cy <= t + h]
+    lefts = (min(max(left, edge), width - w - edge), edge, width - w - edge)  # below or above: sideways
+    return [(x, top) for x in lefts if x != left and x <= cx <= x + w]
 
 
 def clear_of_neighbours(rows: np.ndarray, px: np.ndarray, py: np.ndarray, radius: np.ndarray, n: int) -> np.ndarray:
