@@ -16,7 +16,7 @@ from PySide6.QtCore import QRect
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from gradviz._version import DISTRIBUTION, __version__
-from gradviz.app.shortcuts_dialog import SCREEN_SHARE, FittedTextDialog
+from gradviz.app.shortcuts_dialog import SCREEN_SHARE, FittedTextDialog, screen_room
 
 GUIDE_MISSING = (
     "The user guide is the package's description, and this install has none ({why}). "
@@ -73,8 +73,7 @@ class GuideDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.browser, 1)
         layout.addWidget(buttons)
-        screen = (parent or self).screen().availableGeometry()
-        room = screen if available is None else screen.intersected(available)
+        room = screen_room(self, available)
         self.resize(min(900, int(room.width() * SCREEN_SHARE)), int(room.height() * SCREEN_SHARE))
 
 

@@ -42,6 +42,14 @@ def table_html(rows: Iterable[tuple[str, str]]) -> str:
     return f"<table cellspacing=4>{cells}</table>"
 
 
+def screen_room(dialog: QWidget, available: QRect | None = None) -> QRect:
+    """The available geometry of the dialog's parent's screen (its own without a parent),
+    intersected with ``available`` (the whole screen where they do not meet)."""
+    screen = (dialog.parentWidget() or dialog).screen().availableGeometry()
+    both = screen if available is None else screen.intersected(available)
+    return screen if both.isEmpty() else both
+
+
 class FittedTextDialog(QDialog):
     """Rich text, wrapped and scrolled to fit ``available`` (default: the parent's screen's
     available geometry), with a Close button; links open in the system's browser."""
@@ -89,11 +97,7 @@ class FittedTextDialog(QDialog):
         self.move(left, top)  # move() places the frame, title bar included
 
     def room(self, available: QRect | None = None) -> QRect:
-        """The available geometry of the parent's screen (the dialog's own without a parent),
-        intersected with ``available`` (the whole screen where they do not meet)."""
-        screen = (self.parentWidget() or self).screen().availableGeometry()
-        both = screen if available is None else screen.intersected(available)
-        return screen if both.isEmpty() else both
+        return screen_room(self, available)
 
     def frame_margins(self) -> QMargins:
         """The window manager's frame around this dialog: measured once it has one; before that

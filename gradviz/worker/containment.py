@@ -145,3 +145,22 @@ def move_high(fd: int) -> int:
         return fd
     os.close(fd)
     return high
+
+
+def close_all_but(keep: tuple[int, ...]) -> None:
+    """In a forked run or spare: close every descriptor above stderr but ``keep`` (and the
+    standard streams'). The worker's
+    channels, the run beside it and a spare's order pipe are none of its business (user code that
+    wrote into a spare's order pipe would crash the next run)."""
+    streams = set()
+    for stream in (sys.stdin, sys.stdout, sys.stderr):  # sys.stdin reads the worker's /dev/null
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            streams.add(stream.fileno())
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(3, 1024))
+    for fd in open_fds:
+        if fd > 2 and fd not in keep and fd not in streams:
+            with contextlib.suppress(OSError):
+                os.close(fd)

@@ -3,8 +3,8 @@ run's first-call costs before its request comes, then serves it exactly as a fre
 
 A freshly forked run starts OpenMP's thread pool on its first parallel op, faults in every page
 of heap it touches and pays its first batched (vmapped) call: 10-30 % of a check of 10^5 cells
-or more. The spare does all of that while the worker waits for a request or while the run before
-it works: it starts the thread pool with the run's thread count, faults in a heap as large as
+or more. The spare does all of that while the worker waits for a request (it is forked only
+while no run works, whose CPU it would take): it starts the thread pool with the run's thread count, faults in a heap as large as
 the last run used, in blocks the size of the finite differences' chunk buffers (glibc keeps such
 blocks on the heap and keeps up to ``MAX_HEAP_BYTES`` of its free top: ``protocol.launch``'s
 runtime environment), so the run's chunks reuse pages already faulted in, and runs one tiny
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 
 from gradviz.schema.requests import from_message
 
@@ -34,7 +33,6 @@ def serve_when_ordered(pipe_fd: int, fault_fd: int, order_fd: int, warmed_fd: in
     from gradviz.worker import containment, run
 
     try:
-        close_all_but((pipe_fd, fault_fd, order_fd, warmed_fd))
         run.become_run_process(fault_fd, threads)
         containment.hide_self()  # become_run_process showed us: not while the run beside us runs user code
         warm_up(threads, heap_bytes)
@@ -79,40 +77,9 @@ def fault_in(nbytes: int) -> None:
     del blocks
 
 
-def hand_over(order_fd: int, request_message: dict, key: bytes, threads: int) -> bool:
-    """Write the spare its order and close the pipe; False when the spare is gone."""
-    order = json.dumps({"request": request_message, "key": key.hex(), "threads": threads}).encode()
-    try:
-        with os.fdopen(order_fd, "wb", buffering=0) as pipe:
-            view = memoryview(order)
-            while view:
-                view = view[pipe.write(view) :]
-    except OSError:
-        return False
-    return True
-
-
 def _read_order(fd: int) -> dict | None:
     chunks = []
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     os.close(fd)
     return json.loads(b"".join(chunks)) if chunks else None
-
-
-def close_all_but(keep: tuple[int, ...]) -> None:
-    """In a forked run or spare: close every descriptor above stderr but ``keep``. The worker's
-    channels, the run beside it and a spare's order pipe are none of its business (user code that
-    wrote into a spare's order pipe would crash the next run)."""
-    streams = set()
-    for stream in (sys.stdin, sys.stdout, sys.stderr):  # sys.stdin reads the worker's /dev/null
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            streams.add(stream.fileno())
-    try:
-        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        open_fds = list(range(3, 1024))
-    for fd in open_fds:
-        if fd > 2 and fd not in keep and fd not in streams:
-            with contextlib.suppress(OSError):
-                os.close(fd)

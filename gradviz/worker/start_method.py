@@ -37,6 +37,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import IO
 
 from gradviz.protocol import process_tree
 from gradviz.protocol.launch import SAFE_PATH
@@ -124,11 +125,7 @@ class RunStarter:
     def drop_spare(self) -> bool:
         """Memory is short: the spare goes, and none comes until ``release``. Whether there was one."""
         self.held = True
-        if self.spare is None:
-            return False
-        _discard(self.spare)
-        self.spare = None
-        return True
+        return self._let_spare_go()
 
     def release(self) -> None:
         """The run that was short of memory ended: spares may come again."""
@@ -154,22 +151,24 @@ class RunStarter:
 
     def close(self) -> None:
         """The worker stops: the spare goes (it never ran anything)."""
-        if self.spare is not None:
-            _discard(self.spare)
-            self.spare = None
+        self._let_spare_go()
+
+    def _let_spare_go(self) -> bool:
+        if self.spare is None:
+            return False
+        _discard(self.spare)
+        self.spare = None
+        return True
 
     def _take_warm_spare(self, request: Envelope, key: bytes) -> Started | None:
         """The forked spare, handed ``request``, if it has warmed up (else it stays the spare and
         the request gets a fresh fork: a warm-up still under way would only delay it)."""
-        from gradviz.worker import fork_spare
-
         spare = self.spare
         if spare is None or spare.imported is None or not select.select([spare.imported], [], [], 0)[0]:
             return None
         self.spare = None
         _close_imported(spare)
-        order, spare.order = spare.order, None
-        if order is None or not fork_spare.hand_over(order, request.to_message(), key, self.threads):
+        if not _hand_over(spare, request, key, self.threads):
             _discard(spare)  # it died while it waited
             return None
         return spare
@@ -183,11 +182,7 @@ class RunStarter:
         fault_fd = containment.fault_file()
         pid = os.fork()
         if pid == 0:  # the spare: it keeps only its own ends
-            for fd in self.close_in_child:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            for secret in self.wipe_in_child:
-                secret[:] = bytes(len(secret))
+            self._leave_the_worker(keep=(write_end, fault_fd, order_read, warmed_write))
             fork_spare.serve_when_ordered(write_end, fault_fd, order_read, warmed_write, self.threads, self.heap_bytes)
         for fd in (write_end, warmed_write, order_read):
             os.close(fd)
@@ -198,19 +193,23 @@ class RunStarter:
         fault_fd = containment.fault_file()
         pid = os.fork()
         if pid == 0:  # the run process
-            from gradviz.worker.fork_spare import close_all_but
             from gradviz.worker.run import serve_one
 
-            os.close(read_end)
-            for fd in self.close_in_child:  # the run talks to the worker only through its pipe
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            close_all_but((write_end, fault_fd))  # the spare's order pipe above all: user code runs here
-            for secret in self.wipe_in_child:
-                secret[:] = bytes(len(secret))
+            self._leave_the_worker(keep=(write_end, fault_fd))
             serve_one(request, write_end, fault_fd, self.threads, key)
         os.close(write_end)
         return Started(pid, read_end, fault_fd)
+
+    def _leave_the_worker(self, keep: tuple[int, ...]) -> None:
+        """In a forked run or spare: the worker's channels and every descriptor but ``keep`` closed
+        (the run talks to the worker only through its pipe; the spare's order pipe above all must
+        not reach user code), the worker's secrets zeroed in our copy of its memory."""
+        for fd in self.close_in_child:  # may be a standard stream, which close_all_but keeps
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        containment.close_all_but(keep)
+        for secret in self.wipe_in_child:
+            secret[:] = bytes(len(secret))
 
     def _spawn(self) -> Started:
         read_end, write_end = os.pipe()
@@ -231,15 +230,22 @@ class RunStarter:
 
 
 def _hand_over(run: Started, request: Envelope, key: bytes, threads: int) -> bool:
-    """Send a spawned run its request and key on stdin; False when it is gone."""
+    """Send a spare its order, ``{"request", "key", "threads"}`` as JSON, and close the pipe it
+    came on (spawned: its stdin; forked: its order pipe); False when it is gone."""
     order = json.dumps({"request": request.to_message(), "key": key.hex(), "threads": threads}).encode()
-    stdin = run.process.stdin if run.process is not None else None
-    if stdin is None:
+    if run.order is not None:
+        pipe: IO[bytes] | None = os.fdopen(run.order, "wb")
+        run.order = None
+    else:
+        pipe = run.process.stdin if run.process is not None else None
+    if pipe is None:
         return False
     try:
-        stdin.write(order)
-        stdin.close()
+        pipe.write(order)
+        pipe.close()
     except OSError:
+        with contextlib.suppress(OSError):
+            pipe.close()
         return False
     return True
 

@@ -15,20 +15,7 @@ from gradviz.app import help_dialogs
 from gradviz.app.preferences import Preferences
 from gradviz.app.recent_menu import CLEAR, NONE_YET
 from tests.paths import ARTIFACTS
-
-SOURCE = '''
-import torch
-from torch.autograd import Function
-
-class Twice(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return 2 * x
-
-    @staticmethod
-    def backward(ctx, g):
-        return 2 * g
-'''
+from tests.sources import SQUARE
 
 
 def open_and_wait(qtbot, window, path) -> None:
@@ -46,7 +33,7 @@ def test_open_recent_lists_opened_files_newest_first_and_opens_one(qtbot, main_w
     first, second = tmp_path / "first.py", tmp_path / "R&D" / "second.py"
     second.parent.mkdir()
     for path in (first, second):
-        path.write_text(SOURCE, encoding="utf-8")
+        path.write_text(SQUARE, encoding="utf-8")
         open_and_wait(qtbot, window, path)
     menu = window.recent_menu
     assert menu.menuAction() in window.menuBar().actions()[0].menu().actions()  # in the File menu
@@ -54,7 +41,7 @@ def test_open_recent_lists_opened_files_newest_first_and_opens_one(qtbot, main_w
     chosen = next(a for a in menu.actions() if a.text().startswith("&2"))
     with qtbot.waitSignal(window.source.loaded, timeout=10_000):
         chosen.trigger()
-    assert window.document.path == first and window.editor.text() == SOURCE
+    assert window.document.path == first and window.editor.text() == SQUARE
     assert entries(menu)[0].startswith("&1  first.py")  # reopened: first again
     second.unlink()  # gone since: not offered
     assert [text for text in entries(menu) if "second.py" in text] == []

@@ -75,3 +75,19 @@ def interruptible() -> None:
     the background by a non-interactive shell inherits SIGINT ignored, and Python then never raises
     KeyboardInterrupt in the process it starts."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (Linux /proc)."""
+    try:
+        return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def waiting_for_its_order(pid: int) -> bool:
+    """Blocked reading a pipe: a pre-forked spare that warmed up and waits for its order."""
+    try:
+        return "pipe" in open(f"/proc/{pid}/wchan").read()
+    except OSError:
+        return False

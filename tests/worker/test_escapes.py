@@ -23,7 +23,14 @@ from gradviz.worker.client import WorkerClient
 from tests.paths import ROOT
 from tests.sources import SQUARE
 from tests.worker.escapes import HANG, JOIN_WORKER_GROUP, escaper_source, kill_leftovers, read_pids
-from tests.worker.lifecycle import gone, interruptible, wait_for_file, wait_gone
+from tests.worker.lifecycle import (
+    children,
+    gone,
+    interruptible,
+    wait_for_file,
+    wait_gone,
+    waiting_for_its_order,
+)
 from tests.worker.raw_worker import RawWorker
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -211,18 +218,10 @@ def wait_no_descendants(pid: int, seconds: float) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         running = [p for p in process_tree.descendants(pid) if not gone(p)]
-        if len(running) <= 1 and all(_waiting_spare(pid, p) for p in running):  # one spare at most
-            return True
+        if len(running) <= 1 and all(p in children(pid) and waiting_for_its_order(p) for p in running):
+            return True  # one spare at most
         time.sleep(0.02)
     return False
-
-
-def _waiting_spare(worker: int, pid: int) -> bool:
-    try:
-        parent = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-        return parent == worker and "pipe" in open(f"/proc/{pid}/wchan").read()
-    except (OSError, ValueError, IndexError):
-        return False
 
 
 # --- the current folder at launch --------------------------------------------------------------

@@ -14,6 +14,7 @@ from gradviz.schema.requests import CheckRequest, CodeSource
 from gradviz.worker import start_method
 from gradviz.worker.client import WorkerClient
 from tests.sources import SQUARE
+from tests.worker.lifecycle import children, waiting_for_its_order
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; fork is Linux's")
 
@@ -33,13 +34,6 @@ def request(path) -> CheckRequest:
     return CheckRequest(CodeSource(path=str(path)), timeout=120, arrays=False, graph=False)
 
 
-def children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
-    except OSError:
-        return []
-
-
 def threads_of(pid: int) -> int:
     try:
         for line in open(f"/proc/{pid}/status"):
@@ -48,14 +42,6 @@ def threads_of(pid: int) -> int:
     except OSError:
         pass
     return 0
-
-
-def waiting_for_its_order(pid: int) -> bool:
-    """Blocked reading a pipe: a spare that warmed up and waits for its order."""
-    try:
-        return "pipe" in open(f"/proc/{pid}/wchan").read()
-    except OSError:
-        return False
 
 
 def warm_spare(worker: int, not_this: set[int], seconds: float = 60.0) -> int | None:
